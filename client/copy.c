@@ -1,0 +1,223 @@
+/*
+ * Copies and fills.  Data travels in-band in chunks of at most DS_CHUNK_MAX bytes.
+ * Host-to-device chunks are batched (the last one of a synchronous copy waits for
+ * completion); device-to-host chunks are synchronous calls that return the bytes once
+ * the stream's earlier work is done, so an "async" copy to the host has completed when
+ * it returns, which every correct program tolerates.
+ */
+#include "cuda_api.h"
+#include "mem.h"
+#include "rpc.h"
+
+#include <string.h>
+
+static ds_handle stream_value(CUstream s)
+{
+    return (ds_handle)(uintptr_t)s;
+}
+
+static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
+{
+    const char *p = src;
+    CUresult rc = CUDA_SUCCESS;
+
+    DS_NEED_INIT();
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (src == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    while (n > 0 && rc == CUDA_SUCCESS) {
+        size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
+        ds_htod_args a = { .dst = dst, .stream = stream_value(s) };
+        ds_void_res r;
+
+        a.data.data_len = (u_int)len;
+        a.data.data_val = (char *)p;
+        if (wait && len == n)
+            rc = ds_rpc_memcpy_htod(&a, &r);
+        else
+            rc = ds_rpc_memcpy_htod_async(&a);
+        dst += len;
+        p += len;
+        n -= len;
+    }
+    return rc;
+}
+
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    char *p = dst;
+
+    DS_NEED_INIT();
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (dst == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    while (n > 0) {
+        size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
+        ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = stream_value(s) };
+        ds_bytes_res r;
+        CUresult rc;
+
+        memset(&r, 0, sizeof(r));
+        rc = ds_rpc_memcpy_dtoh(&a, &r);
+        if (rc == CUDA_SUCCESS && r.ds_bytes_res_u.data.data_len != len)
+            rc = CUDA_ERROR_UNKNOWN;
+        if (rc == CUDA_SUCCESS)
+            memcpy(p, r.ds_bytes_res_u.data.data_val, len);
+        if (rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
+            ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, &r);
+        if (rc != CUDA_SUCCESS)
+            return rc;
+        src += len;
+        p += len;
+        n -= len;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
+{
+    ds_dtod_args a = { .dst = dst, .src = src, .size = n, .stream = stream_value(s) };
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    if (n == 0)
+        return CUDA_SUCCESS;
+    return wait ? ds_rpc_memcpy_dtod(&a, &r) : ds_rpc_memcpy_dtod_async(&a);
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    return htod(dst, src, n, NULL, 1);
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+    return htod(dst, src, n, s, 0);
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    return dtoh(dst, src, n, NULL);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return dtoh(dst, src, n, s);
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return dtod(dst, src, n, NULL, 1);
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return dtod(dst, src, n, s, 0);
+}
+
+/* Unified addressing: the direction follows from which side each pointer lives on. */
+static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
+{
+    int ddev, sdev;
+
+    DS_NEED_INIT();
+    ddev = ds__mem_is_device(dst);
+    sdev = ds__mem_is_device(src);
+    if (ddev && sdev)
+        return dtod(dst, src, n, s, wait);
+    if (ddev)
+        return htod(dst, (const void *)(uintptr_t)src, n, s, wait);
+    if (sdev)
+        return dtoh((void *)(uintptr_t)dst, src, n, s);
+    if (n > 0 && (dst == 0 || src == 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > 0)
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return unified(dst, src, n, NULL, 1);
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    return unified(dst, src, n, s, 0);
+}
+
+static CUresult fill(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,
+                     size_t height, CUstream s, int wait)
+{
+    ds_memset_args a = { .dst = dst, .pitch = pitch, .value = value, .elem_size = elem,
+                         .width = width, .height = height, .stream = stream_value(s) };
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return wait ? ds_rpc_memset(&a, &r) : ds_rpc_memset_async(&a);
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+    return fill(d, 0, v, 1, n, 1, NULL, 1);
+}
+
+CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{
+    return fill(d, 0, v, 2, n, 1, NULL, 1);
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{
+    return fill(d, 0, v, 4, n, 1, NULL, 1);
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return fill(d, 0, v, 1, n, 1, s, 0);
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+    return fill(d, 0, v, 2, n, 1, s, 0);
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return fill(d, 0, v, 4, n, 1, s, 0);
+}
+
+CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+{
+    return fill(d, pitch, v, 1, w, h, NULL, 1);
+}
+
+CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h)
+{
+    return fill(d, pitch, v, 2, w, h, NULL, 1);
+}
+
+CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h)
+{
+    return fill(d, pitch, v, 4, w, h, NULL, 1);
+}
+
+CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h,
+                           CUstream s)
+{
+    return fill(d, pitch, v, 1, w, h, s, 0);
+}
+
+CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h,
+                            CUstream s)
+{
+    return fill(d, pitch, v, 2, w, h, s, 0);
+}
+
+CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h,
+                            CUstream s)
+{
+    return fill(d, pitch, v, 4, w, h, s, 0);
+}

@@ -1,0 +1,309 @@
+/* Contexts.  The server owns them (and everything created in them); the client keeps
+ * only which one is current in each thread. */
+#include "cuda_api.h"
+#include "ctx.h"
+
+#include "rpc.h"
+
+#define CTX_STACK_MAX 64
+
+static _Thread_local CUcontext stack[CTX_STACK_MAX];
+static _Thread_local int depth;
+
+static uint64_t handle_of(CUcontext c)
+{
+    return (uint64_t)(uintptr_t)c;
+}
+
+CUresult ds__ctx_current(uint64_t *h)
+{
+    if (depth == 0 || stack[depth - 1] == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *h = handle_of(stack[depth - 1]);
+    return CUDA_SUCCESS;
+}
+
+/* The server has dropped this context.  Only the calling thread's stack is ours to
+ * edit; other threads get INVALID_CONTEXT from the server when they use it. */
+static void forget(CUcontext c)
+{
+    for (int i = 0; i < depth; i++)
+        if (stack[i] == c)
+            stack[i] = NULL;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    DS_NEED_INIT();
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = depth ? stack[depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    DS_NEED_INIT();
+    if (depth == 0)
+        depth = 1;
+    stack[depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    DS_NEED_INIT();
+    if (ctx == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (depth == CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    stack[depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    DS_NEED_INIT();
+    if (depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    depth--;
+    if (pctx != NULL)
+        *pctx = stack[depth];
+    return CUDA_SUCCESS;
+}
+
+static CUresult create(CUcontext *pctx, unsigned flags, CUdevice dev)
+{
+    ds_ctx_create_args a = { .dev = dev, .flags = flags };
+    ds_handle_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (depth == CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = ds_rpc_ctx_create(&a, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
+    stack[depth++] = *pctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+                        unsigned int flags, CUdevice dev)
+{
+    if (params != NULL && nparams > 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                        CUdevice dev)
+{
+    /* Execution-affinity and CIG parameters are not served yet. */
+    if (params != NULL && (params->execAffinityParams != NULL || params->cigParams != NULL))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return create(pctx, flags, dev);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    ds_handle h = handle_of(ctx);
+    ds_void_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (ctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_ctx_destroy(&h, &r);
+    if (rc == CUDA_SUCCESS) {
+        forget(ctx);
+        /* A destroyed context that was current is popped, as in CUDA. */
+        while (depth > 0 && stack[depth - 1] == NULL)
+            depth--;
+    }
+    return rc;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    ds_handle h = handle_of(ctx);
+    ds_void_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (ctx == NULL && (rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
+        return rc;
+    return ds_rpc_ctx_synchronize(&h, &r);
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    return cuCtxSynchronize_v2(NULL);
+}
+
+static CUresult info(CUcontext ctx, ds_ctx_info *out)
+{
+    ds_handle h;
+    ds_ctx_info_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (ctx != NULL)
+        h = handle_of(ctx);
+    else if ((rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_ctx_get_info(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        *out = r.ds_ctx_info_res_u.info;
+    return rc;
+}
+
+CUresult cuCtxGetDevice(CUdevice *dev)
+{
+    return cuCtxGetDevice_v2(dev, NULL);
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+    ds_ctx_info i;
+    CUresult rc;
+
+    if (dev == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = info(ctx, &i);
+    if (rc == CUDA_SUCCESS)
+        *dev = i.dev;
+    return rc;
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    ds_ctx_info i;
+    CUresult rc;
+
+    if (flags == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = info(NULL, &i);
+    if (rc == CUDA_SUCCESS)
+        *flags = i.flags;
+    return rc;
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    ds_ctx_info i;
+    CUresult rc;
+
+    if (version == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = info(ctx, &i);
+    if (rc == CUDA_SUCCESS)
+        *version = i.api_version;
+    return rc;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+    ds_ctx_info i;
+    CUresult rc;
+
+    if (id == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = info(ctx, &i);
+    if (rc == CUDA_SUCCESS)
+        *id = i.id;
+    return rc;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    DS_NEED_INIT();
+    if (least != NULL)
+        *least = 0;
+    if (greatest != NULL)
+        *greatest = -5;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    ds_handle_res r;
+    int d = dev;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_primary_retain(&d, &r);
+    if (rc == CUDA_SUCCESS)
+        *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
+    return rc;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    ds_void_res r;
+    int d = dev;
+
+    DS_NEED_INIT();
+    return ds_rpc_primary_release(&d, &r);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    ds_pstate_res r;
+    int d = dev;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (flags == NULL || active == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_primary_get_state(&d, &r);
+    if (rc == CUDA_SUCCESS) {
+        *flags = r.ds_pstate_res_u.state.flags;
+        *active = r.ds_pstate_res_u.state.active;
+    }
+    return rc;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    ds_pflags_args a = { .dev = dev, .flags = flags };
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_primary_set_flags(&a, &r);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    ds_void_res r;
+    int d = dev;
+
+    DS_NEED_INIT();
+    return ds_rpc_primary_reset(&d, &r);
+}
+
+/* Pre-11.0 names with the same contract. */
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    return cuDevicePrimaryCtxReset_v2(dev);
+}

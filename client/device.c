@@ -1,0 +1,104 @@
+/* cuInit, the driver version and device queries.  The device a tenant sees never
+ * changes, so everything here is answered from the handshake without a round trip. */
+#include "cuda_api.h"
+#include "rpc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds__rpc_init();
+}
+
+CUresult cuDriverGetVersion(int *version)
+{
+    if (version == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    DS_NEED_INIT();
+    if (count == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    DS_NEED_INIT();
+    if (dev == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    DS_NEED_INIT();
+    if (name == NULL || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "%s", ds__rpc_device()->name);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
+{
+    const ds_device_desc *d;
+
+    DS_NEED_INIT();
+    d = ds__rpc_device();
+    if (value == NULL || attr <= 0 || (unsigned)attr >= d->attrs.attrs_len)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *value = d->attrs.attrs_val[attr];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    DS_NEED_INIT();
+    if (bytes == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = ds__rpc_device()->total_mem;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    DS_NEED_INIT();
+    if (uuid == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    memcpy(uuid->bytes, ds__rpc_device()->uuid, sizeof(uuid->bytes));
+    return CUDA_SUCCESS;
+}
+
+/* The pre-11.4 entry point has the same contract for a device without MIG. */
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+    CUresult rc = cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+
+    if (rc == CUDA_SUCCESS)
+        rc = cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    return rc;
+}

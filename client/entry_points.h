@@ -1,0 +1,93 @@
+/*
+ * The driver entry points this library implements, for cuGetProcAddress:
+ *   EP(base name, CUDA version that introduced this variant, exported symbol)
+ * A request for (name, version) gets the newest variant not newer than the version.
+ * Every symbol here is a real export too, and tests/test_procaddr.c checks that each
+ * entry resolves to the same function through dlsym and through cuGetProcAddress.
+ * Entry points not listed are exported as stubs that return CUDA_ERROR_NOT_SUPPORTED.
+ */
+#define DS_ENTRY_POINTS(EP)                                               \
+    EP(cuInit, 2000, cuInit)                                              \
+    EP(cuDriverGetVersion, 2020, cuDriverGetVersion)                      \
+    EP(cuGetErrorName, 6000, cuGetErrorName)                              \
+    EP(cuGetErrorString, 6000, cuGetErrorString)                          \
+    EP(cuGetProcAddress, 11030, cuGetProcAddress)                         \
+    EP(cuGetProcAddress, 12000, cuGetProcAddress_v2)                      \
+    EP(cuDeviceGet, 2000, cuDeviceGet)                                    \
+    EP(cuDeviceGetCount, 2000, cuDeviceGetCount)                          \
+    EP(cuDeviceGetName, 2000, cuDeviceGetName)                            \
+    EP(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute)                  \
+    EP(cuDeviceTotalMem, 3020, cuDeviceTotalMem_v2)                       \
+    EP(cuDeviceGetUuid, 9020, cuDeviceGetUuid)                            \
+    EP(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2)                        \
+    EP(cuDeviceComputeCapability, 2000, cuDeviceComputeCapability)        \
+    EP(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain)          \
+    EP(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease)        \
+    EP(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)    \
+    EP(cuDevicePrimaryCtxSetFlags, 7000, cuDevicePrimaryCtxSetFlags)      \
+    EP(cuDevicePrimaryCtxSetFlags, 11000, cuDevicePrimaryCtxSetFlags_v2)  \
+    EP(cuDevicePrimaryCtxGetState, 7000, cuDevicePrimaryCtxGetState)      \
+    EP(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset)            \
+    EP(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2)        \
+    EP(cuCtxCreate, 3020, cuCtxCreate_v2)                                 \
+    EP(cuCtxCreate, 11040, cuCtxCreate_v3)                                \
+    EP(cuCtxCreate, 12050, cuCtxCreate_v4)                                \
+    EP(cuCtxDestroy, 4000, cuCtxDestroy_v2)                               \
+    EP(cuCtxPushCurrent, 4000, cuCtxPushCurrent_v2)                       \
+    EP(cuCtxPopCurrent, 4000, cuCtxPopCurrent_v2)                         \
+    EP(cuCtxSetCurrent, 4000, cuCtxSetCurrent)                            \
+    EP(cuCtxGetCurrent, 4000, cuCtxGetCurrent)                            \
+    EP(cuCtxGetDevice, 2000, cuCtxGetDevice)                              \
+    EP(cuCtxGetDevice, 13000, cuCtxGetDevice_v2)                          \
+    EP(cuCtxGetFlags, 7000, cuCtxGetFlags)                                \
+    EP(cuCtxGetId, 12000, cuCtxGetId)                                     \
+    EP(cuCtxGetApiVersion, 3020, cuCtxGetApiVersion)                      \
+    EP(cuCtxGetStreamPriorityRange, 5050, cuCtxGetStreamPriorityRange)    \
+    EP(cuCtxSynchronize, 2000, cuCtxSynchronize)                          \
+    EP(cuCtxSynchronize, 13000, cuCtxSynchronize_v2)                      \
+    EP(cuMemAlloc, 3020, cuMemAlloc_v2)                                   \
+    EP(cuMemFree, 3020, cuMemFree_v2)                                     \
+    EP(cuMemGetInfo, 3020, cuMemGetInfo_v2)                               \
+    EP(cuMemGetAddressRange, 3020, cuMemGetAddressRange_v2)               \
+    EP(cuMemAllocHost, 3020, cuMemAllocHost_v2)                           \
+    EP(cuMemHostAlloc, 2020, cuMemHostAlloc)                              \
+    EP(cuMemFreeHost, 2000, cuMemFreeHost)                                \
+    EP(cuMemHostGetFlags, 2030, cuMemHostGetFlags)                        \
+    EP(cuMemcpy, 4000, cuMemcpy)                                          \
+    EP(cuMemcpyAsync, 4000, cuMemcpyAsync)                                \
+    EP(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)                               \
+    EP(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2)                               \
+    EP(cuMemcpyDtoD, 3020, cuMemcpyDtoD_v2)                               \
+    EP(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2)                     \
+    EP(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2)                     \
+    EP(cuMemcpyDtoDAsync, 3020, cuMemcpyDtoDAsync_v2)                     \
+    EP(cuMemsetD8, 3020, cuMemsetD8_v2)                                   \
+    EP(cuMemsetD16, 3020, cuMemsetD16_v2)                                 \
+    EP(cuMemsetD32, 3020, cuMemsetD32_v2)                                 \
+    EP(cuMemsetD2D8, 3020, cuMemsetD2D8_v2)                               \
+    EP(cuMemsetD2D16, 3020, cuMemsetD2D16_v2)                             \
+    EP(cuMemsetD2D32, 3020, cuMemsetD2D32_v2)                             \
+    EP(cuMemsetD8Async, 3020, cuMemsetD8Async)                            \
+    EP(cuMemsetD16Async, 3020, cuMemsetD16Async)                          \
+    EP(cuMemsetD32Async, 3020, cuMemsetD32Async)                          \
+    EP(cuMemsetD2D8Async, 3020, cuMemsetD2D8Async)                        \
+    EP(cuMemsetD2D16Async, 3020, cuMemsetD2D16Async)                      \
+    EP(cuMemsetD2D32Async, 3020, cuMemsetD2D32Async)                      \
+    EP(cuStreamCreate, 2000, cuStreamCreate)                              \
+    EP(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority)      \
+    EP(cuStreamDestroy, 4000, cuStreamDestroy_v2)                         \
+    EP(cuStreamSynchronize, 2000, cuStreamSynchronize)                    \
+    EP(cuStreamQuery, 2000, cuStreamQuery)                                \
+    EP(cuStreamWaitEvent, 3020, cuStreamWaitEvent)                        \
+    EP(cuStreamGetFlags, 5050, cuStreamGetFlags)                          \
+    EP(cuStreamGetPriority, 5050, cuStreamGetPriority)                    \
+    EP(cuStreamGetCtx, 9020, cuStreamGetCtx)                              \
+    EP(cuStreamGetId, 12000, cuStreamGetId)                               \
+    EP(cuEventCreate, 2000, cuEventCreate)                                \
+    EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
+    EP(cuEventRecord, 2000, cuEventRecord)                                \
+    EP(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags)             \
+    EP(cuEventQuery, 2000, cuEventQuery)                                  \
+    EP(cuEventSynchronize, 2000, cuEventSynchronize)                      \
+    EP(cuEventElapsedTime, 2000, cuEventElapsedTime)                      \
+    EP(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)

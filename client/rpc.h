@@ -1,0 +1,61 @@
+/*
+ * The client's one connection to its executor.  Every call is serialised under one
+ * lock, so the library is safe to use from any number of application threads.
+ * Synchronous calls wait for the reply; batched calls are buffered in the record stream
+ * and leave with the next synchronous call (TI-RPC batching), which is what lets a
+ * tenant issue asynchronous work at memory speed.
+ *
+ * A transport failure, whenever it happens, is reported to the application as
+ * CUDA_ERROR_DEVICE_UNAVAILABLE and logged once; the session does not come back.
+ */
+#ifndef DS_RPC_H
+#define DS_RPC_H
+
+#include "ds_procs.h"
+
+#include <cuda.h>
+
+/* Connect to the server (DETSHARE_SERVER or the default socket) and shake hands, once.
+ * Returns CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE after one line on stderr saying why. */
+CUresult ds__rpc_init(void);
+
+/* 1 once ds__rpc_init has succeeded. */
+int ds__rpc_ready(void);
+
+/* The device as the server described it at the handshake; valid once ready. */
+const ds_device_desc *ds__rpc_device(void);
+
+/* Send `arg` to procedure `proc` and decode the reply into `res`, whose first member is
+ * the CUresult; returns that CUresult, or CUDA_ERROR_DEVICE_UNAVAILABLE when the
+ * transport failed (res then holds nothing to free). */
+CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res);
+
+/* Queue a batched call.  Returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE. */
+CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* Free what decoding put into `res` (variable-length fields). */
+void ds__rpc_free(xdrproc_t xres, void *res);
+
+/* Typed stubs, one per procedure: ds_rpc_<name>(&args, &res) or ds_rpc_<name>(&args). */
+#define DS_RPC_STUB_S(n, P, A, R)                                             \
+    static inline CUresult ds_rpc_##n(A *a, R *r)                             \
+    {                                                                         \
+        return ds__rpc_call(P, (xdrproc_t)xdr_##A, a, (xdrproc_t)xdr_##R, r); \
+    }
+#define DS_RPC_STUB_B(n, P, A)                        \
+    static inline CUresult ds_rpc_##n(A *a)           \
+    {                                                 \
+        return ds__rpc_send(P, (xdrproc_t)xdr_##A, a); \
+    }
+DS_PROCS(DS_RPC_STUB_S, DS_RPC_STUB_B)
+#undef DS_RPC_STUB_S
+#undef DS_RPC_STUB_B
+
+/* For the API functions: return CUDA_ERROR_NOT_INITIALIZED before cuInit. */
+#define DS_NEED_INIT()                       \
+    do {                                     \
+        if (!ds__rpc_ready())                \
+            return CUDA_ERROR_NOT_INITIALIZED; \
+    } while (0)
+
+#endif

@@ -1,0 +1,206 @@
+/* Streams and events: handles issued by the executor, passed back as they are. */
+#include "cuda_api.h"
+#include "ctx.h"
+#include "rpc.h"
+
+static ds_handle hv(const void *p)
+{
+    return (ds_handle)(uintptr_t)p;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority)
+{
+    ds_stream_create_args a = { .flags = flags, .priority = priority };
+    ds_handle_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (ps == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_stream_create(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *ps = (CUstream)(uintptr_t)r.ds_handle_res_u.handle;
+    return rc;
+}
+
+CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+    return cuStreamCreateWithPriority(ps, flags, 0);
+}
+
+CUresult cuStreamDestroy_v2(CUstream s)
+{
+    ds_handle h = hv(s);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_stream_destroy(&h, &r);
+}
+
+CUresult cuStreamSynchronize(CUstream s)
+{
+    ds_handle h = hv(s);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_stream_synchronize(&h, &r);
+}
+
+CUresult cuStreamQuery(CUstream s)
+{
+    ds_handle h = hv(s);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_stream_query(&h, &r);
+}
+
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    ds_wait_event_args a = { .stream = hv(s), .event = hv(e), .flags = flags };
+
+    DS_NEED_INIT();
+    return ds_rpc_stream_wait_event(&a);
+}
+
+static CUresult stream_info(CUstream s, ds_stream_info *out)
+{
+    ds_handle h = hv(s);
+    ds_stream_info_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    rc = ds_rpc_stream_get_info(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        *out = r.ds_stream_info_res_u.info;
+    return rc;
+}
+
+CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
+{
+    ds_stream_info i;
+    CUresult rc;
+
+    if (flags == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_info(s, &i)) == CUDA_SUCCESS)
+        *flags = i.flags;
+    return rc;
+}
+
+CUresult cuStreamGetPriority(CUstream s, int *priority)
+{
+    ds_stream_info i;
+    CUresult rc;
+
+    if (priority == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_info(s, &i)) == CUDA_SUCCESS)
+        *priority = i.priority;
+    return rc;
+}
+
+CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+    ds_stream_info i;
+    CUresult rc;
+
+    if (id == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_info(s, &i)) == CUDA_SUCCESS)
+        *id = i.id;
+    return rc;
+}
+
+CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx)
+{
+    ds_stream_info i;
+    CUresult rc;
+
+    if (pctx == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_info(s, &i)) == CUDA_SUCCESS)
+        *pctx = (CUcontext)(uintptr_t)i.ctx;
+    return rc;
+}
+
+CUresult cuEventCreate(CUevent *pe, unsigned int flags)
+{
+    ds_event_create_args a = { .flags = flags };
+    ds_handle_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (pe == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_event_create(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *pe = (CUevent)(uintptr_t)r.ds_handle_res_u.handle;
+    return rc;
+}
+
+CUresult cuEventDestroy_v2(CUevent e)
+{
+    ds_handle h = hv(e);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_event_destroy(&h, &r);
+}
+
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    ds_record_args a = { .event = hv(e), .stream = hv(s), .flags = flags };
+
+    DS_NEED_INIT();
+    if (e == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return ds_rpc_event_record(&a);
+}
+
+CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    return cuEventRecordWithFlags(e, s, 0);
+}
+
+CUresult cuEventQuery(CUevent e)
+{
+    ds_handle h = hv(e);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_event_query(&h, &r);
+}
+
+CUresult cuEventSynchronize(CUevent e)
+{
+    ds_handle h = hv(e);
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    return ds_rpc_event_synchronize(&h, &r);
+}
+
+CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+    ds_elapsed_args a = { .start = hv(start), .end = hv(end) };
+    ds_elapsed_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (ms == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_event_elapsed(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *ms = r.ds_elapsed_res_u.ms;
+    return rc;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    return cuEventElapsedTime_v2(ms, start, end);
+}

@@ -1,0 +1,60 @@
+/*
+ * The one list of procedures served by an executor.  It generates the server's dispatch
+ * table (server/executor.c), the client's typed call stubs (client/rpc.h) and the name
+ * table used in logs and tests.  Procedure numbers come from the rpcgen header, so a
+ * number that disagrees with rpcgen/detshare.x fails to compile.
+ *
+ *   S(name, PROC, argument type, result type)   synchronous: the client waits for a reply
+ *   B(name, PROC, argument type)                batched: no reply; an error is held and
+ *                                               returned by the tenant's next S call
+ */
+#ifndef DS_PROCS_H
+#define DS_PROCS_H
+
+#include "detshare.h"
+
+#define DS_PROCS(S, B)                                                      \
+    S(hello, DS_HELLO, ds_hello_args, ds_hello_res)                         \
+    S(primary_retain, DS_PRIMARY_RETAIN, int, ds_handle_res)                \
+    S(primary_release, DS_PRIMARY_RELEASE, int, ds_void_res)                \
+    S(primary_get_state, DS_PRIMARY_GET_STATE, int, ds_pstate_res)          \
+    S(primary_set_flags, DS_PRIMARY_SET_FLAGS, ds_pflags_args, ds_void_res) \
+    S(primary_reset, DS_PRIMARY_RESET, int, ds_void_res)                    \
+    S(ctx_create, DS_CTX_CREATE, ds_ctx_create_args, ds_handle_res)         \
+    S(ctx_destroy, DS_CTX_DESTROY, ds_handle, ds_void_res)                  \
+    S(ctx_synchronize, DS_CTX_SYNCHRONIZE, ds_handle, ds_void_res)          \
+    S(ctx_get_info, DS_CTX_GET_INFO, ds_handle, ds_ctx_info_res)            \
+    S(mem_alloc, DS_MEM_ALLOC, ds_alloc_args, ds_alloc_res)                 \
+    S(mem_free, DS_MEM_FREE, ds_dptr, ds_void_res)                          \
+    S(mem_get_info, DS_MEM_GET_INFO, ds_handle, ds_meminfo_res)                \
+    S(mem_get_range, DS_MEM_GET_RANGE, ds_dptr, ds_range_res)               \
+    S(memcpy_htod, DS_MEMCPY_HTOD, ds_htod_args, ds_void_res)               \
+    B(memcpy_htod_async, DS_MEMCPY_HTOD_ASYNC, ds_htod_args)                \
+    S(memcpy_dtoh, DS_MEMCPY_DTOH, ds_dtoh_args, ds_bytes_res)              \
+    S(memcpy_dtod, DS_MEMCPY_DTOD, ds_dtod_args, ds_void_res)               \
+    B(memcpy_dtod_async, DS_MEMCPY_DTOD_ASYNC, ds_dtod_args)                \
+    S(memset, DS_MEMSET, ds_memset_args, ds_void_res)                       \
+    B(memset_async, DS_MEMSET_ASYNC, ds_memset_args)                        \
+    S(stream_create, DS_STREAM_CREATE, ds_stream_create_args, ds_handle_res) \
+    S(stream_destroy, DS_STREAM_DESTROY, ds_handle, ds_void_res)            \
+    S(stream_synchronize, DS_STREAM_SYNCHRONIZE, ds_handle, ds_void_res)    \
+    S(stream_query, DS_STREAM_QUERY, ds_handle, ds_void_res)                \
+    B(stream_wait_event, DS_STREAM_WAIT_EVENT, ds_wait_event_args)          \
+    S(stream_get_info, DS_STREAM_GET_INFO, ds_handle, ds_stream_info_res)   \
+    S(event_create, DS_EVENT_CREATE, ds_event_create_args, ds_handle_res)   \
+    S(event_destroy, DS_EVENT_DESTROY, ds_handle, ds_void_res)              \
+    B(event_record, DS_EVENT_RECORD, ds_record_args)                        \
+    S(event_query, DS_EVENT_QUERY, ds_handle, ds_void_res)                  \
+    S(event_synchronize, DS_EVENT_SYNCHRONIZE, ds_handle, ds_void_res)      \
+    S(event_elapsed, DS_EVENT_ELAPSED, ds_elapsed_args, ds_elapsed_res)
+
+/* Highest procedure number in the list, for tables indexed by number. */
+#define DS_PROC_MAX 127
+
+/* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
+const char *ds_proc_name(unsigned long proc);
+
+/* 1 when `proc` is batched (no reply), 0 when synchronous, -1 when unknown. */
+int ds_proc_batched(unsigned long proc);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * What an executor needs from a device, whatever the device is.  Two implementations:
+ * sim (sim.c, a software model for machines without a GPU) and, later, cuda (the real
+ * driver with green contexts).  The executor validates every tenant input before
+ * calling in here, so a backend may trust its arguments: addresses lie inside live
+ * allocations, handles are its own.
+ *
+ * A NULL stream means the tenant's legacy default stream, with CUDA's semantics: it
+ * waits for all blocking streams and they wait for it.  Calls return 0 or DS_E*.
+ */
+#ifndef DS_BACKEND_H
+#define DS_BACKEND_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DS_ATTR_COUNT CU_DEVICE_ATTRIBUTE_MAX
+
+struct ds_shm;
+struct ds_backend;
+struct ds_bstream;
+struct ds_bevent;
+
+/* The tenant's immutable view of its device. */
+struct ds_device_view {
+    char name[256];
+    unsigned char uuid[16];
+    uint64_t total_mem;
+    int attrs[DS_ATTR_COUNT];
+    int driver_version;
+};
+
+struct ds_backend_config {
+    int gpu;              /* device ordinal on the host */
+    int sim_sms;          /* sim: SM count */
+    struct ds_shm *shm;   /* sim: device memory accounting shared by all tenants */
+    int slot;             /* this tenant's slot in shm */
+};
+
+struct ds_backend_ops {
+    const char *name;
+    int (*open)(const struct ds_backend_config *cfg, struct ds_backend **out);
+    void (*close)(struct ds_backend *b); /* frees everything, waits for nothing */
+    void (*describe)(struct ds_backend *b, struct ds_device_view *out);
+
+    int (*dev_alloc)(struct ds_backend *b, uint64_t size, uint64_t *addr);
+    int (*dev_free)(struct ds_backend *b, uint64_t addr);
+    void (*dev_info)(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total);
+    int (*memcpy_htod)(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
+                       struct ds_bstream *s);
+    /* Completes before it returns: the bytes are in dst. */
+    int (*memcpy_dtoh)(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                       struct ds_bstream *s);
+    int (*memcpy_dtod)(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                       struct ds_bstream *s);
+    int (*memset)(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
+                  unsigned elem_size, uint64_t width, uint64_t height, struct ds_bstream *s);
+
+    int (*stream_create)(struct ds_backend *b, unsigned flags, int priority,
+                         struct ds_bstream **out);
+    void (*stream_destroy)(struct ds_backend *b, struct ds_bstream *s);
+    int (*stream_query)(struct ds_backend *b, struct ds_bstream *s);
+    int (*stream_synchronize)(struct ds_backend *b, struct ds_bstream *s);
+    int (*stream_wait_event)(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e);
+
+    int (*event_create)(struct ds_backend *b, unsigned flags, struct ds_bevent **out);
+    void (*event_destroy)(struct ds_backend *b, struct ds_bevent *e);
+    int (*event_record)(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
+    int (*event_query)(struct ds_backend *b, struct ds_bevent *e);
+    int (*event_synchronize)(struct ds_backend *b, struct ds_bevent *e);
+    int (*event_elapsed)(struct ds_backend *b, struct ds_bevent *start, struct ds_bevent *end,
+                         float *ms);
+
+    int (*synchronize)(struct ds_backend *b); /* all work of this tenant */
+};
+
+extern const struct ds_backend_ops ds_sim_backend;
+
+#endif

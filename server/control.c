@@ -1,0 +1,351 @@
+#define _GNU_SOURCE
+#include "control.h"
+
+#include "ds_log.h"
+#include "executor.h"
+#include "shm.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+/* How long tenants get to finish after SIGTERM before they are killed. */
+#define DS_STOP_GRACE_MS 5000
+
+struct listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_pipe_t pipe;
+        uv_tcp_t tcp;
+    } h;
+    struct ds_addr addr;
+    struct control *ctl;
+};
+
+struct control {
+    const struct ds_server_config *cfg;
+    uv_loop_t *loop;
+    struct listener ls[DS_MAX_LISTEN];
+    int nls;
+    uv_signal_t sig_chld, sig_term, sig_int;
+    uv_timer_t grace;
+    struct ds_shm *shm;
+    pid_t self;
+    int live;
+    int stopping;
+};
+
+static void run_executor(struct control *c, int fd, int slot)
+{
+    struct ds_exec_config ec = { .backend = c->cfg->backend };
+    sigset_t all;
+
+    /* The forked child inherits libuv's signal plumbing: put signals back to normal
+     * and drop every descriptor but the tenant's socket and stdio. */
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    sigfillset(&all);
+    sigprocmask(SIG_UNBLOCK, &all, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != c->self)
+        _exit(DS_EXEC_STOPPED);
+    if (fd != 3) {
+        dup2(fd, 3);
+        fd = 3;
+    }
+    close_range(4, ~0u, 0);
+    ec.be.gpu = c->cfg->gpu;
+    ec.be.sim_sms = c->cfg->sim_sms;
+    ec.be.shm = c->shm;
+    ec.be.slot = slot;
+    _exit(ds_executor_run(fd, &ec));
+}
+
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+static uv_stream_t *new_client(struct listener *l)
+{
+    uv_stream_t *s;
+
+    if (l->addr.kind == DS_ADDR_UNIX) {
+        uv_pipe_t *p = malloc(sizeof(*p));
+
+        if (p == NULL || uv_pipe_init(l->ctl->loop, p, 0) != 0) {
+            free(p);
+            return NULL;
+        }
+        s = (uv_stream_t *)p;
+    } else {
+        uv_tcp_t *t = malloc(sizeof(*t));
+
+        if (t == NULL || uv_tcp_init(l->ctl->loop, t) != 0) {
+            free(t);
+            return NULL;
+        }
+        uv_tcp_nodelay(t, 1);
+        s = (uv_stream_t *)t;
+    }
+    return s;
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct listener *l = server->data;
+    struct control *c = l->ctl;
+    char where[300];
+    uv_stream_t *client;
+    uv_os_fd_t fd;
+    int slot;
+    pid_t pid;
+
+    ds_addr_format(&l->addr, where, sizeof(where));
+    if (status < 0 || (client = new_client(l)) == NULL) {
+        ds_warn("accept on %s failed: %s", where, status < 0 ? uv_strerror(status) : "no memory");
+        return;
+    }
+    if (uv_accept(server, client) != 0 || uv_fileno((uv_handle_t *)client, &fd) != 0) {
+        uv_close((uv_handle_t *)client, free_handle);
+        return;
+    }
+    slot = ds_shm_slot_take(c->shm);
+    if (slot < 0) {
+        ds_warn("refusing a tenant on %s: all %d tenant slots are in use", where, DS_SHM_SLOTS);
+    } else if ((pid = fork()) == 0) {
+        run_executor(c, fd, slot);
+    } else if (pid < 0) {
+        ds_error("cannot fork an executor: %s", strerror(errno));
+        ds_shm_slot_clear(c->shm, slot);
+    } else {
+        c->shm->slots[slot].pid = pid;
+        c->live++;
+        ds_info("tenant #%d connected on %s (executor pid %d)", slot, where, (int)pid);
+    }
+    uv_close((uv_handle_t *)client, free_handle);
+}
+
+static const char *exit_reason(int status, char *buf, size_t len)
+{
+    if (WIFSIGNALED(status)) {
+        snprintf(buf, len, "executor killed by signal %d", WTERMSIG(status));
+        return buf;
+    }
+    switch (WEXITSTATUS(status)) {
+    case DS_EXEC_DISCONNECTED:
+        return "disconnected";
+    case DS_EXEC_PROTOCOL:
+        return "protocol error, connection closed";
+    case DS_EXEC_STOPPED:
+        return "server shutting down";
+    default:
+        snprintf(buf, len, "executor failed (status %d)", WEXITSTATUS(status));
+        return buf;
+    }
+}
+
+static void close_all(struct control *c)
+{
+    uv_close((uv_handle_t *)&c->sig_chld, NULL);
+    uv_close((uv_handle_t *)&c->sig_term, NULL);
+    uv_close((uv_handle_t *)&c->sig_int, NULL);
+    uv_close((uv_handle_t *)&c->grace, NULL);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum)
+{
+    struct control *c = h->data;
+    char buf[64];
+    int status;
+    pid_t pid;
+
+    (void)signum;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < DS_SHM_SLOTS; i++) {
+            struct ds_shm_slot *s = &c->shm->slots[i];
+
+            if (s->pid != pid)
+                continue;
+            ds_info("tenant #%d (%s) left: %s; %llu bytes of device memory returned", i,
+                    s->tenant[0] ? s->tenant : "before handshake",
+                    exit_reason(status, buf, sizeof(buf)),
+                    (unsigned long long)atomic_load(&s->sim_mem_used));
+            ds_shm_slot_clear(c->shm, i);
+            c->live--;
+        }
+    }
+    if (c->stopping && c->live == 0)
+        close_all(c);
+}
+
+static void on_grace_over(uv_timer_t *t)
+{
+    struct control *c = t->data;
+
+    for (int i = 0; i < DS_SHM_SLOTS; i++)
+        if (c->shm->slots[i].pid > 0) {
+            ds_warn("tenant #%d did not stop in time: killing it", i);
+            kill(c->shm->slots[i].pid, SIGKILL);
+        }
+}
+
+static void close_listeners(struct control *c)
+{
+    for (int i = 0; i < c->nls; i++) {
+        uv_close(&c->ls[i].h.handle, NULL);
+        if (c->ls[i].addr.kind == DS_ADDR_UNIX)
+            unlink(c->ls[i].addr.path);
+    }
+    c->nls = 0;
+}
+
+static void on_stop_signal(uv_signal_t *h, int signum)
+{
+    struct control *c = h->data;
+
+    if (c->stopping)
+        return;
+    c->stopping = 1;
+    ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live);
+    close_listeners(c);
+    for (int i = 0; i < DS_SHM_SLOTS; i++)
+        if (c->shm->slots[i].pid > 0)
+            kill(c->shm->slots[i].pid, SIGTERM);
+    if (c->live == 0)
+        close_all(c);
+    else
+        uv_timer_start(&c->grace, on_grace_over, DS_STOP_GRACE_MS, 0);
+}
+
+/* A socket file left by a server that died is removed; one still answering is not. */
+static int clear_stale_socket(const struct ds_addr *a)
+{
+    struct stat st;
+    int fd;
+
+    if (stat(a->path, &st) != 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode)) {
+        ds_error("%s exists and is not a socket", a->path);
+        return -1;
+    }
+    fd = ds_addr_connect(a);
+    if (fd >= 0) {
+        close(fd);
+        ds_error("another server is already listening on unix:%s", a->path);
+        return -1;
+    }
+    unlink(a->path);
+    return 0;
+}
+
+static int bind_unix(struct control *c, struct listener *l)
+{
+    int rc;
+
+    if (clear_stale_socket(&l->addr) != 0)
+        return -1;
+    rc = uv_pipe_init(c->loop, &l->h.pipe, 0);
+    if (rc == 0)
+        rc = uv_pipe_bind(&l->h.pipe, l->addr.path);
+    return rc;
+}
+
+static int bind_tcp(struct control *c, struct listener *l)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
+    int rc;
+
+    if (getaddrinfo(l->addr.host, l->addr.port, &hints, &res) != 0)
+        return UV_EADDRNOTAVAIL;
+    rc = uv_tcp_init(c->loop, &l->h.tcp);
+    if (rc == 0)
+        rc = uv_tcp_bind(&l->h.tcp, res->ai_addr, 0);
+    freeaddrinfo(res);
+    return rc;
+}
+
+static int open_listener(struct control *c, const struct ds_addr *a)
+{
+    struct listener *l = &c->ls[c->nls];
+    char where[300];
+    int rc;
+
+    memset(l, 0, sizeof(*l));
+    l->addr = *a;
+    l->ctl = c;
+    ds_addr_format(a, where, sizeof(where));
+    rc = a->kind == DS_ADDR_UNIX ? bind_unix(c, l) : bind_tcp(c, l);
+    if (rc == 0) {
+        l->h.handle.data = l;
+        rc = uv_listen(&l->h.stream, 128, on_connection);
+    }
+    if (rc != 0) {
+        if (rc != -1)
+            ds_error("cannot listen on %s: %s", where, uv_strerror(rc));
+        if (l->h.handle.loop != NULL)
+            uv_close(&l->h.handle, NULL);
+        return -1;
+    }
+    c->nls++;
+    ds_info("listening on %s", where);
+    return 0;
+}
+
+static int start_signals(struct control *c)
+{
+    uv_signal_init(c->loop, &c->sig_chld);
+    uv_signal_init(c->loop, &c->sig_term);
+    uv_signal_init(c->loop, &c->sig_int);
+    uv_timer_init(c->loop, &c->grace);
+    c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->grace.data = c;
+    signal(SIGPIPE, SIG_IGN);
+    if (uv_signal_start(&c->sig_chld, on_sigchld, SIGCHLD) != 0 ||
+        uv_signal_start(&c->sig_term, on_stop_signal, SIGTERM) != 0 ||
+        uv_signal_start(&c->sig_int, on_stop_signal, SIGINT) != 0)
+        return -1;
+    return 0;
+}
+
+int ds_control_run(const struct ds_server_config *cfg)
+{
+    struct control c;
+    int failed = 0;
+
+    memset(&c, 0, sizeof(c));
+    c.cfg = cfg;
+    c.self = getpid();
+    c.loop = uv_default_loop();
+    c.shm = ds_shm_map(cfg->sim_memory);
+    if (c.shm == NULL) {
+        ds_error("cannot map the shared control block: %s", strerror(errno));
+        return 1;
+    }
+    if (start_signals(&c) != 0)
+        failed = 1;
+    for (int i = 0; i < cfg->nlisten && !failed; i++)
+        failed = open_listener(&c, &cfg->listen[i]) != 0;
+    if (failed) {
+        close_listeners(&c);
+        close_all(&c);
+    } else {
+        ds_info("ready: device %s, %d SMs", cfg->backend->name, cfg->sim_sms);
+    }
+    uv_run(c.loop, UV_RUN_DEFAULT);
+    uv_loop_close(c.loop);
+    ds_shm_unmap(c.shm);
+    if (!failed)
+        ds_info("stopped");
+    return failed;
+}

@@ -1,0 +1,27 @@
+/*
+ * The control process: listens, forks one executor per tenant connection, reaps them
+ * and logs why each tenant left.  It never touches a tenant's data path and holds no
+ * device context.
+ */
+#ifndef DS_CONTROL_H
+#define DS_CONTROL_H
+
+#include "backend.h"
+#include "ds_addr.h"
+
+#define DS_MAX_LISTEN 8
+
+struct ds_server_config {
+    const struct ds_backend_ops *backend;
+    int gpu;
+    int sim_sms;
+    uint64_t sim_memory;
+    struct ds_addr listen[DS_MAX_LISTEN];
+    int nlisten;
+};
+
+/* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when
+ * the server cannot start (a listener cannot be opened, say), after logging why. */
+int ds_control_run(const struct ds_server_config *cfg);
+
+#endif

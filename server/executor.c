@@ -1,0 +1,236 @@
+#include "executor.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+#include "ops.h"
+#include "shm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Receive and send buffers of the record stream; larger records are streamed. */
+#define DS_RECBUF (256 * 1024)
+
+typedef void (*call_fn)(struct ds_tenant *t, void *a, void *r);
+
+struct proc_entry {
+    xdrproc_t xdr_arg, xdr_res;
+    call_fn call;
+    int batched;
+};
+
+union any_arg {
+#define ARG_S(n, P, A, R) A n;
+#define ARG_B(n, P, A) A n;
+    DS_PROCS(ARG_S, ARG_B)
+};
+
+union any_res {
+#define RES_S(n, P, A, R) R n;
+#define RES_B(n, P, A)
+    DS_PROCS(RES_S, RES_B)
+};
+
+#define CALL_S(n, P, A, R)                                      \
+    static void call_##n(struct ds_tenant *t, void *a, void *r) \
+    {                                                           \
+        ((R *)r)->err = ds__ops_##n(t, a, r);                   \
+    }
+#define CALL_B(n, P, A)                                         \
+    static void call_##n(struct ds_tenant *t, void *a, void *r) \
+    {                                                           \
+        *(int *)r = ds__ops_##n(t, a);                          \
+    }
+DS_PROCS(CALL_S, CALL_B)
+
+#define ENTRY_S(n, P, A, R) [P] = { (xdrproc_t)xdr_##A, (xdrproc_t)xdr_##R, call_##n, 0 },
+#define ENTRY_B(n, P, A) [P] = { (xdrproc_t)xdr_##A, NULL, call_##n, 1 },
+static const struct proc_entry procs[DS_PROC_MAX + 1] = { DS_PROCS(ENTRY_S, ENTRY_B) };
+
+/* TI-RPC dispatch functions take no user pointer; an executor serves exactly one
+ * tenant, so the tenant of this process is a file-level variable. */
+static struct ds_tenant tenant;
+static volatile sig_atomic_t stop_requested;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Keep names printable so a hostile name cannot forge log lines. */
+static void copy_name(char *dst, const char *src)
+{
+    size_t i;
+
+    for (i = 0; src[i] != '\0' && i < DS_NAME_MAX; i++) {
+        unsigned char ch = (unsigned char)src[i];
+
+        dst[i] = (ch > 32 && ch < 127) ? (char)ch : '_';
+    }
+    dst[i] = '\0';
+    if (i == 0)
+        snprintf(dst, DS_NAME_MAX + 1, "anonymous");
+}
+
+CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
+{
+    ds_hello_ok *ok = &r->ds_hello_res_u.ok;
+    char prefix[DS_NAME_MAX + 16];
+
+    if (t->greeted)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->proto_version != DS_PROTO_VERSION) {
+        ds_warn("refusing client speaking protocol %u (server speaks %d)", a->proto_version,
+                DS_PROTO_VERSION);
+        t->closing = 1;
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
+        return CUDA_ERROR_INVALID_VALUE;
+    copy_name(t->name, a->tenant);
+    memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
+    snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
+    ds_log_set_prefix(prefix);
+    ds_info("joined as %s on the %s device",
+            a->klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", t->ops->name);
+    t->greeted = 1;
+    ok->proto_version = DS_PROTO_VERSION;
+    ok->tenant_id = (unsigned)t->slot;
+    ok->backend = (char *)t->ops->name;
+    ok->dev.name = t->view.name;
+    memcpy(ok->dev.uuid, t->view.uuid, sizeof(ok->dev.uuid));
+    ok->dev.total_mem = t->view.total_mem;
+    ok->dev.attrs.attrs_len = DS_ATTR_COUNT;
+    ok->dev.attrs.attrs_val = t->view.attrs;
+    ok->dev.driver_version = t->view.driver_version;
+    return CUDA_SUCCESS;
+}
+
+/* A batched call's error waits for the next synchronous call, like CUDA's
+ * asynchronous errors; that call is then refused with it and not run. */
+static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long proc,
+                  SVCXPRT *xprt, union any_arg *a)
+{
+    union any_res r;
+
+    memset(&r, 0, sizeof(r));
+    if (!t->greeted && proc != DS_HELLO) {
+        r.hello.err = CUDA_ERROR_NOT_INITIALIZED;
+    } else if (!e->batched && t->pending != 0) {
+        r.hello.err = t->pending;
+        t->pending = 0;
+    } else {
+        e->call(t, a, &r);
+    }
+    if (e->batched) {
+        if (r.hello.err != 0) {
+            ds_debug("%s failed with %d; held for the next synchronous call",
+                     ds_proc_name(proc), r.hello.err);
+            if (t->pending == 0)
+                t->pending = r.hello.err;
+        }
+        return;
+    }
+    if (r.hello.err != 0)
+        ds_debug("%s -> %d", ds_proc_name(proc), r.hello.err);
+    if (!svc_sendreply(xprt, e->xdr_res, (char *)&r))
+        t->closing = 1;
+    /* Results point at buffers the handler allocated (dtoh) or at tenant state (hello),
+     * which must not be freed. */
+    if (proc == DS_MEMCPY_DTOH)
+        xdr_free(e->xdr_res, (char *)&r);
+}
+
+static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
+{
+    unsigned long proc = rq->rq_proc;
+    const struct proc_entry *e = proc <= DS_PROC_MAX ? &procs[proc] : NULL;
+    union any_arg a;
+
+    if (proc == DS_NULL) {
+        svc_sendreply(xprt, (xdrproc_t)(void (*)(void))xdr_void, NULL);
+        return;
+    }
+    if (e == NULL || e->call == NULL) {
+        ds_warn("unknown procedure %lu", proc);
+        svcerr_noproc(xprt);
+        return;
+    }
+    memset(&a, 0, sizeof(a));
+    if (!svc_getargs(xprt, e->xdr_arg, (char *)&a)) {
+        ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
+        svcerr_decode(xprt);
+        tenant.closing = 1;
+        return;
+    }
+    serve(&tenant, e, proc, xprt, &a);
+    svc_freeargs(xprt, e->xdr_arg, (char *)&a);
+}
+
+static void install_term_handler(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Returns when the connection ends; the status says how. */
+static int serve_loop(int fd)
+{
+    for (;;) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        if (stop_requested)
+            return DS_EXEC_STOPPED;
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return DS_EXEC_FAILED;
+        }
+        svc_getreq_common(fd);
+        if (tenant.closing)
+            return DS_EXEC_PROTOCOL;
+        /* TI-RPC destroys the transport itself when the peer hangs up or sends bytes
+         * that are not an RPC record. */
+        if (!FD_ISSET(fd, &svc_fdset))
+            return tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
+    }
+}
+
+int ds_executor_run(int fd, const struct ds_exec_config *cfg)
+{
+    SVCXPRT *xprt;
+    int status, rc;
+
+    install_term_handler();
+    rc = ds__tenant_init(&tenant, cfg->backend, &cfg->be);
+    if (rc != 0) {
+        ds_error("cannot open the %s device: %s", cfg->backend->name, ds_strerror(rc));
+        ds__tenant_fini(&tenant);
+        close(fd);
+        return DS_EXEC_FAILED;
+    }
+    xprt = svc_fd_create(fd, DS_RECBUF, DS_RECBUF);
+    if (xprt == NULL || !svc_reg(xprt, DS_PROG, DS_V1, dispatch, NULL)) {
+        ds_error("cannot set up the RPC transport");
+        ds__tenant_fini(&tenant);
+        close(fd);
+        return DS_EXEC_FAILED;
+    }
+    status = serve_loop(fd);
+    /* No svc_unreg: it would ask rpcbind, which never knew of this private transport. */
+    if (FD_ISSET(fd, &svc_fdset))
+        svc_destroy(xprt);
+    ds__tenant_fini(&tenant);
+    return status;
+}

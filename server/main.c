@@ -1,0 +1,135 @@
+/* detshare-server: option parsing; the work is in control.c and executor.c. */
+#include "control.h"
+#include "ds_error.h"
+#include "ds_log.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: detshare-server [options]\n"
+            "Share one GPU among tenants that reach it through detshare's libcuda.so.1.\n\n"
+            "  --device sim|cuda|auto  device backend (default auto: cuda when a GPU is\n"
+            "                          usable, else sim)\n"
+            "  --gpu N                 host GPU ordinal to serve (default 0)\n"
+            "  --listen unix:PATH      listen on a Unix socket (repeatable)\n"
+            "  --listen tcp:HOST:PORT  listen on TCP (repeatable)\n"
+            "                          default: one Unix socket at $XDG_RUNTIME_DIR/detshare.sock,\n"
+            "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
+            "  --sim-sms N             sim device: SM count (default 132)\n"
+            "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
+            "  -h, --help              this text\n\n"
+            "Tenants: LD_LIBRARY_PATH=<build>/client DETSHARE_SERVER=unix:PATH ./program\n"
+            "Logs go to stderr; DETSHARE_LOG=debug shows every failed call.\n");
+}
+
+/* "80G", "512M", "4096" -> bytes; 0 on bad input. */
+static uint64_t parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+
+    if (end == s)
+        return 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || v > (UINT64_MAX >> shift))
+        return 0;
+    return (uint64_t)v << shift;
+}
+
+/* The cuda backend is the next step of the project (issue 3); until it lands, auto
+ * means sim and an explicit --device cuda is refused rather than faked. */
+static int choose_device(const char *want, struct ds_server_config *cfg)
+{
+    if (strcmp(want, "sim") == 0 || strcmp(want, "auto") == 0) {
+        cfg->backend = &ds_sim_backend;
+        ds_info("device: sim (%s; %d SMs, %llu MiB)",
+                strcmp(want, "sim") == 0 ? "asked for" : "this build has no cuda backend yet",
+                cfg->sim_sms, (unsigned long long)(cfg->sim_memory >> 20));
+        return 0;
+    }
+    if (strcmp(want, "cuda") == 0) {
+        ds_error("--device cuda: this build has no cuda backend yet; use --device sim");
+        return -1;
+    }
+    ds_error("--device %s: expected sim, cuda or auto", want);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "device", required_argument, NULL, 'd' },
+        { "gpu", required_argument, NULL, 'g' },
+        { "listen", required_argument, NULL, 'l' },
+        { "sim-sms", required_argument, NULL, 's' },
+        { "sim-memory", required_argument, NULL, 'm' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30 };
+    const char *device = "auto";
+    int c;
+
+    ds_log_set_prefix("detshare-server");
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            device = optarg;
+            break;
+        case 'g':
+            cfg.gpu = atoi(optarg);
+            break;
+        case 'l':
+            if (cfg.nlisten == DS_MAX_LISTEN ||
+                ds_addr_parse(optarg, &cfg.listen[cfg.nlisten]) != 0) {
+                fprintf(stderr, "detshare-server: bad or too many --listen: %s\n", optarg);
+                return 2;
+            }
+            cfg.nlisten++;
+            break;
+        case 's':
+            cfg.sim_sms = atoi(optarg);
+            if (cfg.sim_sms <= 0 || cfg.sim_sms > 1024) {
+                fprintf(stderr, "detshare-server: --sim-sms must be 1..1024\n");
+                return 2;
+            }
+            break;
+        case 'm':
+            cfg.sim_memory = parse_size(optarg);
+            if (cfg.sim_memory == 0) {
+                fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "detshare-server: unexpected argument: %s\n", argv[optind]);
+        return 2;
+    }
+    if (cfg.nlisten == 0)
+        ds_addr_default(&cfg.listen[cfg.nlisten++]);
+    if (choose_device(device, &cfg) != 0)
+        return 2;
+    return ds_control_run(&cfg);
+}

@@ -1,0 +1,179 @@
+#include "ops.h"
+
+#include "ds_error.h"
+
+#include <stdlib.h>
+
+CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc_res *r)
+{
+    struct ds_memtab_entry e = { .size = a->size, .owner = a->ctx };
+    int rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (a->size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = t->ops->dev_alloc(t->be, a->size, &e.base);
+    if (rc != 0)
+        return ds_error_to_cu(rc);
+    rc = ds_memtab_insert(&t->mem, &e);
+    if (rc != 0) {
+        t->ops->dev_free(t->be, e.base);
+        return ds_error_to_cu(rc == DS_ENOMEM ? rc : DS_EDEVICE);
+    }
+    r->ds_alloc_res_u.ptr = e.base;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
+{
+    (void)r;
+    if (ds_memtab_remove(&t->mem, *p, NULL) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->dev_free(t->be, *p));
+}
+
+CUresult ds__ops_mem_get_info(struct ds_tenant *t, const ds_handle *ctx, ds_meminfo_res *r)
+{
+    if (ds__tenant_ctx(t, *ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    t->ops->dev_info(t->be, &r->ds_meminfo_res_u.info.free_bytes,
+                     &r->ds_meminfo_res_u.info.total_bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_mem_get_range(struct ds_tenant *t, const ds_dptr *p, ds_range_res *r)
+{
+    const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, *p, 0);
+
+    if (e == NULL)
+        return CUDA_ERROR_NOT_FOUND;
+    r->ds_range_res_u.range.base = e->base;
+    r->ds_range_res_u.range.size = e->size;
+    return CUDA_SUCCESS;
+}
+
+/* The common checks of a copy into device memory; 0-byte copies touch nothing. */
+static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
+{
+    struct ds_bstream *s;
+    size_t n = a->data.data_len;
+
+    if (ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (ds__tenant_range(t, a->dst, n) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s) != 0)
+        return CUDA_ERROR_UNKNOWN;
+    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+}
+
+CUresult ds__ops_memcpy_htod(struct ds_tenant *t, const ds_htod_args *a, ds_void_res *r)
+{
+    (void)r;
+    return htod(t, a, 1);
+}
+
+CUresult ds__ops_memcpy_htod_async(struct ds_tenant *t, const ds_htod_args *a)
+{
+    return htod(t, a, 0);
+}
+
+CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_bytes_res *r)
+{
+    struct ds_bstream *s;
+    char *buf;
+
+    if (a->size > DS_CHUNK_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->size > 0 && ds__tenant_range(t, a->src, a->size) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* The reply owns the buffer; the dispatcher frees it with xdr_free after sending. */
+    buf = malloc(a->size ? a->size : 1);
+    if (buf == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (a->size > 0 && t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s) != 0) {
+        free(buf);
+        return CUDA_ERROR_UNKNOWN;
+    }
+    r->ds_bytes_res_u.data.data_val = buf;
+    r->ds_bytes_res_u.data.data_len = a->size;
+    return CUDA_SUCCESS;
+}
+
+static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
+{
+    struct ds_bstream *s;
+
+    if (ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->size == 0)
+        return CUDA_SUCCESS;
+    if (ds__tenant_range(t, a->dst, a->size) != 0 || ds__tenant_range(t, a->src, a->size) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s) != 0)
+        return CUDA_ERROR_UNKNOWN;
+    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+}
+
+CUresult ds__ops_memcpy_dtod(struct ds_tenant *t, const ds_dtod_args *a, ds_void_res *r)
+{
+    (void)r;
+    return dtod(t, a, 1);
+}
+
+CUresult ds__ops_memcpy_dtod_async(struct ds_tenant *t, const ds_dtod_args *a)
+{
+    return dtod(t, a, 0);
+}
+
+/* Bytes from the first to the last byte a fill touches, or 0 on overflow or bad shape. */
+static uint64_t memset_extent(const ds_memset_args *a)
+{
+    uint64_t row = a->width * a->elem_size;
+
+    if (a->width > UINT64_MAX / 4)
+        return 0;
+    if (a->height == 1)
+        return row;
+    if (a->pitch < row || a->height - 1 > (UINT64_MAX - row) / a->pitch)
+        return 0;
+    return a->pitch * (a->height - 1) + row;
+}
+
+static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
+{
+    struct ds_bstream *s;
+    uint64_t extent;
+
+    if (ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->elem_size != 1 && a->elem_size != 2 && a->elem_size != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->width == 0 || a->height == 0)
+        return CUDA_SUCCESS;
+    if ((a->dst % a->elem_size) != 0 || (a->height > 1 && a->pitch % a->elem_size) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    extent = memset_extent(a);
+    if (extent == 0 || ds__tenant_range(t, a->dst, extent) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (t->ops->memset(t->be, a->dst, a->pitch, a->value, a->elem_size, a->width, a->height,
+                       s) != 0)
+        return CUDA_ERROR_UNKNOWN;
+    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+}
+
+CUresult ds__ops_memset(struct ds_tenant *t, const ds_memset_args *a, ds_void_res *r)
+{
+    (void)r;
+    return fill(t, a, 1);
+}
+
+CUresult ds__ops_memset_async(struct ds_tenant *t, const ds_memset_args *a)
+{
+    return fill(t, a, 0);
+}

@@ -1,0 +1,461 @@
+/*
+ * The sim device: a software GPU for machines without one.  Device memory is host
+ * memory behind device-like addresses; work on streams takes modelled time.
+ *
+ * Time model.  Each stream keeps the time at which its last piece of work completes.
+ * New work starts when the host submits it, the stream is free and (legacy default
+ * stream rules) the streams it must wait for are free; it ends after a duration given
+ * by the cost model below.  Queries and synchronisation compare against the monotonic
+ * clock and sleep until the modelled end, so ordering, overlap and event timings are
+ * observable exactly as on a device.  Data effects are applied when work is submitted:
+ * the executor sees a tenant's calls in order, so for any program that synchronises
+ * correctly the bytes it reads are the bytes a device would give it.
+ */
+#include "backend.h"
+
+#include "ds_error.h"
+#include "ds_memtab.h"
+#include "shm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+/* Cost model, loosely an H100 on PCIe 5: enough to make timings plausible, not a
+ * performance model. */
+#define SIM_OP_NS 2000ull          /* fixed cost of any piece of work */
+#define SIM_PCIE_BYTES_PER_US 25000ull   /* host<->device, 25 GB/s */
+#define SIM_HBM_BYTES_PER_US 1500000ull  /* device->device copy and fill, 1.5 TB/s */
+
+#define SIM_VA_REGION (1ull << 40)  /* each tenant's addresses live in their own TiB */
+#define SIM_VA_ALIGN 4096ull
+
+struct ds_bstream {
+    uint64_t ready_ns; /* when the last submitted work ends */
+    unsigned flags;
+    int priority;
+    struct ds_bstream *prev, *next;
+};
+
+struct ds_bevent {
+    unsigned flags;
+    int recorded;
+    uint64_t at_ns;
+};
+
+struct ds_backend {
+    struct ds_backend_config cfg;
+    struct ds_memtab mem; /* data = host mapping */
+    uint64_t va_base, va_end;
+    struct ds_bstream legacy;
+    struct ds_bstream streams; /* list head of created streams */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ull),
+                           .tv_nsec = (long)(t % 1000000000ull) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstream *s)
+{
+    return s ? s : &b->legacy;
+}
+
+/* When work submitted now to s may start, under the legacy default stream's rules. */
+static uint64_t start_time(struct ds_backend *b, struct ds_bstream *s)
+{
+    uint64_t t = max_u64(now_ns(), s->ready_ns);
+
+    if (s == &b->legacy) {
+        for (struct ds_bstream *o = b->streams.next; o != &b->streams; o = o->next)
+            if (!(o->flags & CU_STREAM_NON_BLOCKING))
+                t = max_u64(t, o->ready_ns);
+    } else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
+        t = max_u64(t, b->legacy.ready_ns);
+    }
+    return t;
+}
+
+static uint64_t submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns)
+{
+    s = stream_or_legacy(b, s);
+    s->ready_ns = start_time(b, s) + duration_ns;
+    return s->ready_ns;
+}
+
+static uint64_t cost(uint64_t bytes, uint64_t bytes_per_us)
+{
+    return SIM_OP_NS + bytes * 1000ull / bytes_per_us;
+}
+
+static unsigned char *host_of(struct ds_backend *b, uint64_t addr)
+{
+    const struct ds_memtab_entry *e = ds_memtab_find(&b->mem, addr, 0);
+
+    return (unsigned char *)e->data + (addr - e->base);
+}
+
+static void fill_attrs(int *a, int sms)
+{
+    a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+    a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] = 1024;
+    a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] = 1024;
+    a[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z] = 64;
+    a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] = 2147483647;
+    a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] = 65535;
+    a[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z] = 65535;
+    a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK] = 49152;
+    a[CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY] = 65536;
+    a[CU_DEVICE_ATTRIBUTE_WARP_SIZE] = 32;
+    a[CU_DEVICE_ATTRIBUTE_MAX_PITCH] = 2147483647;
+    a[CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK] = 65536;
+    a[CU_DEVICE_ATTRIBUTE_CLOCK_RATE] = 1980000;
+    a[CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT] = 512;
+    a[CU_DEVICE_ATTRIBUTE_GPU_OVERLAP] = 1;
+    a[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT] = sms;
+    a[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] = 1;
+    a[CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS] = 1;
+    a[CU_DEVICE_ATTRIBUTE_ECC_ENABLED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] = 0x19;
+    a[CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE] = 2619000;
+    a[CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH] = 5120;
+    a[CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE] = 52428800;
+    a[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] = 2048;
+    a[CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT] = 3;
+    a[CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING] = 1;
+    a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] = 9;
+    a[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR] = 0;
+    a[CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR] = 233472;
+    a[CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR] = 65536;
+    a[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] = 1;
+    a[CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS] = 1;
+    a[CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM] = 1;
+    a[CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH] = 1;
+    a[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] = 232448;
+    a[CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR] = 32;
+    a[CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK] = 1024;
+    a[CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH] = 1;
+}
+
+static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
+{
+    struct ds_backend *b = calloc(1, sizeof(*b));
+
+    if (b == NULL)
+        return DS_ENOMEM;
+    b->cfg = *cfg;
+    ds_memtab_init(&b->mem);
+    /* Distinct regions per tenant: a pointer leaked from one tenant never names memory
+     * of another, even by coincidence. */
+    b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
+    b->va_end = b->va_base + SIM_VA_REGION;
+    b->streams.next = b->streams.prev = &b->streams;
+    *out = b;
+    return 0;
+}
+
+static void sim_close(struct ds_backend *b)
+{
+    while (b->streams.next != &b->streams) {
+        struct ds_bstream *s = b->streams.next;
+
+        s->prev->next = s->next;
+        s->next->prev = s->prev;
+        free(s);
+    }
+    for (size_t i = 0; i < b->mem.n; i++) {
+        munmap(b->mem.v[i].data, b->mem.v[i].size);
+        ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
+    }
+    ds_memtab_destroy(&b->mem);
+    free(b);
+}
+
+static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    snprintf(v->name, sizeof(v->name), "detshare sim device (H100-like, %d SMs)",
+             b->cfg.sim_sms);
+    memcpy(v->uuid, "detshare-sim-dev", 16);
+    v->uuid[15] = (unsigned char)b->cfg.gpu;
+    v->total_mem = b->cfg.shm->sim_mem_total;
+    v->driver_version = CUDA_VERSION;
+    fill_attrs(v->attrs, b->cfg.sim_sms);
+}
+
+/* First fit in this tenant's address region; allocations are few, so a scan is fine. */
+static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)
+{
+    uint64_t cand = b->va_base;
+
+    for (size_t i = 0; i < b->mem.n; i++) {
+        const struct ds_memtab_entry *e = &b->mem.v[i];
+
+        if (cand + size <= e->base)
+            break;
+        cand = (e->base + e->size + SIM_VA_ALIGN - 1) & ~(SIM_VA_ALIGN - 1);
+    }
+    if (size > b->va_end - cand)
+        return DS_ENOMEM;
+    *addr = cand;
+    return 0;
+}
+
+static int sim_mem_alloc(struct ds_backend *b, uint64_t size, uint64_t *addr)
+{
+    struct ds_memtab_entry e = { .size = size };
+    int rc;
+
+    if (ds_shm_sim_reserve(b->cfg.shm, b->cfg.slot, size) != 0)
+        return DS_ENOMEM;
+    rc = find_va(b, size, &e.base);
+    if (rc == 0) {
+        /* NORESERVE: untouched device memory costs the host nothing. */
+        e.data = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        rc = e.data == MAP_FAILED ? DS_ENOMEM : ds_memtab_insert(&b->mem, &e);
+        if (rc != 0 && e.data != MAP_FAILED)
+            munmap(e.data, size);
+    }
+    if (rc != 0) {
+        ds_shm_sim_release(b->cfg.shm, b->cfg.slot, size);
+        return rc;
+    }
+    *addr = e.base;
+    return 0;
+}
+
+static int sim_mem_free(struct ds_backend *b, uint64_t addr)
+{
+    struct ds_memtab_entry e;
+    int rc = ds_memtab_remove(&b->mem, addr, &e);
+
+    if (rc != 0)
+        return rc;
+    munmap(e.data, e.size);
+    ds_shm_sim_release(b->cfg.shm, b->cfg.slot, e.size);
+    return 0;
+}
+
+static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
+{
+    uint64_t used = ds_shm_sim_used(b->cfg.shm);
+
+    *total = b->cfg.shm->sim_mem_total;
+    *free_bytes = used < *total ? *total - used : 0;
+}
+
+static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
+                           struct ds_bstream *s)
+{
+    memcpy(host_of(b, dst), src, n);
+    submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US));
+    return 0;
+}
+
+static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                           struct ds_bstream *s)
+{
+    memcpy(dst, host_of(b, src), n);
+    sleep_until(submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US)));
+    return 0;
+}
+
+static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                           struct ds_bstream *s)
+{
+    memmove(host_of(b, dst), host_of(b, src), n);
+    submit(b, s, cost(2 * (uint64_t)n, SIM_HBM_BYTES_PER_US));
+    return 0;
+}
+
+static void fill_row(unsigned char *p, uint32_t value, unsigned elem, uint64_t count)
+{
+    if (elem == 1) {
+        memset(p, (int)(value & 0xff), count);
+        return;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        if (elem == 2) {
+            uint16_t v = (uint16_t)value;
+
+            memcpy(p + i * 2, &v, 2);
+        } else {
+            memcpy(p + i * 4, &value, 4);
+        }
+    }
+}
+
+static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
+                      unsigned elem_size, uint64_t width, uint64_t height,
+                      struct ds_bstream *s)
+{
+    unsigned char *p = host_of(b, dst);
+
+    for (uint64_t row = 0; row < height; row++)
+        fill_row(p + row * pitch, value, elem_size, width);
+    submit(b, s, cost(width * elem_size * height, SIM_HBM_BYTES_PER_US));
+    return 0;
+}
+
+static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
+                             struct ds_bstream **out)
+{
+    struct ds_bstream *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return DS_ENOMEM;
+    s->flags = flags;
+    s->priority = priority;
+    s->next = b->streams.next;
+    s->prev = &b->streams;
+    b->streams.next->prev = s;
+    b->streams.next = s;
+    *out = s;
+    return 0;
+}
+
+/* Work already submitted keeps its modelled times; nothing waits on a destroyed stream. */
+static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
+{
+    (void)b;
+    s->prev->next = s->next;
+    s->next->prev = s->prev;
+    free(s);
+}
+
+static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
+{
+    return stream_or_legacy(b, s)->ready_ns <= now_ns() ? 0 : DS_ENOTREADY;
+}
+
+static int sim_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
+{
+    sleep_until(stream_or_legacy(b, s)->ready_ns);
+    return 0;
+}
+
+static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
+                                 struct ds_bevent *e)
+{
+    s = stream_or_legacy(b, s);
+    if (e->recorded)
+        s->ready_ns = max_u64(s->ready_ns, e->at_ns);
+    return 0;
+}
+
+static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
+{
+    struct ds_bevent *e = calloc(1, sizeof(*e));
+
+    (void)b;
+    if (e == NULL)
+        return DS_ENOMEM;
+    e->flags = flags;
+    *out = e;
+    return 0;
+}
+
+static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
+{
+    (void)b;
+    free(e);
+}
+
+static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
+{
+    e->at_ns = submit(b, s, 0);
+    e->recorded = 1;
+    return 0;
+}
+
+/* An event never recorded counts as complete, as in CUDA. */
+static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
+{
+    (void)b;
+    return !e->recorded || e->at_ns <= now_ns() ? 0 : DS_ENOTREADY;
+}
+
+static int sim_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
+{
+    (void)b;
+    if (e->recorded)
+        sleep_until(e->at_ns);
+    return 0;
+}
+
+static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
+                             struct ds_bevent *end, float *ms)
+{
+    (void)b;
+    if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
+        return DS_EHANDLE;
+    if (!start->recorded || !end->recorded)
+        return DS_EHANDLE;
+    if (start->at_ns > now_ns() || end->at_ns > now_ns())
+        return DS_ENOTREADY;
+    *ms = (float)((double)((int64_t)end->at_ns - (int64_t)start->at_ns) / 1e6);
+    return 0;
+}
+
+static int sim_synchronize(struct ds_backend *b)
+{
+    uint64_t t = b->legacy.ready_ns;
+
+    for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
+        t = max_u64(t, s->ready_ns);
+    sleep_until(t);
+    return 0;
+}
+
+const struct ds_backend_ops ds_sim_backend = {
+    .name = "sim",
+    .open = sim_open,
+    .close = sim_close,
+    .describe = sim_describe,
+    .dev_alloc = sim_mem_alloc,
+    .dev_free = sim_mem_free,
+    .dev_info = sim_mem_info,
+    .memcpy_htod = sim_memcpy_htod,
+    .memcpy_dtoh = sim_memcpy_dtoh,
+    .memcpy_dtod = sim_memcpy_dtod,
+    .memset = sim_memset,
+    .stream_create = sim_stream_create,
+    .stream_destroy = sim_stream_destroy,
+    .stream_query = sim_stream_query,
+    .stream_synchronize = sim_stream_synchronize,
+    .stream_wait_event = sim_stream_wait_event,
+    .event_create = sim_event_create,
+    .event_destroy = sim_event_destroy,
+    .event_record = sim_event_record,
+    .event_query = sim_event_query,
+    .event_synchronize = sim_event_synchronize,
+    .event_elapsed = sim_event_elapsed,
+    .synchronize = sim_synchronize,
+};

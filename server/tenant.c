@@ -1,0 +1,110 @@
+#include "tenant.h"
+
+#include "ds_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
+                    const struct ds_backend_config *cfg)
+{
+    int rc;
+
+    memset(t, 0, sizeof(*t));
+    t->ops = ops;
+    t->shm = cfg->shm;
+    t->slot = cfg->slot;
+    t->next_id = 1;
+    ds_handles_init(&t->h);
+    ds_memtab_init(&t->mem);
+    rc = ops->open(cfg, &t->be);
+    if (rc != 0)
+        return rc;
+    ops->describe(t->be, &t->view);
+    return 0;
+}
+
+static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
+        struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+
+        if (all || s->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_STREAM);
+            t->ops->stream_destroy(t->be, s->real);
+            free(s);
+        }
+    }
+    cur = 0;
+    while ((h = ds_handles_next(&t->h, DS_H_EVENT, &cur)) != 0) {
+        struct ds_vevent *e = ds_handles_get(&t->h, h, DS_H_EVENT);
+
+        if (all || e->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_EVENT);
+            t->ops->event_destroy(t->be, e->real);
+            free(e);
+        }
+    }
+    for (size_t i = t->mem.n; i-- > 0;) {
+        if (all || t->mem.v[i].owner == ctx) {
+            uint64_t base = t->mem.v[i].base;
+
+            t->ops->dev_free(t->be, base);
+            ds_memtab_remove(&t->mem, base, NULL);
+        }
+    }
+}
+
+void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h)
+{
+    drop_if(t, h, 0);
+}
+
+void ds__tenant_fini(struct ds_tenant *t)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    if (t->be != NULL) {
+        drop_if(t, 0, 1);
+        t->ops->close(t->be);
+        t->be = NULL;
+    }
+    while ((h = ds_handles_next(&t->h, DS_H_CTX, &cur)) != 0)
+        free(ds_handles_remove(&t->h, h, DS_H_CTX));
+    ds_handles_destroy(&t->h);
+    ds_memtab_destroy(&t->mem);
+}
+
+struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vctx *c = ds_handles_get(&t->h, h, DS_H_CTX);
+
+    return c != NULL && c->active ? c : NULL;
+}
+
+int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out)
+{
+    struct ds_vstream *s;
+
+    /* The per-thread default stream is served as the legacy stream for now: every
+     * ordering the program relies on still holds, with more waiting than CUDA does. */
+    if (h == 0 || h == (uint64_t)(uintptr_t)CU_STREAM_LEGACY ||
+        h == (uint64_t)(uintptr_t)CU_STREAM_PER_THREAD) {
+        *out = NULL;
+        return 0;
+    }
+    s = ds_handles_get(&t->h, h, DS_H_STREAM);
+    if (s == NULL)
+        return DS_EHANDLE;
+    *out = s->real;
+    return 0;
+}
+
+int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
+{
+    return ds_memtab_find(&t->mem, addr, len) != NULL ? 0 : DS_ERANGE;
+}

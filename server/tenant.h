@@ -1,0 +1,77 @@
+/*
+ * One tenant's state inside its executor: its virtual contexts, streams and events
+ * (behind handles), its allocations, and the first error of a batched call not yet
+ * reported.  The connection owns the tenant; ds__tenant_fini frees everything it held,
+ * however the connection ended.
+ */
+#ifndef DS_TENANT_H
+#define DS_TENANT_H
+
+#include "backend.h"
+#include "detshare.h"
+#include "ds_memtab.h"
+#include "handles.h"
+
+struct ds_shm;
+
+struct ds_vctx {
+    int primary;
+    int active;        /* a primary context is inactive until retained */
+    unsigned flags;
+    unsigned refcount; /* primary only */
+    uint64_t id;
+};
+
+/* A tenant stream.  The real stream behind it may change (migration); the handle and
+ * everything the tenant sees of it never do. */
+struct ds_vstream {
+    uint64_t ctx;
+    unsigned flags;
+    int priority;
+    uint64_t id;
+    struct ds_bstream *real;
+};
+
+struct ds_vevent {
+    uint64_t ctx;
+    unsigned flags;
+    struct ds_bevent *real;
+};
+
+struct ds_tenant {
+    const struct ds_backend_ops *ops;
+    struct ds_backend *be;
+    struct ds_device_view view;
+    struct ds_handles h;
+    struct ds_memtab mem; /* owner = context handle */
+    uint64_t primary;     /* handle of the primary context once first retained */
+    uint64_t next_id;
+    int pending;          /* CUresult of the first failed batched call, 0 if none */
+    int greeted;          /* hello accepted */
+    int closing;          /* the connection must end after this request */
+    char name[DS_NAME_MAX + 1];
+    struct ds_shm *shm;
+    int slot;
+};
+
+/* Open the backend and set up empty tables.  Returns 0 or DS_E*. */
+int ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
+                    const struct ds_backend_config *cfg);
+
+/* Free every object of the tenant, then the backend. */
+void ds__tenant_fini(struct ds_tenant *t);
+
+/* The active context behind handle h, or NULL. */
+struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);
+
+/* Resolve a tenant stream value to the backend stream (NULL for the NULL, legacy and
+ * per-thread default streams).  Returns 0 or DS_EHANDLE. */
+int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
+
+/* 0 when [addr, addr+len) lies inside one allocation of this tenant, else DS_ERANGE. */
+int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
+
+/* Free every stream, event and allocation that belongs to context h. */
+void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h);
+
+#endif
