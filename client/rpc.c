@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,17 +88,54 @@ static void tenant_identity(char *name, size_t len, ds_class *klass)
     *klass = (k != NULL && strcmp(k, "latency") == 0) ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT;
 }
 
+/*
+ * A write to a server that went away raises SIGPIPE, which would kill the application.
+ * The library installs no handlers (the process is not ours), so it blocks SIGPIPE in
+ * the calling thread around each call and discards one the call itself raised.
+ */
+struct pipe_guard {
+    sigset_t old;
+    int was_pending;
+};
+
+static void pipe_guard_begin(struct pipe_guard *g)
+{
+    sigset_t set, pending;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+static void pipe_guard_end(struct pipe_guard *g)
+{
+    static const struct timespec zero = { 0, 0 };
+    sigset_t set, pending;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&set, NULL, &zero);
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 static CUresult handshake(void)
 {
     char name[DS_NAME_MAX + 1];
     ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = name };
     struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
+    struct pipe_guard guard;
     enum clnt_stat st;
 
     tenant_identity(name, sizeof(name), &a.klass);
     memset(&conn.hello, 0, sizeof(conn.hello));
+    pipe_guard_begin(&guard);
     st = clnt_call(conn.clnt, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&a,
                    (xdrproc_t)xdr_ds_hello_res, (char *)&conn.hello, wait);
+    pipe_guard_end(&guard);
     if (st != RPC_SUCCESS) {
         ds_error("no answer from detshare-server at %s: %s", conn.where, clnt_sperrno(st));
         return CUDA_ERROR_NO_DEVICE;
@@ -171,6 +209,7 @@ static CUresult transport_failed(unsigned long proc, enum clnt_stat st)
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
     struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
+    struct pipe_guard guard;
     enum clnt_stat st;
     CUresult rc;
 
@@ -179,7 +218,9 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
         pthread_mutex_unlock(&conn.lock);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
+    pipe_guard_begin(&guard);
     st = clnt_call(conn.clnt, proc, xarg, arg, xres, res, wait);
+    pipe_guard_end(&guard);
     /* The transport status decides whether res holds anything at all. */
     rc = st == RPC_SUCCESS ? (CUresult) * (int *)res : transport_failed(proc, st);
     pthread_mutex_unlock(&conn.lock);
@@ -189,6 +230,7 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     struct timeval none = { 0, 0 };
+    struct pipe_guard guard;
     enum clnt_stat st;
     CUresult rc = CUDA_SUCCESS;
 
@@ -198,7 +240,9 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
     } else {
         /* A NULL result routine with a zero wait is TI-RPC's batching: encode, buffer,
          * no reply.  It reports RPC_TIMEDOUT for a successfully buffered call. */
+        pipe_guard_begin(&guard);
         st = clnt_call(conn.clnt, proc, xarg, arg, NULL, NULL, none);
+        pipe_guard_end(&guard);
         if (st != RPC_SUCCESS && st != RPC_TIMEDOUT)
             rc = transport_failed(proc, st);
     }

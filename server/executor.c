@@ -6,10 +6,12 @@
 #include "shm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* Receive and send buffers of the record stream; larger records are streamed. */
@@ -184,6 +186,13 @@ static void install_term_handler(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+static int peer_closed(int fd)
+{
+    char c;
+
+    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* Returns when the connection ends; the status says how. */
 static int serve_loop(int fd)
 {
@@ -197,6 +206,10 @@ static int serve_loop(int fd)
                 continue;
             return DS_EXEC_FAILED;
         }
+        /* A peer that connects and leaves without a word (a liveness probe, a
+         * program that never called cuInit) simply disconnected. */
+        if (!tenant.greeted && peer_closed(fd))
+            return DS_EXEC_DISCONNECTED;
         svc_getreq_common(fd);
         if (tenant.closing)
             return DS_EXEC_PROTOCOL;
@@ -213,6 +226,9 @@ int ds_executor_run(int fd, const struct ds_exec_config *cfg)
     int status, rc;
 
     install_term_handler();
+    /* The socket comes from libuv's accept, which makes it non-blocking; TI-RPC's
+     * record stream expects blocking reads and writes. */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     rc = ds__tenant_init(&tenant, cfg->backend, &cfg->be);
     if (rc != 0) {
         ds_error("cannot open the %s device: %s", cfg->backend->name, ds_strerror(rc));

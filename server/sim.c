@@ -48,13 +48,14 @@ struct ds_bevent {
 
 struct ds_backend {
     struct ds_backend_config cfg;
+    uint64_t stalled_ns; /* host time spent applying data effects: not device time */
     struct ds_memtab mem; /* data = host mapping */
     uint64_t va_base, va_end;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head of created streams */
 };
 
-static uint64_t now_ns(void)
+static uint64_t mono_ns(void)
 {
     struct timespec ts;
 
@@ -62,10 +63,24 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_until(uint64_t t)
+/* Device time.  The device's clock stands still while the host copies bytes to apply a
+ * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's
+ * memmove of the same bytes, or the model would measure the host. */
+static uint64_t now_ns(struct ds_backend *b)
 {
-    struct timespec ts = { .tv_sec = (time_t)(t / 1000000000ull),
-                           .tv_nsec = (long)(t % 1000000000ull) };
+    return mono_ns() - b->stalled_ns;
+}
+
+static void stall_from(struct ds_backend *b, uint64_t host_start)
+{
+    b->stalled_ns += mono_ns() - host_start;
+}
+
+static void sleep_until(struct ds_backend *b, uint64_t t)
+{
+    uint64_t real = t + b->stalled_ns;
+    struct timespec ts = { .tv_sec = (time_t)(real / 1000000000ull),
+                           .tv_nsec = (long)(real % 1000000000ull) };
 
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
@@ -84,7 +99,7 @@ static struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstre
 /* When work submitted now to s may start, under the legacy default stream's rules. */
 static uint64_t start_time(struct ds_backend *b, struct ds_bstream *s)
 {
-    uint64_t t = max_u64(now_ns(), s->ready_ns);
+    uint64_t t = max_u64(now_ns(b), s->ready_ns);
 
     if (s == &b->legacy) {
         for (struct ds_bstream *o = b->streams.next; o != &b->streams; o = o->next)
@@ -274,7 +289,10 @@ static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *t
 static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
                            struct ds_bstream *s)
 {
+    uint64_t t0 = mono_ns();
+
     memcpy(host_of(b, dst), src, n);
+    stall_from(b, t0);
     submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US));
     return 0;
 }
@@ -282,15 +300,21 @@ static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, 
 static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
                            struct ds_bstream *s)
 {
+    uint64_t t0 = mono_ns();
+
     memcpy(dst, host_of(b, src), n);
-    sleep_until(submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US)));
+    stall_from(b, t0);
+    sleep_until(b, submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US)));
     return 0;
 }
 
 static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
                            struct ds_bstream *s)
 {
+    uint64_t t0 = mono_ns();
+
     memmove(host_of(b, dst), host_of(b, src), n);
+    stall_from(b, t0);
     submit(b, s, cost(2 * (uint64_t)n, SIM_HBM_BYTES_PER_US));
     return 0;
 }
@@ -317,9 +341,11 @@ static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32
                       struct ds_bstream *s)
 {
     unsigned char *p = host_of(b, dst);
+    uint64_t t0 = mono_ns();
 
     for (uint64_t row = 0; row < height; row++)
         fill_row(p + row * pitch, value, elem_size, width);
+    stall_from(b, t0);
     submit(b, s, cost(width * elem_size * height, SIM_HBM_BYTES_PER_US));
     return 0;
 }
@@ -352,12 +378,12 @@ static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 
 static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
-    return stream_or_legacy(b, s)->ready_ns <= now_ns() ? 0 : DS_ENOTREADY;
+    return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
 static int sim_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
 {
-    sleep_until(stream_or_legacy(b, s)->ready_ns);
+    sleep_until(b, stream_or_legacy(b, s)->ready_ns);
     return 0;
 }
 
@@ -398,27 +424,24 @@ static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds
 /* An event never recorded counts as complete, as in CUDA. */
 static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
-    (void)b;
-    return !e->recorded || e->at_ns <= now_ns() ? 0 : DS_ENOTREADY;
+    return !e->recorded || e->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
 static int sim_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
 {
-    (void)b;
     if (e->recorded)
-        sleep_until(e->at_ns);
+        sleep_until(b, e->at_ns);
     return 0;
 }
 
 static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
                              struct ds_bevent *end, float *ms)
 {
-    (void)b;
     if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
         return DS_EHANDLE;
     if (!start->recorded || !end->recorded)
         return DS_EHANDLE;
-    if (start->at_ns > now_ns() || end->at_ns > now_ns())
+    if (start->at_ns > now_ns(b) || end->at_ns > now_ns(b))
         return DS_ENOTREADY;
     *ms = (float)((double)((int64_t)end->at_ns - (int64_t)start->at_ns) / 1e6);
     return 0;
@@ -430,7 +453,7 @@ static int sim_synchronize(struct ds_backend *b)
 
     for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
         t = max_u64(t, s->ready_ns);
-    sleep_until(t);
+    sleep_until(b, t);
     return 0;
 }
 

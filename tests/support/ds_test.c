@@ -1,0 +1,156 @@
+#include "ds_test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int free_tcp_port(void)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(fd >= 0);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    port = ntohs(sin.sin_port);
+    close(fd);
+    return port;
+}
+
+static int can_connect(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
+
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    close(fd);
+    return ok;
+}
+
+static void spawn(struct ds_test_server *s, const char *args)
+{
+    char cmd[1024];
+
+    /* sh splits `args` like a user's command line would. */
+    snprintf(cmd, sizeof(cmd), "exec %s --device sim --listen unix:%s %s%s %s >/dev/null 2>>%s",
+             DS_SERVER_BIN, s->sock, s->tcp_addr[0] ? "--listen " : "", s->tcp_addr,
+             args ? args : "", s->log);
+    s->pid = fork();
+    cr_assert(s->pid >= 0);
+    if (s->pid == 0) {
+        /* A test that dies must not leave its server behind (sh execs the server, which
+         * keeps this setting). */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+}
+
+void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args)
+{
+    memset(s, 0, sizeof(*s));
+    snprintf(s->dir, sizeof(s->dir), "/tmp/dstest.XXXXXX");
+    cr_assert_not_null(mkdtemp(s->dir));
+    snprintf(s->sock, sizeof(s->sock), "%s/ds.sock", s->dir);
+    snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
+    snprintf(s->unix_addr, sizeof(s->unix_addr), "unix:%s", s->sock);
+    if (with_tcp)
+        snprintf(s->tcp_addr, sizeof(s->tcp_addr), "tcp:127.0.0.1:%d", free_tcp_port());
+    spawn(s, args);
+    for (int i = 0; i < 500 && !can_connect(s->sock); i++) {
+        int status;
+
+        cr_assert_eq(waitpid(s->pid, &status, WNOHANG), 0, "detshare-server exited at start");
+        usleep(10000);
+    }
+    cr_assert(can_connect(s->sock), "detshare-server did not start listening");
+    setenv("DETSHARE_SERVER", s->unix_addr, 1);
+}
+
+int ds_test_log_has(const struct ds_test_server *s, const char *needle)
+{
+    char buf[65536];
+    FILE *f = fopen(s->log, "r");
+    size_t n;
+
+    if (f == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+static void dump_log(const struct ds_test_server *s)
+{
+    char line[1024];
+    FILE *f = fopen(s->log, "r");
+
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL)
+        fprintf(stderr, "  server| %s", line);
+    fclose(f);
+}
+
+void ds_test_server_stop(struct ds_test_server *s)
+{
+    int status = 0;
+    pid_t got = 0;
+
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGTERM);
+    for (int i = 0; i < 1000 && got == 0; i++) {
+        got = waitpid(s->pid, &status, WNOHANG);
+        if (got == 0)
+            usleep(10000);
+    }
+    if (got == 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, &status, 0);
+    }
+    dump_log(s);
+    s->pid = 0;
+    cr_assert_neq(got, 0, "detshare-server did not stop within 10 s of SIGTERM");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "detshare-server did not exit cleanly (status 0x%x)", status);
+    cr_assert_not(ds_test_log_has(s, "Sanitizer"), "a sanitizer reported an error");
+    cr_assert_not(ds_test_log_has(s, "runtime error"), "UBSan reported an error");
+    cr_assert_not(ds_test_log_has(s, "executor failed"), "an executor failed");
+    unlink(s->log);
+    rmdir(s->dir);
+}
+
+CUcontext ds_test_ctx(void)
+{
+    CUcontext ctx;
+
+    CU_OK(cuInit(0));
+    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CU_OK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+const char *ds_test_cu_name(CUresult rc)
+{
+    const char *name = NULL;
+
+    if (cuGetErrorName(rc, &name) != CUDA_SUCCESS || name == NULL)
+        return "unknown CUresult";
+    return name;
+}

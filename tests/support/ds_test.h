@@ -1,0 +1,52 @@
+/*
+ * Test support: a detshare-server started as a fixture on a private socket, and
+ * assertions for CUresult.  The server's log goes to a file; stopping the server fails
+ * the test if the server did not exit cleanly or a sanitizer reported anything in the
+ * control process or any executor.
+ */
+#ifndef DS_TEST_H
+#define DS_TEST_H
+
+#include <criterion/criterion.h>
+#include <cuda.h>
+#include <sys/types.h>
+
+struct ds_test_server {
+    pid_t pid;
+    char dir[64];
+    char sock[100];
+    char log[128];
+    char unix_addr[160];
+    char tcp_addr[64]; /* empty unless started with TCP */
+};
+
+/* Start `detshare-server --device sim` with extra arguments `args` (may be NULL), on a
+ * fresh Unix socket and, when with_tcp, a free loopback TCP port.  Points
+ * DETSHARE_SERVER at the Unix socket. */
+void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args);
+
+/* SIGTERM the server, wait for it, and assert a clean exit and a clean log. */
+void ds_test_server_stop(struct ds_test_server *s);
+
+/* 1 when the server log contains `needle`. */
+int ds_test_log_has(const struct ds_test_server *s, const char *needle);
+
+/* cuInit + primary context made current; returns the context. */
+CUcontext ds_test_ctx(void);
+
+const char *ds_test_cu_name(CUresult rc);
+
+#define CU_OK(call)                                                                    \
+    do {                                                                               \
+        CUresult rc_ = (call);                                                         \
+        cr_assert_eq(rc_, CUDA_SUCCESS, "%s -> %s", #call, ds_test_cu_name(rc_));      \
+    } while (0)
+
+#define CU_IS(call, want)                                                              \
+    do {                                                                               \
+        CUresult rc_ = (call);                                                         \
+        cr_assert_eq(rc_, (want), "%s -> %s, expected %s", #call, ds_test_cu_name(rc_), \
+                     ds_test_cu_name(want));                                           \
+    } while (0)
+
+#endif
