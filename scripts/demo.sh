@@ -8,7 +8,7 @@ bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 dir=$(mktemp -d)
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
 ./build/server/detshare-server --listen "unix:$dir/detshare.sock" 2>"$dir/server.log" &
 server=$!
 for _ in $(seq 100); do [ -S "$dir/detshare.sock" ] && break; sleep 0.05; done

@@ -178,7 +178,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
             if (s->pid != pid)
                 continue;
-            ds_info("tenant #%d (%s) left: %s; %llu bytes of device memory returned", i,
+            ds_info("tenant #%d (%s) left: %s; it still held %llu bytes of device memory", i,
                     s->tenant[0] ? s->tenant : "before handshake",
                     exit_reason(status, buf, sizeof(buf)),
                     (unsigned long long)atomic_load(&s->sim_mem_used));
