@@ -13,7 +13,7 @@ const char *ds_strerror(int err)
         DS_ERRORS(DS_ERROR_TEXT)
 #undef DS_ERROR_TEXT
     }
-    return "unknown error";
+    return err <= DS_ECU(1) ? "device error" : "unknown error";
 }
 
 int ds_error_to_cu(int err)
@@ -37,6 +37,8 @@ int ds_error_to_cu(int err)
     case DS_EIO:
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     default:
+        if (err <= DS_ECU(1))
+            return DS_ECU(0) - err;
         return CUDA_ERROR_UNKNOWN;
     }
 }

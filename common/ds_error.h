@@ -24,6 +24,10 @@ enum ds_error {
 #undef DS_ERROR_ENUM
 };
 
+/* A device error that must reach the tenant as the driver's own CUresult r (r > 0):
+ * the cuda backend returns these so that, say, an illegal address stays one. */
+#define DS_ECU(r) (-1000 - (int)(r))
+
 /* Static text for a DS_E* code or 0; never NULL. */
 const char *ds_strerror(int err);
 

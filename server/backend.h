@@ -76,5 +76,11 @@ struct ds_backend_ops {
 };
 
 extern const struct ds_backend_ops ds_sim_backend;
+extern const struct ds_backend_ops ds_cuda_backend;
+
+/* Whether GPU `gpu` can be served by the cuda backend: 0, or a DS_E* code with the reason
+ * in why.  Runs the check in a short-lived child process, so that the caller never
+ * initialises CUDA itself (CUDA does not survive a fork after cuInit). */
+int ds_cuda_probe(int gpu, char *why, size_t len);
 
 #endif

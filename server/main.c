@@ -13,7 +13,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: detshare-server [options]\n"
             "Share one GPU among tenants that reach it through detshare's libcuda.so.1.\n\n"
-            "  --device sim|cuda|auto  device backend (default auto: cuda when a GPU is\n"
+            "  --device sim|cuda|auto  device backend (default auto: cuda when the GPU is\n"
             "                          usable, else sim)\n"
             "  --gpu N                 host GPU ordinal to serve (default 0)\n"
             "  --listen unix:PATH      listen on a Unix socket (repeatable)\n"
@@ -50,23 +50,44 @@ static uint64_t parse_size(const char *s)
     return (uint64_t)v << shift;
 }
 
-/* The cuda backend is the next step of the project (issue 3); until it lands, auto
- * means sim and an explicit --device cuda is refused rather than faked. */
+static void log_sim(const struct ds_server_config *cfg, const char *why)
+{
+    ds_info("device: sim (%s; %d SMs, %llu MiB)", why, cfg->sim_sms,
+            (unsigned long long)(cfg->sim_memory >> 20));
+}
+
+/* auto: the GPU when the cuda backend can serve it, else sim, saying why. */
 static int choose_device(const char *want, struct ds_server_config *cfg)
 {
-    if (strcmp(want, "sim") == 0 || strcmp(want, "auto") == 0) {
+    char why[160];
+    int usable;
+
+    if (strcmp(want, "sim") == 0) {
         cfg->backend = &ds_sim_backend;
-        ds_info("device: sim (%s; %d SMs, %llu MiB)",
-                strcmp(want, "sim") == 0 ? "asked for" : "this build has no cuda backend yet",
-                cfg->sim_sms, (unsigned long long)(cfg->sim_memory >> 20));
+        log_sim(cfg, "asked for");
+        return 0;
+    }
+    if (strcmp(want, "cuda") != 0 && strcmp(want, "auto") != 0) {
+        ds_error("--device %s: expected sim, cuda or auto", want);
+        return -1;
+    }
+    usable = ds_cuda_probe(cfg->gpu, why, sizeof(why)) == 0;
+    if (usable) {
+        cfg->backend = &ds_cuda_backend;
+        ds_info("device: cuda, GPU %d", cfg->gpu);
+        /* Executors are separate processes: without an MPS daemon for this GPU their
+         * kernels take turns instead of running side by side. */
+        ds_warn("this server does not start MPS yet: unless an MPS control daemon serves "
+                "GPU %d, tenants time-slice instead of sharing SMs", cfg->gpu);
         return 0;
     }
     if (strcmp(want, "cuda") == 0) {
-        ds_error("--device cuda: this build has no cuda backend yet; use --device sim");
+        ds_error("--device cuda: GPU %d cannot be used: %s", cfg->gpu, why);
         return -1;
     }
-    ds_error("--device %s: expected sim, cuda or auto", want);
-    return -1;
+    cfg->backend = &ds_sim_backend;
+    log_sim(cfg, why);
+    return 0;
 }
 
 int main(int argc, char **argv)

@@ -47,9 +47,8 @@ Test(device, queries_describe_the_sim_device)
     CU_OK(cuDeviceGet(&dev, 0));
     CU_IS(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
     CU_OK(cuDeviceGetName(name, sizeof(name), dev));
-    cr_assert(strstr(name, "sim") != NULL, "%s", name);
     CU_OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-    cr_assert_eq(sms, 132);
+    cr_assert_gt(sms, 0);
     CU_OK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
     CU_OK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
     cr_assert_eq(major * 10 + minor, 90);
@@ -58,7 +57,11 @@ Test(device, queries_describe_the_sim_device)
     CU_IS(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, dev), CUDA_ERROR_INVALID_VALUE);
     CU_IS(cuDeviceGetAttribute(&v, (CUdevice_attribute)-3, dev), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuDeviceTotalMem(&total, dev));
-    cr_assert_eq(total, 80ull << 30);
+    if (ds_test_on_sim()) {
+        cr_assert(strstr(name, "sim") != NULL, "%s", name);
+        cr_assert_eq(sms, 132);
+        cr_assert_eq(total, 80ull << 30);
+    }
     CU_OK(cuDeviceGetUuid(&u1, dev));
     CU_OK(cuDeviceGetUuid(&u2, dev));
     cr_assert_arr_eq(u1.bytes, u2.bytes, 16);
@@ -74,6 +77,7 @@ Test(device_options, sim_shape_follows_server_options, .init = start_small, .fin
     int sms;
     size_t total;
 
+    DS_SIM_ONLY();
     CU_OK(cuInit(0));
     CU_OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     CU_OK(cuDeviceTotalMem(&total, 0));

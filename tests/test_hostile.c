@@ -36,11 +36,12 @@ static size_t free_bytes(void)
     return f;
 }
 
-/* Poll until the device's free memory is back to `want`, for up to 10 s. */
+/* Poll until the device's free memory is back to at least `want`, for up to 10 s.  On
+ * the sim it comes back exactly; a GPU also gets back the dead executor's context. */
 static int wait_free(size_t want)
 {
     for (int i = 0; i < 1000; i++) {
-        if (free_bytes() == want)
+        if (free_bytes() >= want)
             return 1;
         usleep(10000);
     }

@@ -40,12 +40,13 @@ Test(server, help_and_bad_options)
     cr_assert(strstr(out, "expected sim, cuda or auto"), "%s", out);
 }
 
-Test(server, cuda_device_is_refused_until_it_exists)
+Test(server, an_unusable_gpu_is_refused_with_the_reason)
 {
     char out[4096];
 
-    cr_assert_eq(run("--device cuda --listen unix:/tmp/ds-never.sock", out, sizeof(out)), 2);
-    cr_assert(strstr(out, "no cuda backend"), "%s", out);
+    cr_assert_eq(run("--device cuda --gpu 999 --listen unix:/tmp/ds-never.sock", out,
+                     sizeof(out)), 2);
+    cr_assert(strstr(out, "GPU 999 cannot be used"), "%s", out);
 }
 
 Test(server, a_second_server_on_the_same_socket_is_refused)

@@ -41,13 +41,25 @@ static int can_connect(const char *path)
     return ok;
 }
 
+const char *ds_test_device(void)
+{
+    const char *d = getenv("DS_TEST_DEVICE");
+
+    return d && d[0] ? d : "sim";
+}
+
+int ds_test_on_sim(void)
+{
+    return strcmp(ds_test_device(), "sim") == 0;
+}
+
 static void spawn(struct ds_test_server *s, const char *args)
 {
     char cmd[1024];
 
     /* sh splits `args` like a user's command line would. */
-    snprintf(cmd, sizeof(cmd), "exec %s --device sim --listen unix:%s %s%s %s >/dev/null 2>>%s",
-             DS_SERVER_BIN, s->sock, s->tcp_addr[0] ? "--listen " : "", s->tcp_addr,
+    snprintf(cmd, sizeof(cmd), "exec %s --device %s --listen unix:%s %s%s %s >/dev/null 2>>%s",
+             DS_SERVER_BIN, ds_test_device(), s->sock, s->tcp_addr[0] ? "--listen " : "", s->tcp_addr,
              args ? args : "", s->log);
     s->pid = fork();
     cr_assert(s->pid >= 0);

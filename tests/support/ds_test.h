@@ -20,7 +20,20 @@ struct ds_test_server {
     char tcp_addr[64]; /* empty unless started with TCP */
 };
 
-/* Start `detshare-server --device sim` with extra arguments `args` (may be NULL), on a
+/* The device the fixture's servers use: DS_TEST_DEVICE (sim or cuda), default sim. */
+const char *ds_test_device(void);
+
+/* 1 when the tests run on the sim device, whose model some assertions rely on. */
+int ds_test_on_sim(void);
+
+/* Skip the calling test unless it runs on the sim device. */
+#define DS_SIM_ONLY()                                                   \
+    do {                                                                \
+        if (!ds_test_on_sim())                                          \
+            cr_skip_test("asserts the sim device's model");             \
+    } while (0)
+
+/* Start `detshare-server --device DEVICE` with extra arguments `args` (may be NULL), on a
  * fresh Unix socket and, when with_tcp, a free loopback TCP port.  Points
  * DETSHARE_SERVER at the Unix socket. */
 void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args);
