@@ -83,6 +83,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
     char prefix[DS_NAME_MAX + 16];
+    int rc;
 
     if (t->greeted)
         return CUDA_ERROR_INVALID_VALUE;
@@ -94,6 +95,12 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
+    rc = ds__tenant_open(t);
+    if (rc != 0) {
+        ds_error("cannot open the %s device for a tenant: %s", t->ops->name, ds_strerror(rc));
+        t->closing = 1;
+        return CUDA_ERROR_NO_DEVICE;
+    }
     copy_name(t->name, a->tenant);
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
@@ -223,19 +230,13 @@ static int serve_loop(int fd)
 int ds_executor_run(int fd, const struct ds_exec_config *cfg)
 {
     SVCXPRT *xprt;
-    int status, rc;
+    int status;
 
     install_term_handler();
     /* The socket comes from libuv's accept, which makes it non-blocking; TI-RPC's
      * record stream expects blocking reads and writes. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    rc = ds__tenant_init(&tenant, cfg->backend, &cfg->be);
-    if (rc != 0) {
-        ds_error("cannot open the %s device: %s", cfg->backend->name, ds_strerror(rc));
-        ds__tenant_fini(&tenant);
-        close(fd);
-        return DS_EXEC_FAILED;
-    }
+    ds__tenant_init(&tenant, cfg->backend, &cfg->be);
     xprt = svc_fd_create(fd, DS_RECBUF, DS_RECBUF);
     if (xprt == NULL || !svc_reg(xprt, DS_PROG, DS_V1, dispatch, NULL)) {
         ds_error("cannot set up the RPC transport");

@@ -5,22 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
-                    const struct ds_backend_config *cfg)
+void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
+                     const struct ds_backend_config *cfg)
 {
-    int rc;
-
     memset(t, 0, sizeof(*t));
     t->ops = ops;
+    t->cfg = *cfg;
     t->shm = cfg->shm;
     t->slot = cfg->slot;
     t->next_id = 1;
     ds_handles_init(&t->h);
     ds_memtab_init(&t->mem);
-    rc = ops->open(cfg, &t->be);
-    if (rc != 0)
+}
+
+int ds__tenant_open(struct ds_tenant *t)
+{
+    int rc = t->ops->open(&t->cfg, &t->be);
+
+    if (rc != 0) {
+        t->be = NULL;
         return rc;
-    ops->describe(t->be, &t->view);
+    }
+    t->ops->describe(t->be, &t->view);
     return 0;
 }
 

@@ -40,7 +40,8 @@ struct ds_vevent {
 
 struct ds_tenant {
     const struct ds_backend_ops *ops;
-    struct ds_backend *be;
+    struct ds_backend_config cfg;
+    struct ds_backend *be; /* opened at the handshake */
     struct ds_device_view view;
     struct ds_handles h;
     struct ds_memtab mem; /* owner = context handle */
@@ -54,9 +55,14 @@ struct ds_tenant {
     int slot;
 };
 
-/* Open the backend and set up empty tables.  Returns 0 or DS_E*. */
-int ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
-                    const struct ds_backend_config *cfg);
+/* Set up empty tables; the device is opened later, by ds__tenant_open. */
+void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
+                     const struct ds_backend_config *cfg);
+
+/* Open the device for this tenant and read its view.  Deferred to the handshake so that
+ * a connection that never says hello (a liveness probe) costs no device context.
+ * Returns 0 or DS_E*. */
+int ds__tenant_open(struct ds_tenant *t);
 
 /* Free every object of the tenant, then the backend. */
 void ds__tenant_fini(struct ds_tenant *t);

@@ -207,7 +207,11 @@ Test(memcpy, allocation_accounting)
     CU_OK(cuMemGetInfo(&free0, &total));
     CU_OK(cuMemAlloc(&d, 3u << 30));
     CU_OK(cuMemGetInfo(&free1, &total));
-    cr_assert_eq(free0 - free1, 3u << 30);
+    /* Exact on the sim; a real device may round up, and others may allocate too. */
+    if (ds_test_on_sim())
+        cr_assert_eq(free0 - free1, 3u << 30);
+    else
+        cr_assert_geq(free0 - free1, 3u << 30);
     CU_IS(cuMemAlloc(&d, total), CUDA_ERROR_OUT_OF_MEMORY);
     CU_IS(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
 }
