@@ -90,4 +90,32 @@
     EP(cuEventQuery, 2000, cuEventQuery)                                  \
     EP(cuEventSynchronize, 2000, cuEventSynchronize)                      \
     EP(cuEventElapsedTime, 2000, cuEventElapsedTime)                      \
-    EP(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)
+    EP(cuEventElapsedTime, 12080, cuEventElapsedTime_v2)                  \
+    EP(cuModuleLoad, 2000, cuModuleLoad)                                  \
+    EP(cuModuleLoadData, 2000, cuModuleLoadData)                          \
+    EP(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx)                      \
+    EP(cuModuleLoadFatBinary, 2000, cuModuleLoadFatBinary)                \
+    EP(cuModuleUnload, 2000, cuModuleUnload)                              \
+    EP(cuModuleGetFunction, 2000, cuModuleGetFunction)                    \
+    EP(cuModuleGetGlobal, 3020, cuModuleGetGlobal_v2)                     \
+    EP(cuLibraryLoadData, 12000, cuLibraryLoadData)                       \
+    EP(cuLibraryLoadFromFile, 12000, cuLibraryLoadFromFile)               \
+    EP(cuLibraryUnload, 12000, cuLibraryUnload)                           \
+    EP(cuLibraryGetKernel, 12000, cuLibraryGetKernel)                     \
+    EP(cuLibraryGetModule, 12000, cuLibraryGetModule)                     \
+    EP(cuLibraryGetGlobal, 12000, cuLibraryGetGlobal)                     \
+    EP(cuKernelGetFunction, 12000, cuKernelGetFunction)                   \
+    EP(cuKernelGetAttribute, 12000, cuKernelGetAttribute)                 \
+    EP(cuKernelSetAttribute, 12000, cuKernelSetAttribute)                 \
+    EP(cuKernelSetCacheConfig, 12000, cuKernelSetCacheConfig)             \
+    EP(cuKernelGetParamInfo, 12040, cuKernelGetParamInfo)                 \
+    EP(cuFuncGetAttribute, 2020, cuFuncGetAttribute)                      \
+    EP(cuFuncSetAttribute, 9000, cuFuncSetAttribute)                      \
+    EP(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig)                  \
+    EP(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo)                     \
+    EP(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050,                 \
+       cuOccupancyMaxActiveBlocksPerMultiprocessor)                       \
+    EP(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000,        \
+       cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
+    EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
+    EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)

@@ -16,7 +16,7 @@ static struct ds_memtab host_mem;   /* what cuMemHostAlloc returned; data = flag
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
  * to whatever it hands out at the same addresses later. */
-static void remember_device(uint64_t base, uint64_t size)
+void ds__mem_remember(uint64_t base, uint64_t size)
 {
     struct ds_memtab_entry e = { .base = base, .size = size };
     const struct ds_memtab_entry *old;
@@ -52,7 +52,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
     rc = ds_rpc_mem_alloc(&a, &r);
     if (rc == CUDA_SUCCESS) {
         *dptr = r.ds_alloc_res_u.ptr;
-        remember_device(*dptr, size);
+        ds__mem_remember(*dptr, size);
     }
     return rc;
 }

@@ -11,4 +11,7 @@
 /* 1 when p lies in device memory this client allocated and has not freed. */
 int ds__mem_is_device(uint64_t p);
 
+/* Note [base, base+size) as device memory (an allocation, a module's global). */
+void ds__mem_remember(uint64_t base, uint64_t size);
+
 #endif

@@ -40,6 +40,11 @@ const ds_device_desc *ds__rpc_device(void)
     return &conn.hello.ds_hello_res_u.ok.dev;
 }
 
+uint64_t ds__rpc_primary(void)
+{
+    return ds__rpc_ready() ? conn.hello.ds_hello_res_u.ok.primary : 0;
+}
+
 static int server_addr(struct ds_addr *a)
 {
     const char *env = getenv("DETSHARE_SERVER");

@@ -25,6 +25,9 @@ int ds__rpc_ready(void);
 /* The device as the server described it at the handshake; valid once ready. */
 const ds_device_desc *ds__rpc_device(void);
 
+/* The primary context's handle, known from the handshake on; 0 before. */
+uint64_t ds__rpc_primary(void);
+
 /* Send `arg` to procedure `proc` and decode the reply into `res`, whose first member is
  * the CUresult; returns that CUresult, or CUDA_ERROR_DEVICE_UNAVAILABLE when the
  * transport failed (res then holds nothing to free). */

@@ -46,7 +46,15 @@
     B(event_record, DS_EVENT_RECORD, ds_record_args)                        \
     S(event_query, DS_EVENT_QUERY, ds_handle, ds_void_res)                  \
     S(event_synchronize, DS_EVENT_SYNCHRONIZE, ds_handle, ds_void_res)      \
-    S(event_elapsed, DS_EVENT_ELAPSED, ds_elapsed_args, ds_elapsed_res)
+    S(event_elapsed, DS_EVENT_ELAPSED, ds_elapsed_args, ds_elapsed_res)          \
+    S(module_load, DS_MODULE_LOAD, ds_module_load_args, ds_handle_res)        \
+    S(module_unload, DS_MODULE_UNLOAD, ds_handle, ds_void_res)                \
+    S(module_get_function, DS_MODULE_GET_FUNCTION, ds_symbol_args, ds_function_res) \
+    S(module_get_global, DS_MODULE_GET_GLOBAL, ds_symbol_args, ds_global_res) \
+    S(func_get_attribute, DS_FUNC_GET_ATTRIBUTE, ds_func_attr_args, ds_int_res) \
+    S(func_set_attribute, DS_FUNC_SET_ATTRIBUTE, ds_func_attr_args, ds_void_res) \
+    S(occupancy, DS_OCCUPANCY, ds_occupancy_args, ds_int_res)                 \
+    B(launch, DS_LAUNCH, ds_launch_args)
 
 /* Highest procedure number in the list, for tables indexed by number. */
 #define DS_PROC_MAX 127

@@ -21,6 +21,25 @@ struct ds_shm;
 struct ds_backend;
 struct ds_bstream;
 struct ds_bevent;
+struct ds_bmodule;
+struct ds_bfunc;
+
+/* A kernel's parameter buffer as the driver lays it out: n parameters, each at
+ * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
+ * module_get_function, freed with free(). */
+struct ds_param_layout {
+    uint32_t n;
+    uint32_t *offset, *size;
+    uint32_t bytes;
+};
+
+/* One launch as the tenant asked for it. */
+struct ds_launch {
+    unsigned grid[3], block[3];
+    unsigned shared_mem;
+    const void *params; /* param_bytes bytes, laid out as the function's layout says */
+    size_t param_bytes;
+};
 
 /* The tenant's immutable view of its device. */
 struct ds_device_view {
@@ -73,6 +92,25 @@ struct ds_backend_ops {
                          float *ms);
 
     int (*synchronize)(struct ds_backend *b); /* all work of this tenant */
+
+    /* Modules.  The image is a fatbin container, an ELF cubin or PTX text, already
+     * identified and bounded by the executor.  A module serves every pCtx. */
+    int (*module_load)(struct ds_backend *b, const void *image, size_t len,
+                       struct ds_bmodule **out);
+    void (*module_unload)(struct ds_backend *b, struct ds_bmodule *m);
+    /* The function belongs to m and goes with it. */
+    int (*module_get_function)(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                               struct ds_bfunc **out, struct ds_param_layout *layout);
+    int (*module_get_global)(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                             uint64_t *addr, uint64_t *size);
+    int (*func_get_attribute)(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
+    int (*func_set_attribute)(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
+    int (*occupancy)(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                     size_t dynamic_smem, unsigned flags, int *blocks);
+    /* The launch's shape and parameters are the executor's checked copy of the
+     * tenant's; the backend passes them to the device unchanged. */
+    int (*launch)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                  struct ds_bstream *s);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -26,47 +26,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Every driver function used here: base name, and the CUDA version whose variant we
- * want (the one cuda.h's prototype describes). */
-#define CU_FNS(X)                                   \
-    X(cuInit, 2000)                                 \
-    X(cuDriverGetVersion, 2020)                     \
-    X(cuDeviceGet, 2000)                            \
-    X(cuDeviceGetName, 2000)                        \
-    X(cuDeviceGetAttribute, 2000)                   \
-    X(cuDeviceTotalMem, 3020)                       \
-    X(cuDeviceGetUuid, 11040)                       \
-    X(cuDeviceGetDevResource, 12040)                \
-    X(cuDevResourceGenerateDesc, 12040)             \
-    X(cuGreenCtxCreate, 12040)                      \
-    X(cuGreenCtxDestroy, 12040)                     \
-    X(cuCtxFromGreenCtx, 12040)                     \
-    X(cuGreenCtxStreamCreate, 12050)                \
-    X(cuCtxSetCurrent, 4000)                        \
-    X(cuCtxSynchronize, 2000)                       \
-    X(cuMemAlloc, 3020)                             \
-    X(cuMemFree, 3020)                              \
-    X(cuMemGetInfo, 3020)                           \
-    X(cuMemcpyHtoDAsync, 3020)                      \
-    X(cuMemcpyDtoHAsync, 3020)                      \
-    X(cuMemcpyDtoDAsync, 3020)                      \
-    X(cuMemsetD2D8Async, 3020)                      \
-    X(cuMemsetD2D16Async, 3020)                     \
-    X(cuMemsetD2D32Async, 3020)                     \
-    X(cuStreamDestroy, 4000)                        \
-    X(cuStreamQuery, 2000)                          \
-    X(cuStreamSynchronize, 2000)                    \
-    X(cuStreamWaitEvent, 3020)                      \
-    X(cuEventCreate, 2000)                          \
-    X(cuEventDestroy, 4000)                         \
-    X(cuEventRecord, 2000)                          \
-    X(cuEventQuery, 2000)                           \
-    X(cuEventSynchronize, 2000)                     \
-    X(cuEventElapsedTime, 12080)
+/* Every driver function used here.  Each is asked for at CUDA_VERSION, the version of the
+ * cuda.h it is compiled against, so the variant returned is the one whose prototype the
+ * header declares under that name. */
+#define CU_FNS(X)                                            \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName) \
+    X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetUuid)   \
+    X(cuDeviceGetDevResource) X(cuDevResourceGenerateDesc)          \
+    X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx)    \
+    X(cuGreenCtxStreamCreate) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
+    X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoDAsync)  \
+    X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD2D8Async)   \
+    X(cuMemsetD2D16Async) X(cuMemsetD2D32Async) X(cuStreamDestroy)   \
+    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamWaitEvent)     \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
+    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLibraryLoadData) \
+    X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetGlobal)   \
+    X(cuKernelGetParamInfo) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuLaunchKernel)
 
 struct driver {
     void *dl;
-#define CU_FIELD(name, ver) __typeof__(name) *name;
+#define CU_FIELD(name) __typeof__(name) *name;
     CU_FNS(CU_FIELD)
 #undef CU_FIELD
 };
@@ -84,6 +65,19 @@ struct ds_bstream {
 
 struct ds_bevent {
     CUevent e;
+};
+
+/* Libraries, not modules: a library is not tied to a context, so its kernels run on
+ * whichever green context the tenant is bound to now or later. */
+struct ds_bfunc {
+    CUkernel k;
+    struct ds_bfunc *next;
+};
+
+/* A module owns the functions handed out of it. */
+struct ds_bmodule {
+    CUlibrary lib;
+    struct ds_bfunc *funcs;
 };
 
 struct ds_backend {
@@ -115,12 +109,12 @@ static int load_driver(struct driver *cu)
         ds_error("the CUDA driver has no cuGetProcAddress_v2: too old");
         return DS_ENOTSUP;
     }
-#define CU_LOAD(name, ver)                                                       \
-    if (gpa(#name, (void **)&cu->name, ver, CU_GET_PROC_ADDRESS_DEFAULT, &st) != \
-            CUDA_SUCCESS ||                                                      \
-        cu->name == NULL) {                                                      \
-        ds_error("the CUDA driver lacks %s (CUDA %d)", #name, ver);             \
-        return DS_ENOTSUP;                                                       \
+#define CU_LOAD(name)                                                                    \
+    if (gpa(#name, (void **)&cu->name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != \
+            CUDA_SUCCESS ||                                                               \
+        cu->name == NULL) {                                                               \
+        ds_error("the CUDA driver lacks %s (CUDA %d)", #name, CUDA_VERSION);             \
+        return DS_ENOTSUP;                                                                \
     }
     CU_FNS(CU_LOAD)
 #undef CU_LOAD
@@ -465,6 +459,135 @@ static int cuda_synchronize(struct ds_backend *b)
     return cu_err(b->cu.cuCtxSynchronize());
 }
 
+static int cuda_module_load(struct ds_backend *b, const void *image, size_t len,
+                            struct ds_bmodule **out)
+{
+    struct ds_bmodule *m = calloc(1, sizeof(*m));
+    CUresult r;
+
+    (void)len;
+    if (m == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuLibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0);
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        return cu_err(r);
+    }
+    *out = m;
+    return 0;
+}
+
+static void cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m)
+{
+    while (m->funcs != NULL) {
+        struct ds_bfunc *f = m->funcs;
+
+        m->funcs = f->next;
+        free(f);
+    }
+    b->cu.cuLibraryUnload(m->lib);
+    free(m);
+}
+
+/* The driver's own layout of the parameter buffer, one parameter at a time until it
+ * says there are no more. */
+static int param_layout(struct ds_backend *b, CUkernel k, struct ds_param_layout *l)
+{
+    size_t off, size;
+    uint32_t n = 0;
+
+    while (b->cu.cuKernelGetParamInfo(k, n, &off, &size) == CUDA_SUCCESS)
+        n++;
+    l->offset = calloc(n ? n : 1, sizeof(uint32_t));
+    l->size = calloc(n ? n : 1, sizeof(uint32_t));
+    if (l->offset == NULL || l->size == NULL) {
+        free(l->offset);
+        free(l->size);
+        return DS_ENOMEM;
+    }
+    l->n = n;
+    l->bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        b->cu.cuKernelGetParamInfo(k, i, &off, &size);
+        l->offset[i] = (uint32_t)off;
+        l->size[i] = (uint32_t)size;
+        if (off + size > l->bytes)
+            l->bytes = (uint32_t)(off + size);
+    }
+    return 0;
+}
+
+static int cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                    struct ds_bfunc **out, struct ds_param_layout *layout)
+{
+    struct ds_bfunc *f = calloc(1, sizeof(*f));
+    CUresult r;
+    int rc;
+
+    if (f == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuLibraryGetKernel(&f->k, m->lib, name);
+    rc = r == CUDA_SUCCESS ? param_layout(b, f->k, layout) : cu_err(r);
+    if (rc != 0) {
+        free(f);
+        return rc;
+    }
+    f->next = m->funcs;
+    m->funcs = f;
+    *out = f;
+    return 0;
+}
+
+static int cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                  uint64_t *addr, uint64_t *size)
+{
+    CUdeviceptr p;
+    size_t n;
+    CUresult r = b->cu.cuLibraryGetGlobal(&p, &n, m->lib, name);
+
+    if (r == CUDA_SUCCESS) {
+        *addr = p;
+        *size = n;
+    }
+    return cu_err(r);
+}
+
+static int cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
+                                   int *value)
+{
+    return cu_err(b->cu.cuKernelGetAttribute(value, (CUfunction_attribute)attr, f->k, b->dev));
+}
+
+static int cuda_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value)
+{
+    return cu_err(b->cu.cuKernelSetAttribute((CUfunction_attribute)attr, value, f->k, b->dev));
+}
+
+static int cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                          size_t dynamic_smem, unsigned flags, int *blocks)
+{
+    return cu_err(b->cu.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        blocks, (CUfunction)f->k, block_size, dynamic_smem, flags));
+}
+
+static int cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                       struct ds_bstream *s)
+{
+    size_t bytes = l->param_bytes;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)l->params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+    int rc;
+
+    s = real(b, s);
+    rc = order(b, s);
+    if (rc != 0)
+        return rc;
+    /* A CUkernel stands for its CUfunction in the current (green) context. */
+    return cu_err(b->cu.cuLaunchKernel((CUfunction)f->k, l->grid[0], l->grid[1], l->grid[2],
+                                       l->block[0], l->block[1], l->block[2], l->shared_mem,
+                                       s->s, NULL, bytes ? extra : NULL));
+}
+
 const struct ds_backend_ops ds_cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -489,6 +612,14 @@ const struct ds_backend_ops ds_cuda_backend = {
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed = cuda_event_elapsed,
     .synchronize = cuda_synchronize,
+    .module_load = cuda_module_load,
+    .module_unload = cuda_module_unload,
+    .module_get_function = cuda_module_get_function,
+    .module_get_global = cuda_module_get_global,
+    .func_get_attribute = cuda_func_get_attribute,
+    .func_set_attribute = cuda_func_set_attribute,
+    .occupancy = cuda_occupancy,
+    .launch = cuda_launch,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

@@ -96,6 +96,8 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds__tenant_open(t);
+    if (rc == 0)
+        rc = ds__ops_make_primary(t);
     if (rc != 0) {
         ds_error("cannot open the %s device for a tenant: %s", t->ops->name, ds_strerror(rc));
         t->closing = 1;
@@ -110,6 +112,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     t->greeted = 1;
     ok->proto_version = DS_PROTO_VERSION;
     ok->tenant_id = (unsigned)t->slot;
+    ok->primary = t->primary;
     ok->backend = (char *)t->ops->name;
     ok->dev.name = t->view.name;
     memcpy(ok->dev.uuid, t->view.uuid, sizeof(ok->dev.uuid));
@@ -149,9 +152,9 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long
         ds_debug("%s -> %d", ds_proc_name(proc), r.hello.err);
     if (!svc_sendreply(xprt, e->xdr_res, (char *)&r))
         t->closing = 1;
-    /* Results point at buffers the handler allocated (dtoh) or at tenant state (hello),
-     * which must not be freed. */
-    if (proc == DS_MEMCPY_DTOH)
+    /* Results point at buffers the handler allocated (dtoh, function layouts) or at
+     * tenant state (hello), which must not be freed. */
+    if (proc != DS_HELLO)
         xdr_free(e->xdr_res, (char *)&r);
 }
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum ds_htype { DS_H_CTX = 1, DS_H_STREAM = 2, DS_H_EVENT = 3 };
+enum ds_htype { DS_H_CTX = 1, DS_H_STREAM = 2, DS_H_EVENT = 3, DS_H_MODULE = 4, DS_H_FUNC = 5 };
 
 struct ds_handle_slot {
     void *obj;

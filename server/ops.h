@@ -17,4 +17,8 @@ DS_PROCS(DS_OPS_DECL_S, DS_OPS_DECL_B)
 #undef DS_OPS_DECL_S
 #undef DS_OPS_DECL_B
 
+/* Create the tenant's primary context, inactive until retained, so that its handle is
+ * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */
+int ds__ops_make_primary(struct ds_tenant *t);
+
 #endif

@@ -32,6 +32,11 @@ static struct ds_vctx *primary_ctx(struct ds_tenant *t)
     return t->primary ? ds_handles_get(&t->h, t->primary, DS_H_CTX) : NULL;
 }
 
+int ds__ops_make_primary(struct ds_tenant *t)
+{
+    return new_ctx(t, 1, 0, &t->primary) != NULL ? 0 : DS_ENOMEM;
+}
+
 CUresult ds__ops_primary_retain(struct ds_tenant *t, const int *dev, ds_handle_res *r)
 {
     struct ds_vctx *c = primary_ctx(t);

@@ -27,7 +27,12 @@ CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc
 
 CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
 {
+    const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, *p, 0);
+
     (void)r;
+    /* Only what cuMemAlloc returned, not a module's global. */
+    if (e == NULL || e->base != *p || e->data != NULL)
+        return CUDA_ERROR_INVALID_VALUE;
     if (ds_memtab_remove(&t->mem, *p, NULL) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->dev_free(t->be, *p));

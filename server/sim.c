@@ -13,7 +13,9 @@
  */
 #include "backend.h"
 
+#include "cubin.h"
 #include "ds_error.h"
+#include "ds_image.h"
 #include "ds_memtab.h"
 #include "shm.h"
 
@@ -30,6 +32,13 @@
 #define SIM_PCIE_BYTES_PER_US 25000ull   /* host<->device, 25 GB/s */
 #define SIM_HBM_BYTES_PER_US 1500000ull  /* device->device copy and fill, 1.5 TB/s */
 
+/* A kernel: a fixed launch cost, then waves of blocks, each block-wave 1 us per 256
+ * threads of a block.  Kernels compute nothing; only their time is modelled. */
+#define SIM_LAUNCH_NS 3000ull
+#define SIM_WAVE_NS 1000ull
+#define SIM_BLOCKS_PER_SM 2ull
+#define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
+
 #define SIM_VA_REGION (1ull << 40)  /* each tenant's addresses live in their own TiB */
 #define SIM_VA_ALIGN 4096ull
 
@@ -44,6 +53,19 @@ struct ds_bevent {
     unsigned flags;
     int recorded;
     uint64_t at_ns;
+};
+
+struct ds_bfunc {
+    const struct ds_kernel *k;
+    int max_dynamic_smem;
+    int carveout;
+    struct ds_bfunc *next;
+};
+
+/* A module owns the functions handed out of it. */
+struct ds_bmodule {
+    struct ds_cubin cubin;
+    struct ds_bfunc *funcs;
 };
 
 struct ds_backend {
@@ -457,6 +479,188 @@ static int sim_synchronize(struct ds_backend *b)
     return 0;
 }
 
+/* The sm_90 cubin of an image: the image itself, or its fatbin's raw entry. */
+static int sim_cubin_of(const void *image, size_t len, struct ds_cubin *out)
+{
+    struct ds_fatbin_entry e;
+    enum ds_image_kind kind;
+    size_t size;
+    void *raw;
+    int rc;
+
+    rc = ds_image_identify(image, len, &kind, NULL, &size);
+    if (rc != 0)
+        return rc;
+    if (kind == DS_IMAGE_ELF)
+        return ds_cubin_parse(image, size, out);
+    /* PTX would need a JIT; the sim reads parameter layouts from cubins only. */
+    if (kind == DS_IMAGE_PTX)
+        return DS_ENOTSUP;
+    rc = ds_fatbin_find(image, size, SIM_ARCH, DS_IMAGE_ELF, &e);
+    if (rc != 0)
+        return rc;
+    if (e.codec == DS_FATBIN_RAW)
+        return ds_cubin_parse(e.data, e.len, out);
+    rc = ds_fatbin_extract(&e, &raw, &size);
+    if (rc == 0) {
+        rc = ds_cubin_parse(raw, size, out);
+        free(raw);
+    }
+    return rc;
+}
+
+static int sim_module_load(struct ds_backend *b, const void *image, size_t len,
+                           struct ds_bmodule **out)
+{
+    struct ds_bmodule *m = calloc(1, sizeof(*m));
+    int rc;
+
+    (void)b;
+    if (m == NULL)
+        return DS_ENOMEM;
+    rc = sim_cubin_of(image, len, &m->cubin);
+    if (rc != 0) {
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+static void sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
+{
+    (void)b;
+    while (m->funcs != NULL) {
+        struct ds_bfunc *f = m->funcs;
+
+        m->funcs = f->next;
+        free(f);
+    }
+    ds_cubin_free(&m->cubin);
+    free(m);
+}
+
+static int sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                   struct ds_bfunc **out, struct ds_param_layout *layout)
+{
+    const struct ds_kernel *k = ds_cubin_kernel(&m->cubin, name);
+    struct ds_bfunc *f;
+    uint32_t n;
+
+    (void)b;
+    if (k == NULL)
+        return DS_EHANDLE;
+    n = k->nparams;
+    f = calloc(1, sizeof(*f));
+    layout->offset = calloc(n ? n : 1, sizeof(uint32_t));
+    layout->size = calloc(n ? n : 1, sizeof(uint32_t));
+    if (f == NULL || layout->offset == NULL || layout->size == NULL) {
+        free(f);
+        free(layout->offset);
+        free(layout->size);
+        return DS_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        layout->offset[i] = k->params[i].offset;
+        layout->size[i] = k->params[i].size;
+    }
+    layout->n = n;
+    layout->bytes = k->param_bytes;
+    f->k = k;
+    f->max_dynamic_smem = 0;
+    f->carveout = -1;
+    f->next = m->funcs;
+    m->funcs = f;
+    *out = f;
+    return 0;
+}
+
+/* Sim kernels live in no memory the tenant could address. */
+static int sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                 uint64_t *addr, uint64_t *size)
+{
+    (void)b;
+    (void)m;
+    (void)name;
+    (void)addr;
+    (void)size;
+    return DS_ENOTSUP;
+}
+
+static int sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
+                                  int *value)
+{
+    (void)b;
+    switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        *value = 1024;
+        break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+        *value = 32;
+        break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+        *value = SIM_ARCH;
+        break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        *value = f->max_dynamic_smem;
+        break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        *value = f->carveout;
+        break;
+    default:
+        *value = 0;
+        break;
+    }
+    return 0;
+}
+
+static int sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value)
+{
+    (void)b;
+    if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && value >= 0 &&
+        value <= 232448) {
+        f->max_dynamic_smem = value;
+        return 0;
+    }
+    if (attr == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && value >= -1 &&
+        value <= 100) {
+        f->carveout = value;
+        return 0;
+    }
+    return DS_EINVAL;
+}
+
+static int sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                         size_t dynamic_smem, unsigned flags, int *blocks)
+{
+    int n = 2048 / block_size;
+
+    (void)b;
+    (void)f;
+    (void)flags;
+    if (n > 32)
+        n = 32;
+    if (dynamic_smem > 0 && (size_t)n > 233472 / dynamic_smem)
+        n = (int)(233472 / dynamic_smem);
+    *blocks = n;
+    return 0;
+}
+
+static int sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                      struct ds_bstream *s)
+{
+    uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+    uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    uint64_t per_wave = (uint64_t)b->cfg.sim_sms * SIM_BLOCKS_PER_SM;
+    uint64_t waves = (blocks + per_wave - 1) / per_wave;
+
+    if (l->param_bytes != f->k->param_bytes)
+        return DS_EINVAL;
+    submit(b, s, SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256));
+    return 0;
+}
+
 const struct ds_backend_ops ds_sim_backend = {
     .name = "sim",
     .open = sim_open,
@@ -481,4 +685,12 @@ const struct ds_backend_ops ds_sim_backend = {
     .event_synchronize = sim_event_synchronize,
     .event_elapsed = sim_event_elapsed,
     .synchronize = sim_synchronize,
+    .module_load = sim_module_load,
+    .module_unload = sim_module_unload,
+    .module_get_function = sim_module_get_function,
+    .module_get_global = sim_module_get_global,
+    .func_get_attribute = sim_func_get_attribute,
+    .func_set_attribute = sim_func_set_attribute,
+    .occupancy = sim_occupancy,
+    .launch = sim_launch,
 };

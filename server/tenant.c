@@ -30,10 +30,45 @@ int ds__tenant_open(struct ds_tenant *t)
     return 0;
 }
 
+void ds__tenant_drop_module(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vmodule *m = ds_handles_remove(&t->h, h, DS_H_MODULE);
+    uint32_t cur = 0;
+    uint64_t fh;
+
+    if (m == NULL)
+        return;
+    while ((fh = ds_handles_next(&t->h, DS_H_FUNC, &cur)) != 0) {
+        struct ds_vfunc *f = ds_handles_get(&t->h, fh, DS_H_FUNC);
+
+        if (f->module == h) {
+            ds_handles_remove(&t->h, fh, DS_H_FUNC);
+            free(f->layout.offset);
+            free(f->layout.size);
+            free(f->name);
+            free(f);
+        }
+    }
+    /* Globals are ranges owned by the module (data marks them as not freeable). */
+    for (size_t i = t->mem.n; i-- > 0;)
+        if (t->mem.v[i].data != NULL && t->mem.v[i].owner == h)
+            ds_memtab_remove(&t->mem, t->mem.v[i].base, NULL);
+    t->ops->module_unload(t->be, m->real);
+    free(m);
+}
+
 static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 {
     uint32_t cur = 0;
     uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_MODULE, &cur)) != 0) {
+        struct ds_vmodule *m = ds_handles_get(&t->h, h, DS_H_MODULE);
+
+        if (all || m->ctx == ctx)
+            ds__tenant_drop_module(t, h);
+    }
+    cur = 0;
 
     while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
         struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
@@ -55,7 +90,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
         }
     }
     for (size_t i = t->mem.n; i-- > 0;) {
-        if (all || t->mem.v[i].owner == ctx) {
+        if (t->mem.v[i].data == NULL && (all || t->mem.v[i].owner == ctx)) {
             uint64_t base = t->mem.v[i].base;
 
             t->ops->dev_free(t->be, base);

@@ -38,6 +38,20 @@ struct ds_vevent {
     struct ds_bevent *real;
 };
 
+/* A loaded module (or library: the same thing to the executor). */
+struct ds_vmodule {
+    uint64_t ctx;
+    struct ds_bmodule *real;
+};
+
+/* A kernel of a module, with the parameter layout every launch is checked against. */
+struct ds_vfunc {
+    uint64_t module;
+    char *name;
+    struct ds_bfunc *real;
+    struct ds_param_layout layout;
+};
+
 struct ds_tenant {
     const struct ds_backend_ops *ops;
     struct ds_backend_config cfg;
@@ -77,7 +91,10 @@ int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
 /* 0 when [addr, addr+len) lies inside one allocation of this tenant, else DS_ERANGE. */
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
 
-/* Free every stream, event and allocation that belongs to context h. */
+/* Free every stream, event, module and allocation that belongs to context h. */
 void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h);
+
+/* Unload module h: its functions go, and its globals stop being valid addresses. */
+void ds__tenant_drop_module(struct ds_tenant *t, uint64_t h);
 
 #endif

@@ -1,0 +1,109 @@
+/*
+ * Kernel launches: the parameters are packed into one buffer following the layout the
+ * executor reported for the kernel, and the launch leaves as one batched call.  Its
+ * shape goes to the device exactly as given.
+ */
+#include "cuda_api.h"
+
+#include "module.h"
+#include "rpc.h"
+#include "unsupported.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Parameters given as a ready buffer: the `extra` form of cuLaunchKernel. */
+static CUresult from_extra(void **extra, const void **buf, size_t *len)
+{
+    size_t *size = NULL;
+
+    *buf = NULL;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            *buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            size = extra[i + 1];
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (*buf == NULL || size == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *len = *size;
+    return CUDA_SUCCESS;
+}
+
+/* Gaps between parameters are zero, so equal launches send equal bytes. */
+static void pack(const struct ds_cfunc *f, void **params, unsigned char *buf)
+{
+    memset(buf, 0, f->param_bytes);
+    for (uint32_t i = 0; i < f->nparams; i++)
+        memcpy(buf + f->offset[i], params[i], f->size[i]);
+}
+
+static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],
+                       unsigned smem, CUstream stream, void **params, void **extra)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_launch_args a = { .shared_mem = smem, .stream = (ds_handle)(uintptr_t)stream };
+    unsigned char small[1024], *buf = small;
+    const void *given;
+    size_t len;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    memcpy(a.grid, grid, sizeof(a.grid));
+    memcpy(a.block, block, sizeof(a.block));
+    if (extra != NULL) {
+        if ((rc = from_extra(extra, &given, &len)) != CUDA_SUCCESS)
+            return rc;
+        if (len < f->param_bytes)
+            return CUDA_ERROR_INVALID_VALUE;
+        a.params.params_val = (char *)given;
+        a.params.params_len = f->param_bytes;
+        return ds_rpc_launch(&a);
+    }
+    if (f->nparams > 0 && params == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f->param_bytes > sizeof(small) && (buf = malloc(f->param_bytes)) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pack(f, params, buf);
+    a.params.params_val = (char *)buf;
+    a.params.params_len = f->param_bytes;
+    rc = ds_rpc_launch(&a);
+    if (buf != small)
+        free(buf);
+    return rc;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                        unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                        CUstream stream, void **params, void **extra)
+{
+    const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+
+    return launch(f, grid, block, smem, stream, params, extra);
+}
+
+/* Launch attributes (clusters, cooperative, priorities...) are not served yet; a launch
+ * that needs one is refused rather than run differently. */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    static atomic_int once;
+    unsigned grid[3], block[3];
+
+    DS_NEED_INIT();
+    if (config == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (config->numAttrs > 0)
+        return ds__unsupported("cuLaunchKernelEx with launch attributes", &once);
+    grid[0] = config->gridDimX;
+    grid[1] = config->gridDimY;
+    grid[2] = config->gridDimZ;
+    block[0] = config->blockDimX;
+    block[1] = config->blockDimY;
+    block[2] = config->blockDimZ;
+    return launch(f, grid, block, config->sharedMemBytes, config->hStream, params, extra);
+}

@@ -1,0 +1,421 @@
+/*
+ * Modules, libraries and kernels.  The executor loads an image and, for each kernel the
+ * tenant asks for, returns the kernel's parameter layout; the client keeps that layout
+ * in the CUfunction it hands out, so that a launch packs its parameters into one buffer
+ * and goes as one batched call.
+ *
+ * A CUlibrary is the same thing as a CUmodule here (the executor always loads libraries,
+ * which serve every context), and a CUkernel the same thing as a CUfunction.
+ */
+#include "cuda_api.h"
+#include "module.h"
+
+#include "ctx.h"
+#include "ds_image.h"
+#include "mem.h"
+#include "rpc.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUNC_MAGIC 0x64734b6eu
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ds_cfunc *functions; /* live functions, for reuse and unload */
+/* Functions of unloaded modules.  An application may still hold their CUfunction; it
+ * must get INVALID_HANDLE, not a read of freed memory, so the small headers stay. */
+static struct ds_cfunc *retired;
+
+struct ds_cfunc *ds__module_func(const void *f)
+{
+    struct ds_cfunc *cf = (struct ds_cfunc *)f;
+
+    return cf != NULL && cf->magic == FUNC_MAGIC ? cf : NULL;
+}
+
+static CUresult load(CUmodule *out, const void *image)
+{
+    ds_module_load_args a;
+    enum ds_image_kind kind;
+    const void *start;
+    size_t size;
+    ds_handle_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (out == NULL || image == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    if (ds_image_identify(image, SIZE_MAX, &kind, &start, &size) != 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    a.image.image_val = (char *)start;
+    a.image.image_len = (u_int)size;
+    rc = ds_rpc_module_load(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *out = (CUmodule)(uintptr_t)r.ds_handle_res_u.handle;
+    return rc;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load(module, image);
+}
+
+/* JIT options only tune how PTX is compiled, and logs; the executor compiles with its
+ * defaults. */
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+                            CUjit_option *options, void **values)
+{
+    (void)n;
+    (void)options;
+    (void)values;
+    return load(module, image);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
+{
+    return load(module, fatbin);
+}
+
+/* The whole file, NUL-terminated so that PTX text is recognised. */
+static void *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) != NULL) {
+        if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
+            buf[n] = '\0';
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *path)
+{
+    void *image;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (path == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    image = read_file(path);
+    if (image == NULL)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    rc = load(module, image);
+    free(image);
+    return rc;
+}
+
+static void forget_functions(uint64_t module)
+{
+    struct ds_cfunc **p;
+
+    pthread_mutex_lock(&lock);
+    for (p = &functions; *p != NULL;) {
+        struct ds_cfunc *f = *p;
+
+        if (f->module == module) {
+            *p = f->next;
+            f->magic = 0;
+            free(f->offset);
+            f->offset = f->size = NULL;
+            f->next = retired;
+            retired = f;
+        } else {
+            p = &f->next;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+CUresult cuModuleUnload(CUmodule module)
+{
+    ds_handle h = (ds_handle)(uintptr_t)module;
+    ds_void_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    rc = ds_rpc_module_unload(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        forget_functions(h);
+    return rc;
+}
+
+/* The client's copy of a function the executor described; one per server handle. */
+static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
+{
+    struct ds_cfunc *f;
+    uint32_t n = fn->params.params_len;
+
+    pthread_mutex_lock(&lock);
+    for (f = functions; f != NULL; f = f->next)
+        if (f->handle == fn->handle)
+            break;
+    if (f == NULL && (f = calloc(1, sizeof(*f))) != NULL) {
+        f->offset = calloc(2 * (size_t)(n ? n : 1), sizeof(uint32_t));
+        if (f->offset == NULL) {
+            free(f);
+            f = NULL;
+        } else {
+            f->size = f->offset + n;
+            for (uint32_t i = 0; i < n; i++) {
+                f->offset[i] = fn->params.params_val[i].offset;
+                f->size[i] = fn->params.params_val[i].size;
+            }
+            f->magic = FUNC_MAGIC;
+            f->handle = fn->handle;
+            f->module = module;
+            f->nparams = n;
+            f->param_bytes = fn->param_bytes;
+            f->next = functions;
+            functions = f;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return f;
+}
+
+CUresult cuModuleGetFunction(CUfunction *out, CUmodule module, const char *name)
+{
+    ds_symbol_args a = { .module = (ds_handle)(uintptr_t)module, .name = (char *)name };
+    ds_function_res r;
+    struct ds_cfunc *f;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (out == NULL || name == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (strlen(name) > DS_SYMBOL_MAX)
+        return CUDA_ERROR_NOT_FOUND;
+    memset(&r, 0, sizeof(r));
+    rc = ds_rpc_module_get_function(&a, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    f = keep(a.module, &r.ds_function_res_u.fn);
+    ds__rpc_free((xdrproc_t)xdr_ds_function_res, &r);
+    if (f == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = (CUfunction)f;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)
+{
+    ds_symbol_args a = { .module = (ds_handle)(uintptr_t)module, .name = (char *)name };
+    ds_global_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (name == NULL || strlen(name) > DS_SYMBOL_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_module_get_global(&a, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    ds__mem_remember(r.ds_global_res_u.global.ptr, r.ds_global_res_u.global.size);
+    if (dptr != NULL)
+        *dptr = r.ds_global_res_u.global.ptr;
+    if (bytes != NULL)
+        *bytes = r.ds_global_res_u.global.size;
+    return CUDA_SUCCESS;
+}
+
+/* Library options (CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE, binary
+ * preservation) concern how the driver keeps the image, not what it computes. */
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
+                           void **jit_values, unsigned int njit, CUlibraryOption *options,
+                           void **values, unsigned int n)
+{
+    (void)jit_options;
+    (void)jit_values;
+    (void)njit;
+    (void)options;
+    (void)values;
+    (void)n;
+    return load((CUmodule *)library, code);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_option *jit_options,
+                               void **jit_values, unsigned int njit, CUlibraryOption *options,
+                               void **values, unsigned int n)
+{
+    (void)jit_options;
+    (void)jit_values;
+    (void)njit;
+    (void)options;
+    (void)values;
+    (void)n;
+    return cuModuleLoad((CUmodule *)library, path);
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+    return cuModuleUnload((CUmodule)library);
+}
+
+CUresult cuLibraryGetModule(CUmodule *module, CUlibrary library)
+{
+    DS_NEED_INIT();
+    if (module == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *module = (CUmodule)library;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
+{
+    return cuModuleGetFunction((CUfunction *)kernel, (CUmodule)library, name);
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+    return cuModuleGetGlobal_v2(dptr, bytes, (CUmodule)library, name);
+}
+
+CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel)
+{
+    DS_NEED_INIT();
+    if (func == NULL || ds__module_func(kernel) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *func = (CUfunction)kernel;
+    return CUDA_SUCCESS;
+}
+
+static CUresult get_attr(int *value, int attr, const void *fn)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_func_attr_args a = { .attr = attr };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    rc = ds_rpc_func_get_attribute(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *value = r.ds_int_res_u.value;
+    return rc;
+}
+
+static CUresult set_attr(int attr, int value, const void *fn)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_func_attr_args a = { .attr = attr, .value = value };
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    return ds_rpc_func_set_attribute(&a, &r);
+}
+
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction f)
+{
+    return get_attr(value, attr, f);
+}
+
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute attr, int value)
+{
+    return set_attr(attr, value, f);
+}
+
+CUresult cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel k, CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return get_attr(value, attr, k);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel k, CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return set_attr(attr, value, k);
+}
+
+/* The cache configuration is a preference the driver may ignore; it changes no result,
+ * so it is accepted and not forwarded. */
+CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config)
+{
+    DS_NEED_INIT();
+    if (ds__module_func(f) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache config, CUdevice dev)
+{
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return cuFuncSetCacheConfig((CUfunction)k, config);
+}
+
+static CUresult param_info(const void *fn, size_t i, size_t *offset, size_t *size)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+
+    DS_NEED_INIT();
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (i >= f->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (offset != NULL)
+        *offset = f->offset[i];
+    if (size != NULL)
+        *size = f->size[i];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *offset, size_t *size)
+{
+    return param_info(f, i, offset, size);
+}
+
+CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *offset, size_t *size)
+{
+    return param_info(k, i, offset, size);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction fn,
+                                                             int block_size, size_t smem,
+                                                             unsigned int flags)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_occupancy_args a = { .block_size = block_size, .dynamic_smem = smem, .flags = flags };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (blocks == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    rc = ds_rpc_occupancy(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *blocks = r.ds_int_res_u.value;
+    return rc;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block_size,
+                                                     size_t smem)
+{
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, fn, block_size, smem, 0);
+}

@@ -1,0 +1,20 @@
+/* What the client knows of each kernel: its server handle and parameter layout. */
+#ifndef DS_MODULE_H
+#define DS_MODULE_H
+
+#include <stdint.h>
+
+struct ds_cfunc {
+    uint32_t magic;
+    uint64_t handle; /* the executor's */
+    uint64_t module;
+    uint32_t nparams;
+    uint32_t *offset, *size; /* one allocation: size == offset + nparams */
+    uint32_t param_bytes;
+    struct ds_cfunc *next;
+};
+
+/* The function behind a CUfunction or CUkernel value, or NULL when it is none of ours. */
+struct ds_cfunc *ds__module_func(const void *f);
+
+#endif

@@ -1,0 +1,232 @@
+#include "ops.h"
+
+#include "ds_error.h"
+#include "ds_image.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A global's memtab entry carries this in `data`: not freeable with cuMemFree. */
+static char global_mark;
+
+CUresult ds__ops_module_load(struct ds_tenant *t, const ds_module_load_args *a, ds_handle_res *r)
+{
+    struct ds_vmodule *m;
+    enum ds_image_kind kind;
+    size_t size;
+    int rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    /* The bytes must be one whole image of a known kind, with nothing read past them. */
+    if (ds_image_identify(a->image.image_val, a->image.image_len, &kind, NULL, &size) != 0 ||
+        size > a->image.image_len)
+        return CUDA_ERROR_INVALID_IMAGE;
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->ctx = a->ctx;
+    rc = t->ops->module_load(t->be, a->image.image_val, size, &m->real);
+    if (rc != 0) {
+        free(m);
+        return rc == DS_EINVAL ? CUDA_ERROR_INVALID_IMAGE : ds_error_to_cu(rc);
+    }
+    r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_MODULE, m);
+    if (r->ds_handle_res_u.handle == 0) {
+        t->ops->module_unload(t->be, m->real);
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_module_unload(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
+{
+    (void)r;
+    if (ds_handles_get(&t->h, *h, DS_H_MODULE) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    ds__tenant_drop_module(t, *h);
+    return CUDA_SUCCESS;
+}
+
+/* The function of module h named `name`, if the tenant already asked for it. */
+static uint64_t known_function(struct ds_tenant *t, uint64_t module, const char *name)
+{
+    uint32_t cur = 0;
+    uint64_t fh;
+
+    while ((fh = ds_handles_next(&t->h, DS_H_FUNC, &cur)) != 0) {
+        struct ds_vfunc *f = ds_handles_get(&t->h, fh, DS_H_FUNC);
+
+        if (f->module == module && strcmp(f->name, name) == 0)
+            return fh;
+    }
+    return 0;
+}
+
+static CUresult describe(struct ds_vfunc *f, uint64_t h, ds_function *out)
+{
+    out->handle = h;
+    out->param_bytes = f->layout.bytes;
+    out->params.params_len = f->layout.n;
+    out->params.params_val = calloc(f->layout.n ? f->layout.n : 1, sizeof(ds_param));
+    if (out->params.params_val == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < f->layout.n; i++) {
+        out->params.params_val[i].offset = f->layout.offset[i];
+        out->params.params_val[i].size = f->layout.size[i];
+    }
+    return CUDA_SUCCESS;
+}
+
+static struct ds_vfunc *new_function(struct ds_tenant *t, struct ds_vmodule *m, uint64_t mh,
+                                     const char *name, int *rc)
+{
+    struct ds_vfunc *f = calloc(1, sizeof(*f));
+
+    *rc = DS_ENOMEM;
+    if (f == NULL || (f->name = strdup(name)) == NULL) {
+        free(f);
+        return NULL;
+    }
+    f->module = mh;
+    *rc = t->ops->module_get_function(t->be, m->real, name, &f->real, &f->layout);
+    if (*rc != 0) {
+        free(f->name);
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+CUresult ds__ops_module_get_function(struct ds_tenant *t, const ds_symbol_args *a,
+                                     ds_function_res *r)
+{
+    struct ds_vmodule *m = ds_handles_get(&t->h, a->module, DS_H_MODULE);
+    struct ds_vfunc *f;
+    uint64_t h;
+    int rc;
+
+    if (m == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    h = known_function(t, a->module, a->name);
+    if (h != 0)
+        return describe(ds_handles_get(&t->h, h, DS_H_FUNC), h, &r->ds_function_res_u.fn);
+    f = new_function(t, m, a->module, a->name, &rc);
+    if (f == NULL)
+        return rc == DS_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_FOUND;
+    h = ds_handles_add(&t->h, DS_H_FUNC, f);
+    if (h == 0) {
+        free(f->layout.offset);
+        free(f->layout.size);
+        free(f->name);
+        free(f);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return describe(f, h, &r->ds_function_res_u.fn);
+}
+
+CUresult ds__ops_module_get_global(struct ds_tenant *t, const ds_symbol_args *a,
+                                   ds_global_res *r)
+{
+    struct ds_vmodule *m = ds_handles_get(&t->h, a->module, DS_H_MODULE);
+    struct ds_memtab_entry e = { .owner = a->module, .data = &global_mark };
+    const struct ds_memtab_entry *old;
+    int rc;
+
+    if (m == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    rc = t->ops->module_get_global(t->be, m->real, a->name, &e.base, &e.size);
+    if (rc != 0)
+        return rc == DS_ENOTSUP ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_NOT_FOUND;
+    /* The global's bytes become a range the tenant may copy to and from. */
+    old = ds_memtab_find(&t->mem, e.base, e.size);
+    if (old == NULL && e.size > 0 && ds_memtab_insert(&t->mem, &e) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r->ds_global_res_u.global.ptr = e.base;
+    r->ds_global_res_u.global.size = e.size;
+    return CUDA_SUCCESS;
+}
+
+static struct ds_vfunc *function(struct ds_tenant *t, ds_handle h)
+{
+    return ds_handles_get(&t->h, h, DS_H_FUNC);
+}
+
+CUresult ds__ops_func_get_attribute(struct ds_tenant *t, const ds_func_attr_args *a,
+                                    ds_int_res *r)
+{
+    struct ds_vfunc *f = function(t, a->fn);
+
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->attr < 0 || a->attr >= CU_FUNC_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->func_get_attribute(t->be, f->real, a->attr,
+                                                     &r->ds_int_res_u.value));
+}
+
+CUresult ds__ops_func_set_attribute(struct ds_tenant *t, const ds_func_attr_args *a,
+                                    ds_void_res *r)
+{
+    struct ds_vfunc *f = function(t, a->fn);
+
+    (void)r;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->attr < 0 || a->attr >= CU_FUNC_ATTRIBUTE_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->func_set_attribute(t->be, f->real, a->attr, a->value));
+}
+
+CUresult ds__ops_occupancy(struct ds_tenant *t, const ds_occupancy_args *a, ds_int_res *r)
+{
+    struct ds_vfunc *f = function(t, a->fn);
+
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->block_size <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->occupancy(t->be, f->real, a->block_size, a->dynamic_smem,
+                                            a->flags, &r->ds_int_res_u.value));
+}
+
+/* Launches are checked against what the device allows and what the kernel takes, but
+ * never altered: the same shape and bytes reach the device. */
+static int bad_shape(const struct ds_tenant *t, const ds_launch_args *a)
+{
+    const int *at = t->view.attrs;
+    uint64_t threads = (uint64_t)a->block[0] * a->block[1] * a->block[2];
+
+    if (a->grid[0] == 0 || a->grid[1] == 0 || a->grid[2] == 0 || threads == 0)
+        return 1;
+    if (a->grid[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
+        a->grid[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
+        a->grid[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
+        return 1;
+    if (a->block[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
+        a->block[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
+        a->block[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z])
+        return 1;
+    return threads > (uint64_t)at[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+}
+
+CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
+{
+    struct ds_vfunc *f = function(t, a->fn);
+    struct ds_launch l;
+    struct ds_bstream *s;
+
+    if (f == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (bad_shape(t, a))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->params.params_len != f->layout.bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(l.grid, a->grid, sizeof(l.grid));
+    memcpy(l.block, a->block, sizeof(l.block));
+    l.shared_mem = a->shared_mem;
+    l.params = a->params.params_val;
+    l.param_bytes = a->params.params_len;
+    return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
+}

@@ -1,0 +1,323 @@
+/* Modules and launches through a server: layouts, parameters arriving bit for bit (on a
+ * GPU), modelled kernel time (on the sim), and every way a launch can be wrong. */
+#include "ds_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct ds_test_server srv;
+
+static void start(void)
+{
+    ds_test_server_start(&srv, 0, NULL);
+    ds_test_ctx();
+}
+
+static void stop(void)
+{
+    ds_test_server_stop(&srv);
+}
+
+TestSuite(launch, .init = start, .fini = stop, .timeout = 120);
+
+struct odd {
+    char a;
+    double b;
+    char c[3];
+};
+
+struct arr {
+    short v[5];
+};
+
+struct echo_out {
+    char c;
+    short s;
+    int i;
+    long long l;
+    float f;
+    double d;
+    struct odd o;
+    struct arr a;
+};
+
+static void *slurp(const char *name, size_t *len)
+{
+    char path[512];
+    FILE *f;
+    char *buf;
+    long n;
+
+    snprintf(path, sizeof(path), "%s/%s", DS_KERNEL_DIR, name);
+    f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = calloc(1, (size_t)n + 1); /* NUL-terminated for PTX */
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    if (len != NULL)
+        *len = (size_t)n;
+    return buf;
+}
+
+static CUmodule load(const char *name)
+{
+    void *image = slurp(name, NULL);
+    CUmodule m;
+
+    CU_OK(cuModuleLoadData(&m, image));
+    free(image);
+    return m;
+}
+
+Test(launch, layouts_match_the_compiler)
+{
+    /* The offsets follow the C ABI of the parameter list: each parameter at its own
+     * alignment (struct odd: 8, struct arr: 2, pointers: 8). */
+    static const size_t want_off[] = { 0, 2, 4, 8, 16, 24, 32, 56, 72 };
+    static const size_t want_size[] = { 1, 2, 4, 8, 4, 8, 24, 10, 8 };
+    CUmodule m = load("launch.fatbin");
+    size_t off, size;
+    CUfunction f, again;
+
+    CU_OK(cuModuleGetFunction(&f, m, "echo"));
+    CU_OK(cuModuleGetFunction(&again, m, "echo"));
+    cr_assert_eq(f, again, "one function per kernel");
+    for (size_t i = 0; i < 9; i++) {
+        CU_OK(cuFuncGetParamInfo(f, i, &off, &size));
+        cr_assert_eq(off, want_off[i], "parameter %zu", i);
+        cr_assert_eq(size, want_size[i], "parameter %zu", i);
+    }
+    CU_IS(cuFuncGetParamInfo(f, 9, &off, &size), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuModuleUnload(m));
+}
+
+Test(launch, parameters_arrive_bit_for_bit)
+{
+    CUmodule m = load("launch.fatbin");
+    struct echo_out want, got;
+    CUdeviceptr out;
+    CUfunction f;
+    char c = -7;
+    short s = -12345;
+    int i = 0x7eadbeef;
+    long long l = -0x123456789abcdefll;
+    float fl = 3.25f;
+    double d = -1.0 / 3.0;
+    struct odd o;
+    struct arr a = { { 1, -2, 3, -4, 5 } };
+    void *params[] = { &c, &s, &i, &l, &fl, &d, &o, &a, &out };
+
+    memset(&o, 0, sizeof(o));
+    o.a = 'x';
+    o.b = 6.02214076e23;
+    memcpy(o.c, "yz!", 3);
+    CU_OK(cuModuleGetFunction(&f, m, "echo"));
+    CU_OK(cuMemAlloc(&out, sizeof(got)));
+    CU_OK(cuMemsetD8(out, 0, sizeof(got)));
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuCtxSynchronize());
+    if (ds_test_on_sim())
+        return; /* sim kernels compute nothing */
+    CU_OK(cuMemcpyDtoH(&got, out, sizeof(got)));
+    memset(&want, 0, sizeof(want));
+    want.c = c;
+    want.s = s;
+    want.i = i;
+    want.l = l;
+    want.f = fl;
+    want.d = d;
+    want.o = o;
+    want.a = a;
+    cr_assert_eq(got.c, c);
+    cr_assert_eq(got.s, s);
+    cr_assert_eq(got.i, i);
+    cr_assert_eq(got.l, l);
+    cr_assert_eq(memcmp(&got.f, &fl, sizeof(fl)), 0);
+    cr_assert_eq(memcmp(&got.d, &d, sizeof(d)), 0);
+    cr_assert_eq(got.o.a, o.a);
+    cr_assert_eq(memcmp(&got.o.b, &o.b, sizeof(o.b)), 0);
+    cr_assert_eq(memcmp(got.o.c, o.c, 3), 0);
+    cr_assert_eq(memcmp(&got.a, &a, sizeof(a)), 0);
+}
+
+Test(launch, results_are_right_and_the_extra_form_works)
+{
+    CUmodule m = load("launch.fatbin");
+    const int n = 1 << 20;
+    struct {
+        CUdeviceptr out;
+        int v, n;
+    } buf;
+    size_t size = sizeof(buf);
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                      CU_LAUNCH_PARAM_END };
+    int *host = malloc(sizeof(int) * n);
+    CUfunction f;
+
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuMemAlloc(&buf.out, sizeof(int) * n));
+    buf.v = 1000;
+    buf.n = n;
+    CU_OK(cuLaunchKernel(f, n / 256, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    CU_OK(cuCtxSynchronize());
+    if (!ds_test_on_sim()) {
+        CU_OK(cuMemcpyDtoH(host, buf.out, sizeof(int) * n));
+        for (int i = 0; i < n; i++)
+            cr_assert_eq(host[i], 1000 + i, "element %d", i);
+    }
+    free(host);
+}
+
+Test(launch, sim_kernels_take_modelled_time)
+{
+    CUmodule m;
+    CUfunction f;
+    CUdeviceptr out;
+    CUevent a, b;
+    int v = 0, n = 0;
+    void *params[] = { &out, &v, &n };
+    float ms;
+
+    DS_SIM_ONLY();
+    m = load("launch.cubin");
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuMemAlloc(&out, 4));
+    CU_OK(cuEventCreate(&a, 0));
+    CU_OK(cuEventCreate(&b, 0));
+    CU_OK(cuEventRecord(a, NULL));
+    /* 132 SMs x 2 blocks per wave: 26400 blocks of 512 threads are 100 waves of 2 us. */
+    CU_OK(cuLaunchKernel(f, 26400, 1, 1, 512, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuEventRecord(b, NULL));
+    CU_OK(cuEventSynchronize(b));
+    CU_OK(cuEventElapsedTime(&ms, a, b));
+    cr_assert_geq(ms, 0.203f * 0.999f, "%.3f ms", ms);
+    cr_assert_lt(ms, 0.203f + 20.0f, "%.3f ms", ms);
+}
+
+Test(launch, globals_are_device_memory)
+{
+    CUmodule m = load("launch.fatbin");
+    CUdeviceptr g, out;
+    CUfunction f;
+    size_t size;
+    int v;
+    void *params[] = { &out };
+
+    if (ds_test_on_sim()) {
+        CU_IS(cuModuleGetGlobal(&g, &size, m, "g_value"), CUDA_ERROR_NOT_SUPPORTED);
+        return;
+    }
+    CU_OK(cuModuleGetGlobal(&g, &size, m, "g_value"));
+    cr_assert_eq(size, sizeof(int));
+    CU_OK(cuMemcpyDtoH(&v, g, sizeof(v)));
+    cr_assert_eq(v, 42);
+    v = 7;
+    CU_OK(cuMemcpyHtoD(g, &v, sizeof(v)));
+    CU_OK(cuModuleGetFunction(&f, m, "read_global"));
+    CU_OK(cuMemAlloc(&out, sizeof(int)));
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuMemcpyDtoH(&v, out, sizeof(v)));
+    cr_assert_eq(v, 7);
+    CU_IS(cuMemFree(g), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuModuleUnload(m));
+    CU_IS(cuMemcpyDtoH(&v, g, sizeof(v)), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(launch, every_image_kind_loads_where_it_can)
+{
+    CUmodule m;
+    CUfunction f;
+    void *ptx = slurp("launch.ptx", NULL);
+
+    m = load("launch.cubin");
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuModuleUnload(m));
+    if (ds_test_on_sim()) {
+        CU_IS(cuModuleLoadData(&m, ptx), CUDA_ERROR_NOT_SUPPORTED);
+    } else {
+        CU_OK(cuModuleLoadData(&m, ptx));
+        CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    }
+    free(ptx);
+}
+
+Test(launch, the_library_api_is_the_same_path)
+{
+    void *image = slurp("launch.fatbin", NULL);
+    CUlibrary lib;
+    CUkernel k;
+    CUfunction f;
+    CUmodule m;
+    CUdeviceptr out;
+    int v = 5, n = 1, got = 0;
+    void *params[] = { &out, &v, &n };
+
+    CU_OK(cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryGetKernel(&k, lib, "fill"));
+    CU_OK(cuKernelGetFunction(&f, k));
+    CU_OK(cuLibraryGetModule(&m, lib));
+    CU_OK(cuMemAlloc(&out, sizeof(int)));
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuCtxSynchronize());
+    if (!ds_test_on_sim()) {
+        CU_OK(cuMemcpyDtoH(&got, out, sizeof(got)));
+        cr_assert_eq(got, 5);
+    }
+    CU_OK(cuLibraryUnload(lib));
+    free(image);
+}
+
+Test(launch, bad_images_names_and_launches_are_refused)
+{
+    static const char junk[64] = "definitely not a cubin";
+    CUmodule m = load("launch.fatbin");
+    CUfunction f;
+    CUdeviceptr out;
+    int v = 0, n = 0;
+    void *params[] = { &out, &v, &n };
+    size_t small = 4;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &v, CU_LAUNCH_PARAM_BUFFER_SIZE, &small,
+                      CU_LAUNCH_PARAM_END };
+    CUmodule bad;
+
+    CU_IS(cuModuleLoadData(&bad, junk), CUDA_ERROR_INVALID_IMAGE);
+    CU_IS(cuModuleGetFunction(&f, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuMemAlloc(&out, 4));
+    CU_IS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    /* Shapes are checked by the executor: batched, so reported at the next sync. */
+    CU_OK(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, NULL, params, NULL));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)(uintptr_t)0x999, params, NULL));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuModuleUnload(m));
+    CU_IS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(launch, attributes_and_occupancy)
+{
+    CUmodule m = load("launch.fatbin");
+    CUfunction f;
+    int v, blocks;
+
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+    cr_assert_gt(v, 0);
+    CU_OK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536));
+    CU_OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+    cr_assert_eq(v, 65536);
+    CU_OK(cuFuncSetCacheConfig(f, CU_FUNC_CACHE_PREFER_SHARED));
+    CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 256, 0));
+    cr_assert_gt(blocks, 0);
+    CU_IS(cuFuncGetAttribute(&v, (CUfunction_attribute)9999, f), CUDA_ERROR_INVALID_VALUE);
+}
