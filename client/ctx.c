@@ -3,9 +3,16 @@
 #include "cuda_api.h"
 #include "ctx.h"
 
+#include <stdatomic.h>
+
+#include "export.h"
 #include "rpc.h"
 
 #define CTX_STACK_MAX 64
+
+/* This process's references to the primary context, mirroring the executor's count so
+ * that the client knows when the context ends (context-local storage goes with it). */
+static atomic_uint primary_refs;
 
 static _Thread_local CUcontext stack[CTX_STACK_MAX];
 static _Thread_local int depth;
@@ -124,6 +131,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds_rpc_ctx_destroy(&h, &r);
     if (rc == CUDA_SUCCESS) {
+        ds__export_context_gone(h);
         forget(ctx);
         /* A destroyed context that was current is popped, as in CUDA. */
         while (depth > 0 && stack[depth - 1] == NULL)
@@ -243,8 +251,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (pctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds_rpc_primary_retain(&d, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
+        atomic_fetch_add(&primary_refs, 1);
+    }
     return rc;
 }
 
@@ -252,9 +262,13 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     ds_void_res r;
     int d = dev;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_primary_release(&d, &r);
+    rc = ds_rpc_primary_release(&d, &r);
+    if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs, 1) == 1)
+        ds__export_context_gone(ds__rpc_primary());
+    return rc;
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
@@ -287,9 +301,15 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     ds_void_res r;
     int d = dev;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_primary_reset(&d, &r);
+    rc = ds_rpc_primary_reset(&d, &r);
+    if (rc == CUDA_SUCCESS) {
+        atomic_store(&primary_refs, 0);
+        ds__export_context_gone(ds__rpc_primary());
+    }
+    return rc;
 }
 
 /* Pre-11.0 names with the same contract. */

@@ -13,6 +13,7 @@
     EP(cuGetErrorString, 6000, cuGetErrorString)                          \
     EP(cuGetProcAddress, 11030, cuGetProcAddress)                         \
     EP(cuGetProcAddress, 12000, cuGetProcAddress_v2)                      \
+    EP(cuGetExportTable, 3000, cuGetExportTable)                          \
     EP(cuDeviceGet, 2000, cuDeviceGet)                                    \
     EP(cuDeviceGetCount, 2000, cuDeviceGetCount)                          \
     EP(cuDeviceGetName, 2000, cuDeviceGetName)                            \
@@ -118,4 +119,5 @@
     EP(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000,        \
        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
     EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
-    EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)
+    EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)                         \
+    EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)

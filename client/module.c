@@ -419,3 +419,17 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn,
 {
     return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, fn, block_size, smem, 0);
 }
+
+/* As the driver decides it: CUDA_MODULE_LOADING=EAGER, else lazy (the default since
+ * CUDA 12.2).  The executor loads each image whole either way. */
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    const char *env = getenv("CUDA_MODULE_LOADING");
+
+    DS_NEED_INIT();
+    if (mode == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = env != NULL && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
+                                                      : CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
+}

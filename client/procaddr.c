@@ -1,8 +1,10 @@
+#define _GNU_SOURCE /* dladdr */
 /* cuGetProcAddress: how the CUDA runtime and frameworks find driver entry points. */
 #include "cuda_api.h"
 #include "entry_points.h"
 
-#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 struct entry {
@@ -13,6 +15,24 @@ struct entry {
 
 #define EP_ROW(base, ver, sym) { #base, ver, (void *)sym },
 static const struct entry entries[] = { DS_ENTRY_POINTS(EP_ROW) };
+
+/* An entry point this library does not implement yet still has an exported stub (see
+ * gen-stubs.sh) that returns CUDA_ERROR_NOT_SUPPORTED and logs its name: hand that out,
+ * so that a runtime which resolves everything at start-up starts, and fails only when a
+ * missing function is really called.  Looked up in this library only, never elsewhere. */
+static void *stub_for(const char *symbol)
+{
+    static void *self;
+    Dl_info info;
+    void *fn;
+
+    if (self == NULL && dladdr((void *)stub_for, &info) != 0)
+        self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (self == NULL || strncmp(symbol, "cu", 2) != 0)
+        return NULL;
+    fn = dlsym(self, symbol);
+    return fn;
+}
 
 /* The per-thread default stream is served as the legacy stream (server/tenant.c), so
  * the per-thread flag selects the same functions as the legacy one. */
@@ -34,12 +54,12 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
         if (entries[i].version <= version && (best == NULL || entries[i].version > best->version))
             best = &entries[i];
     }
-    *pfn = best ? best->fn : NULL;
+    *pfn = best ? best->fn : known ? NULL : stub_for(symbol);
     if (status != NULL)
-        *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
+        *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
                   : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                           : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
