@@ -1,0 +1,68 @@
+/* nvcc-built CUDA runtime programs (the .cu files of examples/, static and shared cudart) through a
+ * server: cudart starts on detshare's libcuda, memory round trips are exact and every
+ * launch succeeds.  On a GPU, bench/run-on-gpu.sh also compares their output with
+ * native runs byte for byte. */
+#include "ds_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static struct ds_test_server srv;
+
+static void start(void)
+{
+    ds_test_server_start(&srv, 0, NULL);
+}
+
+static void stop(void)
+{
+    ds_test_server_stop(&srv);
+}
+
+TestSuite(runtime, .init = start, .fini = stop, .timeout = 300);
+
+/* Run an example through the fixture's server; its stdout into out. */
+static int run_example(const char *name, char *out, size_t len)
+{
+    char cmd[1024];
+    FILE *p;
+    size_t n;
+    int status;
+
+    snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s:%s:$LD_LIBRARY_PATH %s/%s", DS_CLIENT_DIR,
+             DS_CUDART_DIR, DS_EXAMPLE_DIR, name);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void check(const char *name, const char *must)
+{
+    char out[8192], shared[64];
+
+    cr_assert_eq(run_example(name, out, sizeof(out)), 0, "%s failed:\n%s", name, out);
+    cr_assert(strstr(out, must) != NULL, "%s:\n%s", name, out);
+    snprintf(shared, sizeof(shared), "%s_shared", name);
+    cr_assert_eq(run_example(shared, out, sizeof(out)), 0, "%s failed:\n%s", shared, out);
+    cr_assert(strstr(out, must) != NULL, "%s:\n%s", shared, out);
+}
+
+Test(runtime, vector_add_starts_copies_exactly_and_launches)
+{
+    check("vector_add", "round trip of 4194304 floats: exact");
+}
+
+Test(runtime, streams_events_and_pinned_memory)
+{
+    check("streams", "16 chunks on 4 streams");
+}
+
+Test(runtime, a_kernel_with_odd_parameters_launches)
+{
+    check("params", "u=");
+}
