@@ -26,28 +26,59 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Every driver function used here.  Each is asked for at CUDA_VERSION, the version of the
- * cuda.h it is compiled against, so the variant returned is the one whose prototype the
- * header declares under that name. */
-#define CU_FNS(X)                                            \
-    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetName) \
-    X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDeviceGetUuid)   \
-    X(cuDeviceGetDevResource) X(cuDevResourceGenerateDesc)          \
-    X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx)    \
-    X(cuGreenCtxStreamCreate) X(cuCtxSetCurrent) X(cuCtxSynchronize) \
-    X(cuMemAlloc) X(cuMemFree) X(cuMemGetInfo) X(cuMemcpyHtoDAsync)  \
-    X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD2D8Async)   \
-    X(cuMemsetD2D16Async) X(cuMemsetD2D32Async) X(cuStreamDestroy)   \
-    X(cuStreamQuery) X(cuStreamSynchronize) X(cuStreamWaitEvent)     \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuLibraryLoadData) \
-    X(cuLibraryUnload) X(cuLibraryGetKernel) X(cuLibraryGetGlobal)   \
-    X(cuKernelGetParamInfo) X(cuKernelGetAttribute) X(cuKernelSetAttribute) \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) X(cuLaunchKernel)
+/* Every driver function used here: the prototype we call it through, as cuda.h names it,
+ * and the base name it is looked up by.  Lookups ask for CUDA_VERSION, the newest variant:
+ * cuda.h maps most base names to that variant itself (cuMemAlloc is cuMemAlloc_v2), but
+ * not all (cuCtxSynchronize stays the old one and cuCtxSynchronize_v2 is separate), so the
+ * prototype is always named explicitly. */
+#define CU_FNS(X) \
+    X(cuInit, cuInit) \
+    X(cuDriverGetVersion, cuDriverGetVersion) \
+    X(cuDeviceGet, cuDeviceGet) \
+    X(cuDeviceGetName, cuDeviceGetName) \
+    X(cuDeviceGetAttribute, cuDeviceGetAttribute) \
+    X(cuDeviceTotalMem, cuDeviceTotalMem) \
+    X(cuDeviceGetUuid, cuDeviceGetUuid) \
+    X(cuDeviceGetDevResource, cuDeviceGetDevResource) \
+    X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc) \
+    X(cuGreenCtxCreate, cuGreenCtxCreate) \
+    X(cuGreenCtxDestroy, cuGreenCtxDestroy) \
+    X(cuCtxFromGreenCtx, cuCtxFromGreenCtx) \
+    X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate) \
+    X(cuCtxSetCurrent, cuCtxSetCurrent) \
+    X(cuCtxSynchronize_v2, cuCtxSynchronize) \
+    X(cuMemAlloc, cuMemAlloc) \
+    X(cuMemFree, cuMemFree) \
+    X(cuMemGetInfo, cuMemGetInfo) \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync) \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync) \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync) \
+    X(cuMemsetD2D8Async, cuMemsetD2D8Async) \
+    X(cuMemsetD2D16Async, cuMemsetD2D16Async) \
+    X(cuMemsetD2D32Async, cuMemsetD2D32Async) \
+    X(cuStreamDestroy, cuStreamDestroy) \
+    X(cuStreamQuery, cuStreamQuery) \
+    X(cuStreamSynchronize, cuStreamSynchronize) \
+    X(cuStreamWaitEvent, cuStreamWaitEvent) \
+    X(cuEventCreate, cuEventCreate) \
+    X(cuEventDestroy, cuEventDestroy) \
+    X(cuEventRecord, cuEventRecord) \
+    X(cuEventQuery, cuEventQuery) \
+    X(cuEventSynchronize, cuEventSynchronize) \
+    X(cuEventElapsedTime, cuEventElapsedTime) \
+    X(cuLibraryLoadData, cuLibraryLoadData) \
+    X(cuLibraryUnload, cuLibraryUnload) \
+    X(cuLibraryGetKernel, cuLibraryGetKernel) \
+    X(cuLibraryGetGlobal, cuLibraryGetGlobal) \
+    X(cuKernelGetParamInfo, cuKernelGetParamInfo) \
+    X(cuKernelGetAttribute, cuKernelGetAttribute) \
+    X(cuKernelSetAttribute, cuKernelSetAttribute) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+    X(cuLaunchKernel, cuLaunchKernel)
 
 struct driver {
     void *dl;
-#define CU_FIELD(name) __typeof__(name) *name;
+#define CU_FIELD(proto, base) __typeof__(proto) *proto;
     CU_FNS(CU_FIELD)
 #undef CU_FIELD
 };
@@ -109,12 +140,12 @@ static int load_driver(struct driver *cu)
         ds_error("the CUDA driver has no cuGetProcAddress_v2: too old");
         return DS_ENOTSUP;
     }
-#define CU_LOAD(name)                                                                    \
-    if (gpa(#name, (void **)&cu->name, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != \
-            CUDA_SUCCESS ||                                                               \
-        cu->name == NULL) {                                                               \
-        ds_error("the CUDA driver lacks %s (CUDA %d)", #name, CUDA_VERSION);             \
-        return DS_ENOTSUP;                                                                \
+#define CU_LOAD(proto, base)                                                               \
+    if (gpa(#base, (void **)&cu->proto, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) !=  \
+            CUDA_SUCCESS ||                                                                 \
+        cu->proto == NULL) {                                                                \
+        ds_error("the CUDA driver lacks %s (CUDA %d)", #base, CUDA_VERSION);               \
+        return DS_ENOTSUP;                                                                  \
     }
     CU_FNS(CU_LOAD)
 #undef CU_LOAD
@@ -456,7 +487,7 @@ static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
 
 static int cuda_synchronize(struct ds_backend *b)
 {
-    return cu_err(b->cu.cuCtxSynchronize());
+    return cu_err(b->cu.cuCtxSynchronize_v2(b->ctx));
 }
 
 static int cuda_module_load(struct ds_backend *b, const void *image, size_t len,
