@@ -231,6 +231,33 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
     return rc;
 }
 
+static CUresult limit(CUlimit which, int set, size_t *value)
+{
+    ds_limit_args a = { .limit = which, .set = set, .value = *value };
+    ds_hyper_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_ctx_limit(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *value = r.ds_hyper_res_u.value;
+    return rc;
+}
+
+CUresult cuCtxGetLimit(size_t *value, CUlimit which)
+{
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return limit(which, 0, value);
+}
+
+CUresult cuCtxSetLimit(CUlimit which, size_t value)
+{
+    return limit(which, 1, &value);
+}
+
 CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
     DS_NEED_INIT();

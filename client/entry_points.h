@@ -44,6 +44,8 @@
     EP(cuCtxGetId, 12000, cuCtxGetId)                                     \
     EP(cuCtxGetApiVersion, 3020, cuCtxGetApiVersion)                      \
     EP(cuCtxGetStreamPriorityRange, 5050, cuCtxGetStreamPriorityRange)    \
+    EP(cuCtxGetLimit, 3010, cuCtxGetLimit)                                \
+    EP(cuCtxSetLimit, 3010, cuCtxSetLimit)                                \
     EP(cuCtxSynchronize, 2000, cuCtxSynchronize)                          \
     EP(cuCtxSynchronize, 13000, cuCtxSynchronize_v2)                      \
     EP(cuMemAlloc, 3020, cuMemAlloc_v2)                                   \
@@ -84,6 +86,10 @@
     EP(cuStreamGetPriority, 5050, cuStreamGetPriority)                    \
     EP(cuStreamGetCtx, 9020, cuStreamGetCtx)                              \
     EP(cuStreamGetId, 12000, cuStreamGetId)                               \
+    EP(cuStreamIsCapturing, 10000, cuStreamIsCapturing)                   \
+    EP(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo)             \
+    EP(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)          \
+    EP(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3)          \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \
@@ -120,4 +126,7 @@
        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
     EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
     EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)                         \
-    EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)
+    EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)            \
+    EP(cuOccupancyAvailableDynamicSMemPerBlock, 10020,                    \
+       cuOccupancyAvailableDynamicSMemPerBlock)                           \
+    EP(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters)

@@ -435,6 +435,68 @@ static CUresult integrity_answer(unsigned version, uint64_t unix_seconds, uint64
     return CUDA_SUCCESS;
 }
 
+/* ---- CONTEXT_IDENTITY (21318c60...), asked for by cuBLAS ---- */
+
+static CUresult identity_ctx_id(CUcontext ctx, unsigned long long *id)
+{
+    return cuCtxGetId(ctx, id);
+}
+
+/* Ten stubs, slots d0 to d9, and the same ten as table entries. */
+#define STUB_DECADE(t, d)                                                               \
+    SLOT_STUB(t, d##0) SLOT_STUB(t, d##1) SLOT_STUB(t, d##2) SLOT_STUB(t, d##3)            \
+    SLOT_STUB(t, d##4) SLOT_STUB(t, d##5) SLOT_STUB(t, d##6) SLOT_STUB(t, d##7)            \
+    SLOT_STUB(t, d##8) SLOT_STUB(t, d##9)
+#define SLOTS_DECADE(t, d)                                                              \
+    (slot_t)t##_stub_##d##0, (slot_t)t##_stub_##d##1, (slot_t)t##_stub_##d##2,          \
+    (slot_t)t##_stub_##d##3, (slot_t)t##_stub_##d##4, (slot_t)t##_stub_##d##5,          \
+    (slot_t)t##_stub_##d##6, (slot_t)t##_stub_##d##7, (slot_t)t##_stub_##d##8,          \
+    (slot_t)t##_stub_##d##9
+
+SLOT_STUB(CONTEXT_IDENTITY, 1)
+SLOT_STUB(CONTEXT_IDENTITY, 2)
+SLOT_STUB(CONTEXT_IDENTITY, 3)
+SLOT_STUB(CONTEXT_IDENTITY, 5)
+SLOT_STUB(CONTEXT_IDENTITY, 6)
+SLOT_STUB(CONTEXT_IDENTITY, 7)
+SLOT_STUB(CONTEXT_IDENTITY, 8)
+SLOT_STUB(CONTEXT_IDENTITY, 9)
+STUB_DECADE(CONTEXT_IDENTITY, 1)
+STUB_DECADE(CONTEXT_IDENTITY, 2)
+STUB_DECADE(CONTEXT_IDENTITY, 3)
+STUB_DECADE(CONTEXT_IDENTITY, 4)
+STUB_DECADE(CONTEXT_IDENTITY, 5)
+STUB_DECADE(CONTEXT_IDENTITY, 6)
+STUB_DECADE(CONTEXT_IDENTITY, 7)
+STUB_DECADE(CONTEXT_IDENTITY, 8)
+SLOT_STUB(CONTEXT_IDENTITY, 90)
+SLOT_STUB(CONTEXT_IDENTITY, 92)
+
+/* 93 slots; only slot 4 is understood, and slot 91 is NULL in the real driver too. */
+static const slot_t context_identity[93] = {
+    (slot_t)(uintptr_t)(93 * sizeof(slot_t)),
+    (slot_t)CONTEXT_IDENTITY_stub_1,
+    (slot_t)CONTEXT_IDENTITY_stub_2,
+    (slot_t)CONTEXT_IDENTITY_stub_3,
+    (slot_t)identity_ctx_id,
+    (slot_t)CONTEXT_IDENTITY_stub_5,
+    (slot_t)CONTEXT_IDENTITY_stub_6,
+    (slot_t)CONTEXT_IDENTITY_stub_7,
+    (slot_t)CONTEXT_IDENTITY_stub_8,
+    (slot_t)CONTEXT_IDENTITY_stub_9,
+    SLOTS_DECADE(CONTEXT_IDENTITY, 1),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 2),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 3),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 4),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 5),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 6),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 7),
+    SLOTS_DECADE(CONTEXT_IDENTITY, 8),
+    (slot_t)CONTEXT_IDENTITY_stub_90,
+    NULL,
+    (slot_t)CONTEXT_IDENTITY_stub_92,
+};
+
 /* ---- the lookup ---- */
 
 struct table {
@@ -456,6 +518,8 @@ static const struct table tables[] = {
       "CONTEXT_CHECKS", context_checks },
     { { 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
       "INTEGRITY_CHECK", integrity_check },
+    { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
+      "CONTEXT_IDENTITY", context_identity },
 };
 
 static void log_unknown(const CUuuid *id)

@@ -398,7 +398,8 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfun
                                                              unsigned int flags)
 {
     struct ds_cfunc *f = ds__module_func(fn);
-    ds_occupancy_args a = { .block_size = block_size, .dynamic_smem = smem, .flags = flags };
+    ds_occupancy_args a = { .query = DS_OCC_BLOCKS, .block_size = block_size,
+                            .dynamic_smem = smem, .flags = flags };
     ds_int_res r;
     CUresult rc;
 
@@ -432,4 +433,61 @@ CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
     *mode = env != NULL && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
                                                       : CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *smem, CUfunction fn, int num_blocks,
+                                                 int block_size)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_occupancy_args a = { .query = DS_OCC_DYNAMIC_SMEM, .block_size = block_size,
+                            .num_blocks = num_blocks };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (smem == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    rc = ds_rpc_occupancy(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *smem = (size_t)r.ds_int_res_u.value;
+    return rc;
+}
+
+/* The cluster shape comes from the launch attributes; without one, each block is its own
+ * cluster, or the kernel's compiled-in cluster applies (the executor's device decides). */
+CUresult cuOccupancyMaxActiveClusters(int *clusters, CUfunction fn, const CUlaunchConfig *cfg)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_occupancy_args a = { .query = DS_OCC_CLUSTERS, .cluster = { 1, 1, 1 } };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (clusters == NULL || cfg == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < cfg->numAttrs; i++) {
+        if (cfg->attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            continue;
+        a.cluster[0] = cfg->attrs[i].value.clusterDim.x;
+        a.cluster[1] = cfg->attrs[i].value.clusterDim.y;
+        a.cluster[2] = cfg->attrs[i].value.clusterDim.z;
+    }
+    a.fn = f->handle;
+    a.grid[0] = cfg->gridDimX;
+    a.grid[1] = cfg->gridDimY;
+    a.grid[2] = cfg->gridDimZ;
+    a.block[0] = cfg->blockDimX;
+    a.block[1] = cfg->blockDimY;
+    a.block[2] = cfg->blockDimZ;
+    a.block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
+    a.dynamic_smem = cfg->sharedMemBytes;
+    rc = ds_rpc_occupancy(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *clusters = r.ds_int_res_u.value;
+    return rc;
 }

@@ -3,6 +3,8 @@
 #include "cuda_api.h"
 #include "entry_points.h"
 
+#include "ds_log.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +61,9 @@ static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t f
         *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
                   : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
                           : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (*pfn == NULL)
+        ds_debug("cuGetProcAddress(%s, %d, %llu): not found", symbol, version,
+                 (unsigned long long)flags);
     return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 

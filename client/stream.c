@@ -204,3 +204,53 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
     return cuEventElapsedTime_v2(ms, start, end);
 }
+
+/* Stream capture is not served yet (cuStreamBeginCapture answers NOT_SUPPORTED), so no
+ * stream is ever capturing, and libraries that ask before enqueueing get that answer.
+ * The handle is still checked, by asking the executor about the stream. */
+static CUresult not_capturing(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id)
+{
+    ds_stream_info i;
+    CUresult rc;
+
+    if (status == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = stream_info(s, &i)) != CUDA_SUCCESS)
+        return rc;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id != NULL)
+        *id = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+    return not_capturing(s, status, NULL);
+}
+
+CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id)
+{
+    return not_capturing(s, status, id);
+}
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                   CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+{
+    (void)graph;
+    (void)deps;
+    if (ndeps != NULL)
+        *ndeps = 0;
+    return not_capturing(s, status, id);
+}
+
+CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                   CUgraph *graph, const CUgraphNode **deps,
+                                   const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    (void)graph;
+    (void)deps;
+    (void)edges;
+    if (ndeps != NULL)
+        *ndeps = 0;
+    return not_capturing(s, status, id);
+}

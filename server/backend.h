@@ -92,6 +92,8 @@ struct ds_backend_ops {
                          float *ms);
 
     int (*synchronize)(struct ds_backend *b); /* all work of this tenant */
+    /* A CUlimit of the tenant's context: set it when set != 0, then read it back. */
+    int (*limit)(struct ds_backend *b, int limit, int set, uint64_t *value);
 
     /* Modules.  The image is a fatbin container, an ELF cubin or PTX text, already
      * identified and bounded by the executor.  A module serves every pCtx. */
@@ -107,6 +109,11 @@ struct ds_backend_ops {
     int (*func_set_attribute)(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
     int (*occupancy)(struct ds_backend *b, struct ds_bfunc *f, int block_size,
                      size_t dynamic_smem, unsigned flags, int *blocks);
+    int (*occupancy_smem)(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                          int block_size, size_t *smem);
+    /* l: shape and shared memory of the launch (no parameters); cluster: its cluster. */
+    int (*occupancy_clusters)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                              const unsigned cluster[3], int *clusters);
     /* The launch's shape and parameters are the executor's checked copy of the
      * tenant's; the backend passes them to the device unchanged. */
     int (*launch)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,

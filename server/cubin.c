@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 /*
  * Encodings, as read from cubins built by nvcc 13.0 and checked against the decoding
@@ -42,6 +43,7 @@
 #define SHT_SYMTAB_SHNDX 18
 #define SHN_LORESERVE 0xff00
 #define SHN_XINDEX 0xffff
+#define STT_OBJECT 1
 #define STT_FUNC 2
 #define STO_CUDA_ENTRY 0x10
 #define SYM_SIZE 24
@@ -452,6 +454,44 @@ fail:
     return rc;
 }
 
+int ds_cubin_global(const void *elf, size_t len, const char *name, uint64_t *size,
+                    const void **init)
+{
+    struct elf e;
+    struct symtab st;
+    int rc, sm;
+
+    if (name == NULL || size == NULL || init == NULL)
+        return DS_EINVAL;
+    if ((rc = elf_open(elf, len, &e, &sm)) != 0 || (rc = find_symtab(&e, &st)) != 0)
+        return rc;
+    for (size_t k = 0; k < st.nsyms; k++) {
+        const unsigned char *sym = st.syms + k * SYM_SIZE;
+        const char *sname = str_at(&e, st.strsec, rd32(sym));
+        uint32_t sec = sym_section(&st, k);
+        uint64_t value = rd64(sym + 8), bytes = rd64(sym + 16);
+        const unsigned char *data;
+        size_t dlen;
+
+        if ((sym[4] & 0xf) != STT_OBJECT || sname == NULL || strcmp(sname, name) != 0)
+            continue;
+        if (sec == 0 || sec >= e.shnum || bytes == 0)
+            return DS_EINVAL;
+        *size = bytes;
+        *init = NULL;
+        /* Initialised variables have their bytes in the section, at the symbol's value;
+         * uninitialised ones live in a NOBITS section and start as zeros. */
+        if (sh_type(&e, sec) != SHT_NOBITS) {
+            data = sh_data(&e, sec, &dlen);
+            if (data == NULL || !fits(value, bytes, dlen))
+                return DS_EINVAL;
+            *init = data + value;
+        }
+        return 0;
+    }
+    return DS_EHANDLE;
+}
+
 const struct ds_kernel *ds_cubin_kernel(const struct ds_cubin *c, const char *name)
 {
     struct ds_kernel key = { .name = (char *)name };
@@ -620,6 +660,19 @@ static int lz4_block(const unsigned char *in, size_t inlen, unsigned char *out,
     }
 }
 
+/* One zstd frame, possibly followed by the entry's padding, that must decode to exactly
+ * want bytes.  nvcc 13 stores PTX and the cubins of NVIDIA's libraries (cuBLAS among
+ * them) this way. */
+static int zstd_frame(const void *src, size_t len, unsigned char *out, size_t want)
+{
+    size_t frame = ZSTD_findFrameCompressedSize(src, len), got;
+
+    if (ZSTD_isError(frame))
+        return DS_EINVAL;
+    got = ZSTD_decompress(out, want, src, frame);
+    return !ZSTD_isError(got) && got == want ? 0 : DS_EINVAL;
+}
+
 int ds_fatbin_extract(const struct ds_fatbin_entry *e, void **buf, size_t *len)
 {
     unsigned char *out;
@@ -627,8 +680,6 @@ int ds_fatbin_extract(const struct ds_fatbin_entry *e, void **buf, size_t *len)
 
     if (e == NULL || buf == NULL || len == NULL || e->data == NULL)
         return DS_EINVAL;
-    if (e->codec != DS_FATBIN_RAW && e->codec != DS_FATBIN_LZ4)
-        return DS_ENOTSUP;
     if (e->raw_len == 0 || e->raw_len > DS_IMAGE_MAX)
         return DS_EINVAL;
     out = malloc(e->raw_len);
@@ -636,8 +687,10 @@ int ds_fatbin_extract(const struct ds_fatbin_entry *e, void **buf, size_t *len)
         return DS_ENOMEM;
     if (e->codec == DS_FATBIN_RAW)
         memcpy(out, e->data, e->raw_len);
-    else
+    else if (e->codec == DS_FATBIN_LZ4)
         rc = lz4_block(e->data, e->len, out, e->raw_len);
+    else
+        rc = zstd_frame(e->data, e->len, out, e->raw_len);
     if (rc != 0) {
         free(out);
         return rc;

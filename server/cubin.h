@@ -55,6 +55,15 @@ int ds_cubin_parse(const void *elf, size_t len, struct ds_cubin *out);
  * ds_cubin is a no-op. */
 void ds_cubin_free(struct ds_cubin *c);
 
+/*
+ * The variable `name` (a __device__ or __constant__ object, STT_OBJECT) of the cubin at
+ * elf: its size, and its initial bytes inside elf, or *init = NULL when it starts as
+ * zeros.  Returns 0, DS_EHANDLE when there is no such variable, DS_EINVAL for a
+ * malformed cubin or symbol.
+ */
+int ds_cubin_global(const void *elf, size_t len, const char *name, uint64_t *size,
+                    const void **init);
+
 /* The kernel named `name` (exact, mangled), or NULL.  Points into c. */
 const struct ds_kernel *ds_cubin_kernel(const struct ds_cubin *c, const char *name);
 
@@ -88,10 +97,9 @@ int ds_fatbin_find(const void *fatbin, size_t len, int sm, enum ds_image_kind ki
                    struct ds_fatbin_entry *out);
 
 /*
- * A malloc'd copy of entry e's image, decompressed when stored with LZ4; the caller
- * frees *buf.  Returns 0, DS_ENOTSUP for zstd (not implemented: the format is public but
- * a decoder is not small, and nothing here links libzstd), DS_EINVAL for a corrupt LZ4
- * stream or one that does not yield exactly e->raw_len bytes, DS_ENOMEM.
+ * A malloc'd copy of entry e's image, decompressed when stored with LZ4 or zstd (libzstd);
+ * the caller frees *buf.  Returns 0, DS_EINVAL for a corrupt stream or one that does not
+ * yield exactly e->raw_len bytes, DS_ENOMEM.
  */
 int ds_fatbin_extract(const struct ds_fatbin_entry *e, void **buf, size_t *len);
 

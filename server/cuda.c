@@ -47,6 +47,8 @@
     X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate) \
     X(cuCtxSetCurrent, cuCtxSetCurrent) \
     X(cuCtxSynchronize_v2, cuCtxSynchronize) \
+    X(cuCtxGetLimit, cuCtxGetLimit) \
+    X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemFree, cuMemFree) \
     X(cuMemGetInfo, cuMemGetInfo) \
@@ -74,6 +76,8 @@
     X(cuKernelGetAttribute, cuKernelGetAttribute) \
     X(cuKernelSetAttribute, cuKernelSetAttribute) \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+    X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock) \
+    X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernel, cuLaunchKernel)
 
 struct driver {
@@ -485,6 +489,19 @@ static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : cu_err(r);
 }
 
+static int cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
+{
+    size_t v = *value;
+    CUresult r = CUDA_SUCCESS;
+
+    if (set)
+        r = b->cu.cuCtxSetLimit((CUlimit)limit, v);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuCtxGetLimit(&v, (CUlimit)limit);
+    *value = v;
+    return r == CUDA_ERROR_UNSUPPORTED_LIMIT ? DS_EINVAL : cu_err(r);
+}
+
 static int cuda_synchronize(struct ds_backend *b)
 {
     return cu_err(b->cu.cuCtxSynchronize_v2(b->ctx));
@@ -601,6 +618,30 @@ static int cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_si
         blocks, (CUfunction)f->k, block_size, dynamic_smem, flags));
 }
 
+static int cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                               int block_size, size_t *smem)
+{
+    return cu_err(b->cu.cuOccupancyAvailableDynamicSMemPerBlock(smem, (CUfunction)f->k,
+                                                                num_blocks, block_size));
+}
+
+static int cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                                   const struct ds_launch *l, const unsigned cluster[3],
+                                   int *clusters)
+{
+    CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+    CUlaunchConfig cfg = {
+        .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+        .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+        .sharedMemBytes = l->shared_mem, .attrs = &attr, .numAttrs = 1,
+    };
+
+    attr.value.clusterDim.x = cluster[0];
+    attr.value.clusterDim.y = cluster[1];
+    attr.value.clusterDim.z = cluster[2];
+    return cu_err(b->cu.cuOccupancyMaxActiveClusters(clusters, (CUfunction)f->k, &cfg));
+}
+
 static int cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                        struct ds_bstream *s)
 {
@@ -643,6 +684,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .event_synchronize = cuda_event_synchronize,
     .event_elapsed = cuda_event_elapsed,
     .synchronize = cuda_synchronize,
+    .limit = cuda_limit,
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,
     .module_get_function = cuda_module_get_function,
@@ -650,6 +692,8 @@ const struct ds_backend_ops ds_cuda_backend = {
     .func_get_attribute = cuda_func_get_attribute,
     .func_set_attribute = cuda_func_set_attribute,
     .occupancy = cuda_occupancy,
+    .occupancy_smem = cuda_occupancy_smem,
+    .occupancy_clusters = cuda_occupancy_clusters,
     .launch = cuda_launch,
 };
 

@@ -154,6 +154,20 @@ CUresult ds__ops_ctx_synchronize(struct ds_tenant *t, const ds_handle *h, ds_voi
     return ds_error_to_cu(t->ops->synchronize(t->be));
 }
 
+CUresult ds__ops_ctx_limit(struct ds_tenant *t, const ds_limit_args *a, ds_hyper_res *r)
+{
+    uint64_t v = a->value;
+    int rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (a->limit < 0 || a->limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = t->ops->limit(t->be, a->limit, a->set != 0, &v);
+    r->ds_hyper_res_u.value = v;
+    return rc == DS_EINVAL ? CUDA_ERROR_UNSUPPORTED_LIMIT : ds_error_to_cu(rc);
+}
+
 CUresult ds__ops_ctx_get_info(struct ds_tenant *t, const ds_handle *h, ds_ctx_info_res *r)
 {
     struct ds_vctx *c = ds__tenant_ctx(t, *h);

@@ -2,6 +2,7 @@
 
 #include "ds_error.h"
 #include "ds_image.h"
+#include "ds_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,33 @@ CUresult ds__ops_occupancy(struct ds_tenant *t, const ds_occupancy_args *a, ds_i
 
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    ds_debug("occupancy query %d of %s: block %d (%ux%ux%u), blocks %d, smem %llu, cluster "
+             "%ux%ux%u", (int)a->query, f->name, a->block_size, a->block[0], a->block[1],
+             a->block[2], a->num_blocks, (unsigned long long)a->dynamic_smem, a->cluster[0],
+             a->cluster[1], a->cluster[2]);
     if (a->block_size <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->query == DS_OCC_DYNAMIC_SMEM) {
+        size_t smem = 0;
+        int rc;
+
+        if (a->num_blocks <= 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        rc = t->ops->occupancy_smem(t->be, f->real, a->num_blocks, a->block_size, &smem);
+        r->ds_int_res_u.value = (int)smem;
+        return ds_error_to_cu(rc);
+    }
+    if (a->query == DS_OCC_CLUSTERS) {
+        struct ds_launch l = { .shared_mem = (unsigned)a->dynamic_smem };
+
+        if (a->dynamic_smem > UINT32_MAX)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(l.grid, a->grid, sizeof(l.grid));
+        memcpy(l.block, a->block, sizeof(l.block));
+        return ds_error_to_cu(t->ops->occupancy_clusters(t->be, f->real, &l, a->cluster,
+                                                         &r->ds_int_res_u.value));
+    }
+    if (a->query != DS_OCC_BLOCKS)
         return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->occupancy(t->be, f->real, a->block_size, a->dynamic_smem,
                                             a->flags, &r->ds_int_res_u.value));

@@ -57,19 +57,29 @@ struct ds_bevent {
 
 struct ds_bfunc {
     const struct ds_kernel *k;
-    int max_dynamic_smem;
-    int carveout;
+    int attrs[CU_FUNC_ATTRIBUTE_MAX]; /* the settable ones, as last set */
     struct ds_bfunc *next;
 };
 
-/* A module owns the functions handed out of it. */
+/* A module variable, placed in the tenant's sim memory the first time it is asked for. */
+struct sim_global {
+    char *name;
+    uint64_t addr;
+    struct sim_global *next;
+};
+
+/* A module owns the functions handed out of it and its variables' memory. */
 struct ds_bmodule {
     struct ds_cubin cubin;
+    void *elf; /* the cubin, kept for its variables */
+    size_t elf_len;
     struct ds_bfunc *funcs;
+    struct sim_global *globals;
 };
 
 struct ds_backend {
     struct ds_backend_config cfg;
+    uint64_t limits[CU_LIMIT_MAX];
     uint64_t stalled_ns; /* host time spent applying data effects: not device time */
     struct ds_memtab mem; /* data = host mapping */
     uint64_t va_base, va_end;
@@ -208,6 +218,12 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
         return DS_ENOMEM;
     b->cfg = *cfg;
     ds_memtab_init(&b->mem);
+    /* An H100's defaults. */
+    b->limits[CU_LIMIT_STACK_SIZE] = 1024;
+    b->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+    b->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+    b->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+    b->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
     /* Distinct regions per tenant: a pointer leaked from one tenant never names memory
      * of another, even by coincidence. */
     b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
@@ -469,6 +485,16 @@ static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
     return 0;
 }
 
+static int sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
+{
+    if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH)
+        return DS_EINVAL; /* not on compute capability 9.0 */
+    if (set)
+        b->limits[limit] = *value;
+    *value = b->limits[limit];
+    return 0;
+}
+
 static int sim_synchronize(struct ds_backend *b)
 {
     uint64_t t = b->legacy.ready_ns;
@@ -479,34 +505,28 @@ static int sim_synchronize(struct ds_backend *b)
     return 0;
 }
 
-/* The sm_90 cubin of an image: the image itself, or its fatbin's raw entry. */
-static int sim_cubin_of(const void *image, size_t len, struct ds_cubin *out)
+/* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
+ * entry, decompressed. */
+static int sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
 {
     struct ds_fatbin_entry e;
     enum ds_image_kind kind;
     size_t size;
-    void *raw;
     int rc;
 
     rc = ds_image_identify(image, len, &kind, NULL, &size);
     if (rc != 0)
         return rc;
-    if (kind == DS_IMAGE_ELF)
-        return ds_cubin_parse(image, size, out);
-    /* PTX would need a JIT; the sim reads parameter layouts from cubins only. */
+    /* PTX would need a JIT; the sim reads kernels from cubins only. */
     if (kind == DS_IMAGE_PTX)
         return DS_ENOTSUP;
-    rc = ds_fatbin_find(image, size, SIM_ARCH, DS_IMAGE_ELF, &e);
-    if (rc != 0)
+    if (kind == DS_IMAGE_ELF) {
+        e = (struct ds_fatbin_entry){ .kind = DS_IMAGE_ELF, .codec = DS_FATBIN_RAW,
+                                      .data = image, .len = size, .raw_len = size };
+    } else if ((rc = ds_fatbin_find(image, size, SIM_ARCH, DS_IMAGE_ELF, &e)) != 0) {
         return rc;
-    if (e.codec == DS_FATBIN_RAW)
-        return ds_cubin_parse(e.data, e.len, out);
-    rc = ds_fatbin_extract(&e, &raw, &size);
-    if (rc == 0) {
-        rc = ds_cubin_parse(raw, size, out);
-        free(raw);
     }
-    return rc;
+    return ds_fatbin_extract(&e, elf, elf_len);
 }
 
 static int sim_module_load(struct ds_backend *b, const void *image, size_t len,
@@ -518,8 +538,11 @@ static int sim_module_load(struct ds_backend *b, const void *image, size_t len,
     (void)b;
     if (m == NULL)
         return DS_ENOMEM;
-    rc = sim_cubin_of(image, len, &m->cubin);
+    rc = sim_cubin_of(image, len, &m->elf, &m->elf_len);
+    if (rc == 0)
+        rc = ds_cubin_parse(m->elf, m->elf_len, &m->cubin);
     if (rc != 0) {
+        free(m->elf);
         free(m);
         return rc;
     }
@@ -529,7 +552,15 @@ static int sim_module_load(struct ds_backend *b, const void *image, size_t len,
 
 static void sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
 {
-    (void)b;
+    while (m->globals != NULL) {
+        struct sim_global *g = m->globals;
+
+        m->globals = g->next;
+        sim_mem_free(b, g->addr);
+        free(g->name);
+        free(g);
+    }
+    free(m->elf);
     while (m->funcs != NULL) {
         struct ds_bfunc *f = m->funcs;
 
@@ -567,24 +598,46 @@ static int sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, c
     layout->n = n;
     layout->bytes = k->param_bytes;
     f->k = k;
-    f->max_dynamic_smem = 0;
-    f->carveout = -1;
+    f->attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
     f->next = m->funcs;
     m->funcs = f;
     *out = f;
     return 0;
 }
 
-/* Sim kernels live in no memory the tenant could address. */
+/* A variable gets device memory, holding its initial bytes, when first asked for; later
+ * requests return the same memory, as a loaded module's variables have one address. */
 static int sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                  uint64_t *addr, uint64_t *size)
 {
-    (void)b;
-    (void)m;
-    (void)name;
-    (void)addr;
-    (void)size;
-    return DS_ENOTSUP;
+    struct sim_global *g;
+    const void *init;
+    int rc = ds_cubin_global(m->elf, m->elf_len, name, size, &init);
+
+    if (rc != 0)
+        return rc;
+    for (g = m->globals; g != NULL; g = g->next)
+        if (strcmp(g->name, name) == 0) {
+            *addr = g->addr;
+            return 0;
+        }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL || (g->name = strdup(name)) == NULL) {
+        free(g);
+        return DS_ENOMEM;
+    }
+    rc = sim_mem_alloc(b, *size, &g->addr);
+    if (rc != 0) {
+        free(g->name);
+        free(g);
+        return rc;
+    }
+    if (init != NULL)
+        memcpy(host_of(b, g->addr), init, *size);
+    g->next = m->globals;
+    m->globals = g;
+    *addr = g->addr;
+    return 0;
 }
 
 static int sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
@@ -602,33 +655,45 @@ static int sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int 
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
         *value = SIM_ARCH;
         break;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        *value = f->max_dynamic_smem;
-        break;
-    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-        *value = f->carveout;
-        break;
     default:
-        *value = 0;
+        *value = f->attrs[attr];
         break;
     }
     return 0;
 }
 
+/* The attributes CUDA lets a program set, with the ranges an H100 accepts. */
 static int sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value)
 {
+    int ok;
+
     (void)b;
-    if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && value >= 0 &&
-        value <= 232448) {
-        f->max_dynamic_smem = value;
-        return 0;
+    switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        ok = value >= 0 && value <= 232448;
+        break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        ok = value >= -1 && value <= 100;
+        break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+        ok = value >= 0 && value <= 16;
+        break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+        ok = value == 0 || value == 1;
+        break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        ok = value >= 0 && value <= 2;
+        break;
+    default:
+        ok = 0;
+        break;
     }
-    if (attr == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT && value >= -1 &&
-        value <= 100) {
-        f->carveout = value;
-        return 0;
-    }
-    return DS_EINVAL;
+    if (!ok)
+        return DS_EINVAL;
+    f->attrs[attr] = value;
+    return 0;
 }
 
 static int sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
@@ -644,6 +709,42 @@ static int sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_siz
     if (dynamic_smem > 0 && (size_t)n > 233472 / dynamic_smem)
         n = (int)(233472 / dynamic_smem);
     *blocks = n;
+    return 0;
+}
+
+/* What is left of an SM's shared memory per block when num_blocks share it. */
+static int sim_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                              int block_size, size_t *smem)
+{
+    size_t per = 233472 / (size_t)num_blocks;
+
+    (void)b;
+    (void)f;
+    if (num_blocks * block_size > 2048)
+        return DS_EINVAL;
+    per = per > 1024 ? per - 1024 : 0;
+    *smem = per > 232448 ? 232448 : per;
+    return 0;
+}
+
+static int sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                                  const struct ds_launch *l, const unsigned cluster[3],
+                                  int *clusters)
+{
+    uint64_t size = (uint64_t)cluster[0] * cluster[1] * cluster[2];
+    int threads = (int)(l->block[0] * l->block[1] * l->block[2]), per_sm;
+    int max = f->attrs[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] ? 16 : 8;
+
+    if (size == 0 || threads <= 0 || threads > 1024)
+        return DS_EINVAL;
+    /* An H100 co-schedules at most 8 blocks in a cluster, 16 when the kernel opts in:
+     * larger clusters can never be active, which is an answer, not an error. */
+    if (size > (uint64_t)max) {
+        *clusters = 0;
+        return 0;
+    }
+    sim_occupancy(b, f, threads, l->shared_mem, 0, &per_sm);
+    *clusters = (int)((uint64_t)b->cfg.sim_sms * (uint64_t)per_sm / size);
     return 0;
 }
 
@@ -685,6 +786,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .event_synchronize = sim_event_synchronize,
     .event_elapsed = sim_event_elapsed,
     .synchronize = sim_synchronize,
+    .limit = sim_limit,
     .module_load = sim_module_load,
     .module_unload = sim_module_unload,
     .module_get_function = sim_module_get_function,
@@ -692,5 +794,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .func_get_attribute = sim_func_get_attribute,
     .func_set_attribute = sim_func_set_attribute,
     .occupancy = sim_occupancy,
+    .occupancy_smem = sim_occupancy_smem,
+    .occupancy_clusters = sim_occupancy_clusters,
     .launch = sim_launch,
 };

