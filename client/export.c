@@ -442,6 +442,61 @@ static CUresult identity_ctx_id(CUcontext ctx, unsigned long long *id)
     return cuCtxGetId(ctx, id);
 }
 
+/* Slot 51 (ctx, kind, void **obj) hands out an object for a context, and slot 39 (ctx,
+ * obj, uint64_t *value) reads a number from it; cuBLAS asks for kind 0 and the H100 said
+ * 7.  Their meaning is not public: the object here remembers the context and the kind,
+ * and the executor asks its device the same question.  Traced calls left the other
+ * argument registers holding leftovers, so only these three are read. */
+struct identity_obj {
+    uint64_t magic;
+    CUcontext ctx;
+    uintptr_t kind;
+};
+
+#define IDENTITY_MAGIC 0x6473696474626c33ull
+
+static CUresult identity_object(CUcontext ctx, uintptr_t kind, void **out)
+{
+    static atomic_int once;
+    struct identity_obj *o;
+
+    if (kind != 0 || out == NULL)
+        return ds__unsupported("CONTEXT_IDENTITY slot 51 with a kind other than 0", &once);
+    /* The driver's object lives as long as its context, and nothing says when the caller
+     * is done with it: a few bytes per call are kept. */
+    o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    o->magic = IDENTITY_MAGIC;
+    o->ctx = ctx;
+    o->kind = kind;
+    *out = o;
+    return CUDA_SUCCESS;
+}
+
+static CUresult identity_value(CUcontext ctx, const struct identity_obj *o, uint64_t *out)
+{
+    ds_ctx_query_args a;
+    ds_hyper_res r;
+    CUresult rc;
+
+    if (o == NULL || o->magic != IDENTITY_MAGIC || out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ds__rpc_ready())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    a.query = (unsigned)o->kind;
+    if (ctx == NULL)
+        ctx = o->ctx;
+    if (ctx != NULL)
+        a.ctx = (uint64_t)(uintptr_t)ctx;
+    else if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_ctx_query(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *out = r.ds_hyper_res_u.value;
+    return rc;
+}
+
 /* Ten stubs, slots d0 to d9, and the same ten as table entries. */
 #define STUB_DECADE(t, d)                                                               \
     SLOT_STUB(t, d##0) SLOT_STUB(t, d##1) SLOT_STUB(t, d##2) SLOT_STUB(t, d##3)            \
@@ -463,16 +518,32 @@ SLOT_STUB(CONTEXT_IDENTITY, 8)
 SLOT_STUB(CONTEXT_IDENTITY, 9)
 STUB_DECADE(CONTEXT_IDENTITY, 1)
 STUB_DECADE(CONTEXT_IDENTITY, 2)
-STUB_DECADE(CONTEXT_IDENTITY, 3)
+SLOT_STUB(CONTEXT_IDENTITY, 30)
+SLOT_STUB(CONTEXT_IDENTITY, 31)
+SLOT_STUB(CONTEXT_IDENTITY, 32)
+SLOT_STUB(CONTEXT_IDENTITY, 33)
+SLOT_STUB(CONTEXT_IDENTITY, 34)
+SLOT_STUB(CONTEXT_IDENTITY, 35)
+SLOT_STUB(CONTEXT_IDENTITY, 36)
+SLOT_STUB(CONTEXT_IDENTITY, 37)
+SLOT_STUB(CONTEXT_IDENTITY, 38)
 STUB_DECADE(CONTEXT_IDENTITY, 4)
-STUB_DECADE(CONTEXT_IDENTITY, 5)
+SLOT_STUB(CONTEXT_IDENTITY, 50)
+SLOT_STUB(CONTEXT_IDENTITY, 52)
+SLOT_STUB(CONTEXT_IDENTITY, 53)
+SLOT_STUB(CONTEXT_IDENTITY, 54)
+SLOT_STUB(CONTEXT_IDENTITY, 55)
+SLOT_STUB(CONTEXT_IDENTITY, 56)
+SLOT_STUB(CONTEXT_IDENTITY, 57)
+SLOT_STUB(CONTEXT_IDENTITY, 58)
+SLOT_STUB(CONTEXT_IDENTITY, 59)
 STUB_DECADE(CONTEXT_IDENTITY, 6)
 STUB_DECADE(CONTEXT_IDENTITY, 7)
 STUB_DECADE(CONTEXT_IDENTITY, 8)
 SLOT_STUB(CONTEXT_IDENTITY, 90)
 SLOT_STUB(CONTEXT_IDENTITY, 92)
 
-/* 93 slots; only slot 4 is understood, and slot 91 is NULL in the real driver too. */
+/* 93 slots: 4, 39 and 51 are served, slot 91 is NULL in the real driver too. */
 static const slot_t context_identity[93] = {
     (slot_t)(uintptr_t)(93 * sizeof(slot_t)),
     (slot_t)CONTEXT_IDENTITY_stub_1,
@@ -486,9 +557,27 @@ static const slot_t context_identity[93] = {
     (slot_t)CONTEXT_IDENTITY_stub_9,
     SLOTS_DECADE(CONTEXT_IDENTITY, 1),
     SLOTS_DECADE(CONTEXT_IDENTITY, 2),
-    SLOTS_DECADE(CONTEXT_IDENTITY, 3),
+    (slot_t)CONTEXT_IDENTITY_stub_30,
+    (slot_t)CONTEXT_IDENTITY_stub_31,
+    (slot_t)CONTEXT_IDENTITY_stub_32,
+    (slot_t)CONTEXT_IDENTITY_stub_33,
+    (slot_t)CONTEXT_IDENTITY_stub_34,
+    (slot_t)CONTEXT_IDENTITY_stub_35,
+    (slot_t)CONTEXT_IDENTITY_stub_36,
+    (slot_t)CONTEXT_IDENTITY_stub_37,
+    (slot_t)CONTEXT_IDENTITY_stub_38,
+    (slot_t)identity_value,
     SLOTS_DECADE(CONTEXT_IDENTITY, 4),
-    SLOTS_DECADE(CONTEXT_IDENTITY, 5),
+    (slot_t)CONTEXT_IDENTITY_stub_50,
+    (slot_t)identity_object,
+    (slot_t)CONTEXT_IDENTITY_stub_52,
+    (slot_t)CONTEXT_IDENTITY_stub_53,
+    (slot_t)CONTEXT_IDENTITY_stub_54,
+    (slot_t)CONTEXT_IDENTITY_stub_55,
+    (slot_t)CONTEXT_IDENTITY_stub_56,
+    (slot_t)CONTEXT_IDENTITY_stub_57,
+    (slot_t)CONTEXT_IDENTITY_stub_58,
+    (slot_t)CONTEXT_IDENTITY_stub_59,
     SLOTS_DECADE(CONTEXT_IDENTITY, 6),
     SLOTS_DECADE(CONTEXT_IDENTITY, 7),
     SLOTS_DECADE(CONTEXT_IDENTITY, 8),

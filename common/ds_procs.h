@@ -25,6 +25,7 @@
     S(ctx_synchronize, DS_CTX_SYNCHRONIZE, ds_handle, ds_void_res)          \
     S(ctx_get_info, DS_CTX_GET_INFO, ds_handle, ds_ctx_info_res)            \
     S(ctx_limit, DS_CTX_LIMIT, ds_limit_args, ds_hyper_res)                 \
+    S(ctx_query, DS_CTX_QUERY, ds_ctx_query_args, ds_hyper_res)             \
     S(mem_alloc, DS_MEM_ALLOC, ds_alloc_args, ds_alloc_res)                 \
     S(mem_free, DS_MEM_FREE, ds_dptr, ds_void_res)                          \
     S(mem_get_info, DS_MEM_GET_INFO, ds_handle, ds_meminfo_res)                \

@@ -94,6 +94,8 @@ struct ds_backend_ops {
     int (*synchronize)(struct ds_backend *b); /* all work of this tenant */
     /* A CUlimit of the tenant's context: set it when set != 0, then read it back. */
     int (*limit)(struct ds_backend *b, int limit, int set, uint64_t *value);
+    /* The undocumented CONTEXT_IDENTITY value of kind `query` (docs/export-tables.md). */
+    int (*ctx_query)(struct ds_backend *b, unsigned query, uint64_t *value);
 
     /* Modules.  The image is a fatbin container, an ELF cubin or PTX text, already
      * identified and bounded by the executor.  A module serves every pCtx. */

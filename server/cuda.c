@@ -48,6 +48,7 @@
     X(cuCtxSetCurrent, cuCtxSetCurrent) \
     X(cuCtxSynchronize_v2, cuCtxSynchronize) \
     X(cuCtxGetLimit, cuCtxGetLimit) \
+    X(cuGetExportTable, cuGetExportTable) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemFree, cuMemFree) \
@@ -502,6 +503,31 @@ static int cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
     return r == CUDA_ERROR_UNSUPPORTED_LIMIT ? DS_EINVAL : cu_err(r);
 }
 
+/* CONTEXT_IDENTITY (21318c60...) slots 51 and 39, called as cuBLAS was seen to call them
+ * on the real driver: slot 51 (ctx, kind, &obj), then slot 39 (ctx, obj, &value).  Asked
+ * on the whole-device context, so the answer is the whole device's. */
+static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+{
+    static const CUuuid identity = { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c,
+                                       (char)0xa6, 0x41, (char)0xff, 0x73, 0x24, (char)0xc8,
+                                       (char)0xf2 } };
+    CUresult (*get_obj)(CUcontext, uintptr_t, void **);
+    CUresult (*ask)(CUcontext, void *, uint64_t *);
+    void *const *table;
+    void *obj = NULL;
+    CUresult r;
+
+    if (b->cu.cuGetExportTable((const void **)&table, &identity) != CUDA_SUCCESS ||
+        (uintptr_t)table[0] < 52 * sizeof(void *) || table[51] == NULL || table[39] == NULL)
+        return DS_ENOTSUP;
+    *(void **)&get_obj = table[51];
+    *(void **)&ask = table[39];
+    r = get_obj(b->ctx, query, &obj);
+    if (r == CUDA_SUCCESS)
+        r = ask(b->ctx, obj, value);
+    return cu_err(r);
+}
+
 static int cuda_synchronize(struct ds_backend *b)
 {
     return cu_err(b->cu.cuCtxSynchronize_v2(b->ctx));
@@ -685,6 +711,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .event_elapsed = cuda_event_elapsed,
     .synchronize = cuda_synchronize,
     .limit = cuda_limit,
+    .ctx_query = cuda_ctx_query,
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,
     .module_get_function = cuda_module_get_function,

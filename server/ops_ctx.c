@@ -168,6 +168,20 @@ CUresult ds__ops_ctx_limit(struct ds_tenant *t, const ds_limit_args *a, ds_hyper
     return rc == DS_EINVAL ? CUDA_ERROR_UNSUPPORTED_LIMIT : ds_error_to_cu(rc);
 }
 
+CUresult ds__ops_ctx_query(struct ds_tenant *t, const ds_ctx_query_args *a, ds_hyper_res *r)
+{
+    uint64_t v = 0;
+    int rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (a->query >= 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = t->ops->ctx_query(t->be, a->query, &v);
+    r->ds_hyper_res_u.value = v;
+    return ds_error_to_cu(rc);
+}
+
 CUresult ds__ops_ctx_get_info(struct ds_tenant *t, const ds_handle *h, ds_ctx_info_res *r)
 {
     struct ds_vctx *c = ds__tenant_ctx(t, *h);
