@@ -46,6 +46,8 @@
     X(cuCtxFromGreenCtx, cuCtxFromGreenCtx) \
     X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate) \
     X(cuCtxSetCurrent, cuCtxSetCurrent) \
+    X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
     X(cuCtxSynchronize_v2, cuCtxSynchronize) \
     X(cuCtxGetLimit, cuCtxGetLimit) \
     X(cuGetExportTable, cuGetExportTable) \
@@ -123,6 +125,8 @@ struct ds_backend {
     CUcontext ctx; /* the green context as a CUcontext, current in this executor */
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
+    uint64_t identity[4];      /* CONTEXT_IDENTITY values by kind, once asked */
+    int identity_known[4];
 };
 
 static int cu_err(CUresult r)
@@ -504,9 +508,11 @@ static int cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
 }
 
 /* CONTEXT_IDENTITY (21318c60...) slots 51 and 39, called as cuBLAS was seen to call them
- * on the real driver: slot 51 (ctx, kind, &obj), then slot 39 (ctx, obj, &value).  Asked
- * on the whole-device context, so the answer is the whole device's. */
-static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+ * on the real driver: slot 51 (ctx, kind, &obj), then slot 39 (ctx, obj, &value).  The
+ * driver refuses them on a green context (400, measured), so they are asked on the
+ * device's primary context, retained for the question only, and the answer is kept: it
+ * describes the device, and what a tenant sees of its device never changes. */
+static int identity_value(struct ds_backend *b, CUcontext ctx, unsigned kind, uint64_t *value)
 {
     static const CUuuid identity = { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c,
                                        (char)0xa6, 0x41, (char)0xff, 0x73, 0x24, (char)0xc8,
@@ -522,10 +528,32 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
         return DS_ENOTSUP;
     *(void **)&get_obj = table[51];
     *(void **)&ask = table[39];
-    r = get_obj(b->ctx, query, &obj);
+    r = get_obj(ctx, kind, &obj);
     if (r == CUDA_SUCCESS)
-        r = ask(b->ctx, obj, value);
+        r = ask(ctx, obj, value);
     return cu_err(r);
+}
+
+static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+{
+    CUcontext primary;
+    int rc;
+
+    if (query < sizeof(b->identity) / sizeof(b->identity[0]) && b->identity_known[query]) {
+        *value = b->identity[query];
+        return 0;
+    }
+    if (b->cu.cuDevicePrimaryCtxRetain(&primary, b->dev) != CUDA_SUCCESS)
+        return DS_EDEVICE;
+    b->cu.cuCtxSetCurrent(primary);
+    rc = identity_value(b, primary, query, value);
+    b->cu.cuCtxSetCurrent(b->ctx);
+    b->cu.cuDevicePrimaryCtxRelease(b->dev);
+    if (rc == 0 && query < sizeof(b->identity) / sizeof(b->identity[0])) {
+        b->identity[query] = *value;
+        b->identity_known[query] = 1;
+    }
+    return rc;
 }
 
 static int cuda_synchronize(struct ds_backend *b)
