@@ -6,6 +6,7 @@
  * it returns, which every correct program tolerates.
  */
 #include "cuda_api.h"
+#include "graph.h"
 #include "mem.h"
 #include "rpc.h"
 
@@ -19,9 +20,11 @@ static ds_handle stream_value(CUstream s)
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
 {
     const char *p = src;
-    CUresult rc = CUDA_SUCCESS;
+    CUresult rc;
 
     DS_NEED_INIT();
+    if ((rc = ds__graph_refuse_host_copy(s)) != CUDA_SUCCESS)
+        return rc;
     if (n == 0)
         return CUDA_SUCCESS;
     if (src == NULL)
@@ -47,8 +50,11 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
     char *p = dst;
+    CUresult rc;
 
     DS_NEED_INIT();
+    if ((rc = ds__graph_refuse_host_copy(s)) != CUDA_SUCCESS)
+        return rc;
     if (n == 0)
         return CUDA_SUCCESS;
     if (dst == NULL)
@@ -57,7 +63,6 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = stream_value(s) };
         ds_bytes_res r;
-        CUresult rc;
 
         memset(&r, 0, sizeof(r));
         rc = ds_rpc_memcpy_dtoh(&a, &r);

@@ -90,6 +90,17 @@
     EP(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo)             \
     EP(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)          \
     EP(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3)          \
+    EP(cuStreamBeginCapture, 10000, cuStreamBeginCapture)                 \
+    EP(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)              \
+    EP(cuStreamEndCapture, 10000, cuStreamEndCapture)                     \
+    EP(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode) \
+    EP(cuGraphInstantiate, 10000, cuGraphInstantiate)                     \
+    EP(cuGraphInstantiate, 11000, cuGraphInstantiate_v2)                  \
+    EP(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags)   \
+    EP(cuGraphLaunch, 10000, cuGraphLaunch)                               \
+    EP(cuGraphUpload, 11010, cuGraphUpload)                               \
+    EP(cuGraphDestroy, 10000, cuGraphDestroy)                             \
+    EP(cuGraphExecDestroy, 10000, cuGraphExecDestroy)                     \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

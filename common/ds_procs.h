@@ -56,10 +56,17 @@
     S(func_get_attribute, DS_FUNC_GET_ATTRIBUTE, ds_func_attr_args, ds_int_res) \
     S(func_set_attribute, DS_FUNC_SET_ATTRIBUTE, ds_func_attr_args, ds_void_res) \
     S(occupancy, DS_OCCUPANCY, ds_occupancy_args, ds_int_res)                 \
-    B(launch, DS_LAUNCH, ds_launch_args)
+    B(launch, DS_LAUNCH, ds_launch_args)                                      \
+    S(capture_begin, DS_CAPTURE_BEGIN, ds_capture_args, ds_void_res)          \
+    S(capture_end, DS_CAPTURE_END, ds_handle, ds_handle_res)                  \
+    S(capture_info, DS_CAPTURE_INFO, ds_handle, ds_capture_info_res)          \
+    S(graph_instantiate, DS_GRAPH_INSTANTIATE, ds_instantiate_args, ds_handle_res) \
+    B(graph_launch, DS_GRAPH_LAUNCH, ds_graph_launch_args)                    \
+    S(graph_destroy, DS_GRAPH_DESTROY, ds_handle, ds_void_res)                \
+    S(graph_exec_destroy, DS_GRAPH_EXEC_DESTROY, ds_handle, ds_void_res)
 
 /* Highest procedure number in the list, for tables indexed by number. */
-#define DS_PROC_MAX 127
+#define DS_PROC_MAX 159
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -23,6 +23,8 @@ struct ds_bstream;
 struct ds_bevent;
 struct ds_bmodule;
 struct ds_bfunc;
+struct ds_bgraph;
+struct ds_bgexec;
 
 /* A kernel's parameter buffer as the driver lays it out: n parameters, each at
  * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
@@ -120,6 +122,17 @@ struct ds_backend_ops {
      * tenant's; the backend passes them to the device unchanged. */
     int (*launch)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                   struct ds_bstream *s);
+
+    /* Stream capture: work submitted to a capturing stream is recorded, not run, until
+     * capture_end makes it a graph.  s is never the legacy stream (the executor refuses). */
+    int (*capture_begin)(struct ds_backend *b, struct ds_bstream *s, int mode);
+    int (*capture_end)(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
+    int (*capture_info)(struct ds_backend *b, struct ds_bstream *s, int *status, uint64_t *id);
+    int (*graph_instantiate)(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
+                             struct ds_bgexec **out);
+    int (*graph_launch)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
+    void (*graph_destroy)(struct ds_backend *b, struct ds_bgraph *g);
+    void (*graph_exec_destroy)(struct ds_backend *b, struct ds_bgexec *e);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

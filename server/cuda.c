@@ -51,6 +51,13 @@
     X(cuCtxSynchronize_v2, cuCtxSynchronize) \
     X(cuCtxGetLimit, cuCtxGetLimit) \
     X(cuGetExportTable, cuGetExportTable) \
+    X(cuStreamBeginCapture, cuStreamBeginCapture) \
+    X(cuStreamEndCapture, cuStreamEndCapture) \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo) \
+    X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags) \
+    X(cuGraphLaunch, cuGraphLaunch) \
+    X(cuGraphDestroy, cuGraphDestroy) \
+    X(cuGraphExecDestroy, cuGraphExecDestroy) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemFree, cuMemFree) \
@@ -103,6 +110,14 @@ struct ds_bstream {
 
 struct ds_bevent {
     CUevent e;
+};
+
+struct ds_bgraph {
+    CUgraph g;
+};
+
+struct ds_bgexec {
+    CUgraphExec e;
 };
 
 /* Libraries, not modules: a library is not tied to a context, so its kernels run on
@@ -714,6 +729,79 @@ static int cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds
                                        s->s, NULL, bytes ? extra : NULL));
 }
 
+/* Capture happens on the real stream, so the graph is the driver's own: kernels with
+ * their parameters, fills and device copies exactly as submitted. */
+static int cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode)
+{
+    return cu_err(b->cu.cuStreamBeginCapture(s->s, (CUstreamCaptureMode)mode));
+}
+
+static int cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out)
+{
+    struct ds_bgraph *g = calloc(1, sizeof(*g));
+    CUresult r;
+
+    if (g == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuStreamEndCapture(s->s, &g->g);
+    if (r != CUDA_SUCCESS) {
+        free(g);
+        return cu_err(r);
+    }
+    *out = g;
+    return 0;
+}
+
+static int cuda_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status,
+                             uint64_t *id)
+{
+    CUstreamCaptureStatus st;
+    cuuint64_t cid = 0;
+    CUresult r = b->cu.cuStreamGetCaptureInfo(s->s, &st, &cid, NULL, NULL, NULL, NULL);
+
+    *status = (int)st;
+    *id = cid;
+    return cu_err(r);
+}
+
+static int cuda_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
+                                  struct ds_bgexec **out)
+{
+    struct ds_bgexec *e = calloc(1, sizeof(*e));
+    CUresult r;
+
+    if (e == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuGraphInstantiateWithFlags(&e->e, g->g, flags);
+    if (r != CUDA_SUCCESS) {
+        free(e);
+        return cu_err(r);
+    }
+    *out = e;
+    return 0;
+}
+
+static int cuda_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+{
+    int rc;
+
+    s = real(b, s);
+    rc = order(b, s);
+    return rc ? rc : cu_err(b->cu.cuGraphLaunch(e->e, s->s));
+}
+
+static void cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
+{
+    b->cu.cuGraphDestroy(g->g);
+    free(g);
+}
+
+static void cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
+{
+    b->cu.cuGraphExecDestroy(e->e);
+    free(e);
+}
+
 const struct ds_backend_ops ds_cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -750,6 +838,13 @@ const struct ds_backend_ops ds_cuda_backend = {
     .occupancy_smem = cuda_occupancy_smem,
     .occupancy_clusters = cuda_occupancy_clusters,
     .launch = cuda_launch,
+    .capture_begin = cuda_capture_begin,
+    .capture_end = cuda_capture_end,
+    .capture_info = cuda_capture_info,
+    .graph_instantiate = cuda_graph_instantiate,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
+    .graph_exec_destroy = cuda_graph_exec_destroy,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

@@ -11,7 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum ds_htype { DS_H_CTX = 1, DS_H_STREAM = 2, DS_H_EVENT = 3, DS_H_MODULE = 4, DS_H_FUNC = 5 };
+enum ds_htype {
+    DS_H_CTX = 1,
+    DS_H_STREAM = 2,
+    DS_H_EVENT = 3,
+    DS_H_MODULE = 4,
+    DS_H_FUNC = 5,
+    DS_H_GRAPH = 6,
+    DS_H_GEXEC = 7,
+};
 
 struct ds_handle_slot {
     void *obj;

@@ -1,6 +1,7 @@
 #include "ops.h"
 
 #include "ds_error.h"
+#include "ds_log.h"
 
 #include <stdlib.h>
 
@@ -59,13 +60,27 @@ CUresult ds__ops_mem_get_range(struct ds_tenant *t, const ds_dptr *p, ds_range_r
 }
 
 /* The common checks of a copy into device memory; 0-byte copies touch nothing. */
+/* Host data crosses the connection and lives in the executor for the length of one call,
+ * so a graph cannot keep a copy that replays it: refused while capturing, with the
+ * error CUDA gives for what capture cannot hold. */
+static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
+{
+    if (!ds__tenant_capturing(t, stream))
+        return CUDA_SUCCESS;
+    ds_warn("a host copy on a capturing stream cannot be captured through detshare");
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
 {
     struct ds_bstream *s;
     size_t n = a->data.data_len;
+    CUresult rc;
 
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = uncapturable(t, a->stream)) != CUDA_SUCCESS)
+        return rc;
     if (n == 0)
         return CUDA_SUCCESS;
     if (ds__tenant_range(t, a->dst, n) != 0)
@@ -95,6 +110,8 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
         return CUDA_ERROR_INVALID_VALUE;
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (ds__tenant_capturing(t, a->stream))
+        return uncapturable(t, a->stream);
     if (a->size > 0 && ds__tenant_range(t, a->src, a->size) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     /* The reply owns the buffer; the dispatcher frees it with xdr_free after sending. */

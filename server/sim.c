@@ -42,11 +42,35 @@
 #define SIM_VA_REGION (1ull << 40)  /* each tenant's addresses live in their own TiB */
 #define SIM_VA_ALIGN 4096ull
 
+/* A piece of device work with data effects or modelled time: what a stream runs, and
+ * what capture records into a graph to run later. */
+struct sim_work {
+    enum { W_COPY, W_FILL, W_KERNEL } kind;
+    uint64_t dst, src, n;              /* W_COPY */
+    uint64_t pitch, width, height;     /* W_FILL, at dst */
+    uint32_t value;
+    unsigned elem;
+    uint64_t kernel_ns;                /* W_KERNEL */
+    struct sim_work *next;
+};
+
 struct ds_bstream {
     uint64_t ready_ns; /* when the last submitted work ends */
     unsigned flags;
     int priority;
+    int capturing;
+    uint64_t capture_id;
+    struct sim_work *captured, **captured_tail;
     struct ds_bstream *prev, *next;
+};
+
+/* A captured graph and an instantiated one: both an ordered list of work. */
+struct ds_bgraph {
+    struct sim_work *work;
+};
+
+struct ds_bgexec {
+    struct sim_work *work;
 };
 
 struct ds_bevent {
@@ -77,8 +101,19 @@ struct ds_bmodule {
     struct sim_global *globals;
 };
 
+static void free_work(struct sim_work *w)
+{
+    while (w != NULL) {
+        struct sim_work *next = w->next;
+
+        free(w);
+        w = next;
+    }
+}
+
 struct ds_backend {
     struct ds_backend_config cfg;
+    uint64_t next_capture_id;
     uint64_t limits[CU_LIMIT_MAX];
     uint64_t stalled_ns; /* host time spent applying data effects: not device time */
     struct ds_memtab mem; /* data = host mapping */
@@ -240,6 +275,7 @@ static void sim_close(struct ds_backend *b)
 
         s->prev->next = s->next;
         s->next->prev = s->prev;
+        free_work(s->captured);
         free(s);
     }
     for (size_t i = 0; i < b->mem.n; i++) {
@@ -346,16 +382,6 @@ static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t
     return 0;
 }
 
-static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
-                           struct ds_bstream *s)
-{
-    uint64_t t0 = mono_ns();
-
-    memmove(host_of(b, dst), host_of(b, src), n);
-    stall_from(b, t0);
-    submit(b, s, cost(2 * (uint64_t)n, SIM_HBM_BYTES_PER_US));
-    return 0;
-}
 
 static void fill_row(unsigned char *p, uint32_t value, unsigned elem, uint64_t count)
 {
@@ -374,18 +400,77 @@ static void fill_row(unsigned char *p, uint32_t value, unsigned elem, uint64_t c
     }
 }
 
+/* Whether the memory a piece of work touches is still allocated.  Always so when it is
+ * submitted (the executor checked); a graph replayed after a free finds out here. */
+static int work_valid(const struct ds_backend *b, const struct sim_work *w)
+{
+    if (w->kind == W_COPY)
+        return ds_memtab_find(&b->mem, w->dst, w->n) != NULL &&
+               ds_memtab_find(&b->mem, w->src, w->n) != NULL;
+    if (w->kind == W_FILL)
+        return ds_memtab_find(&b->mem, w->dst,
+                              w->pitch * (w->height - 1) + w->width * w->elem) != NULL;
+    return 1;
+}
+
+/* Apply w's data effects now; returns its modelled duration. */
+static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
+{
+    uint64_t t0 = mono_ns();
+
+    if (w->kind == W_COPY) {
+        memmove(host_of(b, w->dst), host_of(b, w->src), w->n);
+        stall_from(b, t0);
+        return cost(2 * w->n, SIM_HBM_BYTES_PER_US);
+    }
+    if (w->kind == W_FILL) {
+        unsigned char *p = host_of(b, w->dst);
+
+        for (uint64_t row = 0; row < w->height; row++)
+            fill_row(p + row * w->pitch, w->value, w->elem, w->width);
+        stall_from(b, t0);
+        return cost(w->width * w->elem * w->height, SIM_HBM_BYTES_PER_US);
+    }
+    return w->kernel_ns;
+}
+
+/* Run w on s, or record it when s is being captured. */
+static int work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
+{
+    struct sim_work *copy;
+
+    if (s != NULL && s->capturing) {
+        copy = malloc(sizeof(*copy));
+        if (copy == NULL)
+            return DS_ENOMEM;
+        *copy = *w;
+        copy->next = NULL;
+        *s->captured_tail = copy;
+        s->captured_tail = &copy->next;
+        return 0;
+    }
+    if (!work_valid(b, w))
+        return DS_ECU(CUDA_ERROR_ILLEGAL_ADDRESS);
+    submit(b, s, work_apply(b, w));
+    return 0;
+}
+
+static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                           struct ds_bstream *s)
+{
+    struct sim_work w = { .kind = W_COPY, .dst = dst, .src = src, .n = n };
+
+    return work_run(b, s, &w);
+}
+
 static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
                       unsigned elem_size, uint64_t width, uint64_t height,
                       struct ds_bstream *s)
 {
-    unsigned char *p = host_of(b, dst);
-    uint64_t t0 = mono_ns();
+    struct sim_work w = { .kind = W_FILL, .dst = dst, .pitch = pitch, .value = value,
+                          .elem = elem_size, .width = width, .height = height };
 
-    for (uint64_t row = 0; row < height; row++)
-        fill_row(p + row * pitch, value, elem_size, width);
-    stall_from(b, t0);
-    submit(b, s, cost(width * elem_size * height, SIM_HBM_BYTES_PER_US));
-    return 0;
+    return work_run(b, s, &w);
 }
 
 static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
@@ -409,6 +494,7 @@ static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
 static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
     (void)b;
+    free_work(s->captured);
     s->prev->next = s->next;
     s->next->prev = s->prev;
     free(s);
@@ -416,11 +502,15 @@ static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 
 static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
+    if (s != NULL && s->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
 static int sim_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
 {
+    if (s != NULL && s->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     sleep_until(b, stream_or_legacy(b, s)->ready_ns);
     return 0;
 }
@@ -428,6 +518,8 @@ static int sim_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
 static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
                                  struct ds_bevent *e)
 {
+    if (s != NULL && s->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     s = stream_or_legacy(b, s);
     if (e->recorded)
         s->ready_ns = max_u64(s->ready_ns, e->at_ns);
@@ -454,6 +546,8 @@ static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 
 static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
 {
+    if (s != NULL && s->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     e->at_ns = submit(b, s, 0);
     e->recorded = 1;
     return 0;
@@ -766,10 +860,105 @@ static int sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_
     uint64_t per_wave = (uint64_t)b->cfg.sim_sms * SIM_BLOCKS_PER_SM;
     uint64_t waves = (blocks + per_wave - 1) / per_wave;
 
+    struct sim_work w = { .kind = W_KERNEL };
+
     if (l->param_bytes != f->k->param_bytes)
         return DS_EINVAL;
-    submit(b, s, SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256));
+    w.kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
+    return work_run(b, s, &w);
+}
+
+/* Capture on the sim covers work on the one stream: fork and join through events would
+ * need graph edges it does not model, so events on a capturing stream are refused. */
+#define CAPTURE_UNSUPPORTED DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+
+static int sim_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode)
+{
+    (void)mode;
+    s->capturing = 1;
+    s->capture_id = ++b->next_capture_id;
+    s->captured = NULL;
+    s->captured_tail = &s->captured;
     return 0;
+}
+
+static int sim_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out)
+{
+    struct ds_bgraph *g = calloc(1, sizeof(*g));
+
+    (void)b;
+    s->capturing = 0;
+    if (g == NULL) {
+        free_work(s->captured);
+        s->captured = NULL;
+        return DS_ENOMEM;
+    }
+    g->work = s->captured;
+    s->captured = NULL;
+    *out = g;
+    return 0;
+}
+
+static int sim_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status,
+                            uint64_t *id)
+{
+    (void)b;
+    *status = s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *id = s->capturing ? s->capture_id : 0;
+    return 0;
+}
+
+static int sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
+                                 struct ds_bgexec **out)
+{
+    struct ds_bgexec *e = calloc(1, sizeof(*e));
+    struct sim_work **tail;
+
+    (void)b;
+    (void)flags;
+    if (e == NULL)
+        return DS_ENOMEM;
+    tail = &e->work;
+    for (const struct sim_work *w = g->work; w != NULL; w = w->next) {
+        *tail = malloc(sizeof(**tail));
+        if (*tail == NULL) {
+            free_work(e->work);
+            free(e);
+            return DS_ENOMEM;
+        }
+        **tail = *w;
+        (*tail)->next = NULL;
+        tail = &(*tail)->next;
+    }
+    *out = e;
+    return 0;
+}
+
+static int sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+{
+    if (s != NULL && s->capturing)
+        return CAPTURE_UNSUPPORTED;
+    for (const struct sim_work *w = e->work; w != NULL; w = w->next) {
+        int rc = work_run(b, s, w);
+
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
+{
+    (void)b;
+    free_work(g->work);
+    free(g);
+}
+
+static void sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
+{
+    (void)b;
+    free_work(e->work);
+    free(e);
 }
 
 const struct ds_backend_ops ds_sim_backend = {
@@ -808,4 +997,11 @@ const struct ds_backend_ops ds_sim_backend = {
     .occupancy_smem = sim_occupancy_smem,
     .occupancy_clusters = sim_occupancy_clusters,
     .launch = sim_launch,
+    .capture_begin = sim_capture_begin,
+    .capture_end = sim_capture_end,
+    .capture_info = sim_capture_info,
+    .graph_instantiate = sim_graph_instantiate,
+    .graph_launch = sim_graph_launch,
+    .graph_destroy = sim_graph_destroy,
+    .graph_exec_destroy = sim_graph_exec_destroy,
 };

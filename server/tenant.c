@@ -62,6 +62,26 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
     uint32_t cur = 0;
     uint64_t h;
 
+    while ((h = ds_handles_next(&t->h, DS_H_GEXEC, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GEXEC);
+
+        if (all || g->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_GEXEC);
+            t->ops->graph_exec_destroy(t->be, g->real);
+            free(g);
+        }
+    }
+    cur = 0;
+    while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
+
+        if (all || g->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_GRAPH);
+            t->ops->graph_destroy(t->be, g->real);
+            free(g);
+        }
+    }
+    cur = 0;
     while ((h = ds_handles_next(&t->h, DS_H_MODULE, &cur)) != 0) {
         struct ds_vmodule *m = ds_handles_get(&t->h, h, DS_H_MODULE);
 
@@ -143,6 +163,13 @@ int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out)
         return DS_EHANDLE;
     *out = s->real;
     return 0;
+}
+
+int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+
+    return s != NULL && s->capturing;
 }
 
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)

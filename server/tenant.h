@@ -29,7 +29,14 @@ struct ds_vstream {
     unsigned flags;
     int priority;
     uint64_t id;
+    int capturing; /* between capture_begin and capture_end */
     struct ds_bstream *real;
+};
+
+/* A captured graph, or an instantiated one. */
+struct ds_vgraph {
+    uint64_t ctx;
+    void *real; /* struct ds_bgraph or struct ds_bgexec */
 };
 
 struct ds_vevent {
@@ -87,6 +94,9 @@ struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);
 /* Resolve a tenant stream value to the backend stream (NULL for the NULL, legacy and
  * per-thread default streams).  Returns 0 or DS_EHANDLE. */
 int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
+
+/* 1 when tenant stream h is being captured into a graph. */
+int ds__tenant_capturing(struct ds_tenant *t, uint64_t h);
 
 /* 0 when [addr, addr+len) lies inside one allocation of this tenant, else DS_ERANGE. */
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);

@@ -1,0 +1,13 @@
+/* What the rest of the client needs to know about stream capture. */
+#ifndef DS_GRAPH_H
+#define DS_GRAPH_H
+
+#include <cuda.h>
+
+/* Host data crosses the connection and lives in the executor for one call, so a graph
+ * cannot replay it: a host copy on a capturing stream is refused, and invalidates the
+ * capture as CUDA does.  Returns CUDA_SUCCESS when s is not capturing, else
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult ds__graph_refuse_host_copy(CUstream s);
+
+#endif

@@ -1,0 +1,140 @@
+#include "ops.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+
+#include <stdlib.h>
+
+/* A tenant stream that can be captured: created by the tenant, not a default stream
+ * (CUDA does not capture the legacy stream either). */
+static struct ds_vstream *capturable(struct ds_tenant *t, ds_handle h)
+{
+    return ds_handles_get(&t->h, h, DS_H_STREAM);
+}
+
+CUresult ds__ops_capture_begin(struct ds_tenant *t, const ds_capture_args *a, ds_void_res *r)
+{
+    struct ds_vstream *s = capturable(t, a->stream);
+    int rc;
+
+    (void)r;
+    if (s == NULL)
+        return a->stream <= 2 ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_ERROR_INVALID_HANDLE;
+    if (a->mode < CU_STREAM_CAPTURE_MODE_GLOBAL || a->mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    rc = t->ops->capture_begin(t->be, s->real, a->mode);
+    if (rc == 0)
+        s->capturing = 1;
+    return ds_error_to_cu(rc);
+}
+
+static CUresult add_graph(struct ds_tenant *t, enum ds_htype type, uint64_t ctx, void *real,
+                          ds_handle *out)
+{
+    struct ds_vgraph *g = calloc(1, sizeof(*g));
+
+    if (g == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->ctx = ctx;
+    g->real = real;
+    *out = ds_handles_add(&t->h, type, g);
+    if (*out == 0) {
+        free(g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_res *r)
+{
+    struct ds_vstream *s = capturable(t, *h);
+    struct ds_bgraph *g;
+    CUresult rc;
+
+    if (s == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!s->capturing)
+        return CUDA_ERROR_ILLEGAL_STATE;
+    s->capturing = 0;
+    rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = add_graph(t, DS_H_GRAPH, s->ctx, g, &r->ds_handle_res_u.handle);
+    if (rc != CUDA_SUCCESS)
+        t->ops->graph_destroy(t->be, g);
+    return rc;
+}
+
+CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_capture_info_res *r)
+{
+    struct ds_vstream *s = capturable(t, *h);
+    struct ds_bstream *real;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    uint64_t id = 0;
+    int rc;
+
+    if (ds__tenant_stream(t, *h, &real) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (s != NULL && s->capturing) {
+        rc = t->ops->capture_info(t->be, s->real, &status, &id);
+        if (rc != 0)
+            return ds_error_to_cu(rc);
+    }
+    r->ds_capture_info_res_u.info.status = status;
+    r->ds_capture_info_res_u.info.id = id;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_args *a,
+                                   ds_handle_res *r)
+{
+    struct ds_vgraph *g = ds_handles_get(&t->h, a->graph, DS_H_GRAPH);
+    struct ds_bgexec *e;
+    CUresult rc;
+
+    if (g == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    rc = ds_error_to_cu(t->ops->graph_instantiate(t->be, g->real, a->flags, &e));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = add_graph(t, DS_H_GEXEC, g->ctx, e, &r->ds_handle_res_u.handle);
+    if (rc != CUDA_SUCCESS)
+        t->ops->graph_exec_destroy(t->be, e);
+    return rc;
+}
+
+CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_bstream *s;
+
+    if (e == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return ds_error_to_cu(t->ops->graph_launch(t->be, e->real, s));
+}
+
+CUresult ds__ops_graph_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
+{
+    struct ds_vgraph *g = ds_handles_remove(&t->h, *h, DS_H_GRAPH);
+
+    (void)r;
+    if (g == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    t->ops->graph_destroy(t->be, g->real);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_graph_exec_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
+{
+    struct ds_vgraph *e = ds_handles_remove(&t->h, *h, DS_H_GEXEC);
+
+    (void)r;
+    if (e == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    t->ops->graph_exec_destroy(t->be, e->real);
+    free(e);
+    return CUDA_SUCCESS;
+}
