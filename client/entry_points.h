@@ -101,6 +101,7 @@
     EP(cuGraphUpload, 11010, cuGraphUpload)                               \
     EP(cuGraphDestroy, 10000, cuGraphDestroy)                             \
     EP(cuGraphExecDestroy, 10000, cuGraphExecDestroy)                     \
+    EP(cuGraphGetNodes, 10000, cuGraphGetNodes)                           \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

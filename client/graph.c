@@ -8,6 +8,7 @@
 #include "graph.h"
 
 #include "rpc.h"
+#include "unsupported.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -175,8 +176,13 @@ CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cu
     return cuStreamGetCaptureInfo_v2(s, status, id, graph, deps, ndeps);
 }
 
-/* Which calls a capture in another thread forbids is the driver's business on the
- * executor side; the client keeps each thread's mode so that the exchange is faithful. */
+/* Which calls a capture forbids is decided by the driver on the executor side; the client
+ * keeps each thread's mode and sends it with the calls it governs (allocations). */
+CUstreamCaptureMode ds__graph_thread_mode(void)
+{
+    return thread_mode;
+}
+
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     CUstreamCaptureMode old;
@@ -256,4 +262,23 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 
     DS_NEED_INIT();
     return ds_rpc_graph_exec_destroy(&h, &r);
+}
+
+/* How many nodes a graph has; the nodes themselves are the driver's and not handed out. */
+CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count)
+{
+    static atomic_int once;
+    ds_handle h = hv(graph);
+    ds_hyper_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (count == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (nodes != NULL)
+        return ds__unsupported("cuGraphGetNodes with a node array", &once);
+    rc = ds_rpc_graph_node_count(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        *count = r.ds_hyper_res_u.value;
+    return rc;
 }

@@ -10,4 +10,7 @@
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult ds__graph_refuse_host_copy(CUstream s);
 
+/* The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
+CUstreamCaptureMode ds__graph_thread_mode(void);
+
 #endif

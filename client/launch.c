@@ -41,10 +41,12 @@ static void pack(const struct ds_cfunc *f, void **params, unsigned char *buf)
 }
 
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],
-                       unsigned smem, CUstream stream, void **params, void **extra)
+                       unsigned smem, CUstream stream, void **params, void **extra,
+                       ds_launch_attr *attrs, unsigned nattrs)
 {
     struct ds_cfunc *f = ds__module_func(fn);
-    ds_launch_args a = { .shared_mem = smem, .stream = (ds_handle)(uintptr_t)stream };
+    ds_launch_args a = { .shared_mem = smem, .stream = (ds_handle)(uintptr_t)stream,
+                         .attrs = { nattrs, attrs } };
     unsigned char small[1024], *buf = small;
     const void *given;
     size_t len;
@@ -84,26 +86,33 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 {
     const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
 
-    return launch(f, grid, block, smem, stream, params, extra);
+    return launch(f, grid, block, smem, stream, params, extra, NULL, 0);
 }
 
-/* Launch attributes (clusters, cooperative, priorities...) are not served yet; a launch
- * that needs one is refused rather than run differently. */
+/* Launch attributes (clusters, cooperative launches, programmatic serialization...) go
+ * to the executor as given: libraries choose kernels that rely on them, and refusing one
+ * would make them choose differently from a native run. */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
     static atomic_int once;
+    ds_launch_attr attrs[DS_LAUNCH_ATTRS_MAX];
     unsigned grid[3], block[3];
 
     DS_NEED_INIT();
-    if (config == NULL)
+    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL))
         return CUDA_ERROR_INVALID_VALUE;
-    if (config->numAttrs > 0)
-        return ds__unsupported("cuLaunchKernelEx with launch attributes", &once);
+    if (config->numAttrs > DS_LAUNCH_ATTRS_MAX)
+        return ds__unsupported("cuLaunchKernelEx with more than 16 attributes", &once);
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        attrs[i].id = (int)config->attrs[i].id;
+        memcpy(attrs[i].value, &config->attrs[i].value, sizeof(attrs[i].value));
+    }
     grid[0] = config->gridDimX;
     grid[1] = config->gridDimY;
     grid[2] = config->gridDimZ;
     block[0] = config->blockDimX;
     block[1] = config->blockDimY;
     block[2] = config->blockDimZ;
-    return launch(f, grid, block, config->sharedMemBytes, config->hStream, params, extra);
+    return launch(f, grid, block, config->sharedMemBytes, config->hStream, params, extra, attrs,
+                  config->numAttrs);
 }

@@ -3,6 +3,7 @@
 #include "mem.h"
 
 #include "ctx.h"
+#include "graph.h"
 #include "ds_memtab.h"
 #include "rpc.h"
 
@@ -40,7 +41,7 @@ int ds__mem_is_device(uint64_t p)
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-    ds_alloc_args a = { .size = size };
+    ds_alloc_args a = { .size = size, .capture_mode = ds__graph_thread_mode() };
     ds_alloc_res r;
     CUresult rc;
 

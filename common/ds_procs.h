@@ -63,7 +63,8 @@
     S(graph_instantiate, DS_GRAPH_INSTANTIATE, ds_instantiate_args, ds_handle_res) \
     B(graph_launch, DS_GRAPH_LAUNCH, ds_graph_launch_args)                    \
     S(graph_destroy, DS_GRAPH_DESTROY, ds_handle, ds_void_res)                \
-    S(graph_exec_destroy, DS_GRAPH_EXEC_DESTROY, ds_handle, ds_void_res)
+    S(graph_exec_destroy, DS_GRAPH_EXEC_DESTROY, ds_handle, ds_void_res)      \
+    S(graph_node_count, DS_GRAPH_NODE_COUNT, ds_handle, ds_hyper_res)
 
 /* Highest procedure number in the list, for tables indexed by number. */
 #define DS_PROC_MAX 159

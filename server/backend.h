@@ -41,6 +41,8 @@ struct ds_launch {
     unsigned shared_mem;
     const void *params; /* param_bytes bytes, laid out as the function's layout says */
     size_t param_bytes;
+    const CUlaunchAttribute *attrs; /* checked by the executor; no handles among them */
+    unsigned nattrs;
 };
 
 /* The tenant's immutable view of its device. */
@@ -65,7 +67,9 @@ struct ds_backend_ops {
     void (*close)(struct ds_backend *b); /* frees everything, waits for nothing */
     void (*describe)(struct ds_backend *b, struct ds_device_view *out);
 
-    int (*dev_alloc)(struct ds_backend *b, uint64_t size, uint64_t *addr);
+    /* capture_mode: the tenant thread's CUstreamCaptureMode, which decides whether an
+     * allocation is allowed while a stream is being captured. */
+    int (*dev_alloc)(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
     int (*dev_free)(struct ds_backend *b, uint64_t addr);
     void (*dev_info)(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total);
     int (*memcpy_htod)(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
@@ -132,6 +136,7 @@ struct ds_backend_ops {
                              struct ds_bgexec **out);
     int (*graph_launch)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
     void (*graph_destroy)(struct ds_backend *b, struct ds_bgraph *g);
+    int (*graph_node_count)(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
     void (*graph_exec_destroy)(struct ds_backend *b, struct ds_bgexec *e);
 };
 

@@ -52,11 +52,13 @@
     X(cuCtxGetLimit, cuCtxGetLimit) \
     X(cuGetExportTable, cuGetExportTable) \
     X(cuStreamBeginCapture, cuStreamBeginCapture) \
+    X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode) \
     X(cuStreamEndCapture, cuStreamEndCapture) \
     X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo) \
     X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags) \
     X(cuGraphLaunch, cuGraphLaunch) \
     X(cuGraphDestroy, cuGraphDestroy) \
+    X(cuGraphGetNodes, cuGraphGetNodes) \
     X(cuGraphExecDestroy, cuGraphExecDestroy) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
@@ -88,7 +90,8 @@
     X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
     X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock) \
     X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters) \
-    X(cuLaunchKernel, cuLaunchKernel)
+    X(cuLaunchKernel, cuLaunchKernel) \
+    X(cuLaunchKernelEx, cuLaunchKernelEx)
 
 struct driver {
     void *dl;
@@ -105,6 +108,7 @@ struct ds_bstream {
     uint64_t tail_seq;  /* seq at which tail was last recorded */
     uint64_t legacy_seen;  /* blocking: legacy seq this stream already waits for */
     uint64_t legacy_given; /* blocking: own seq the legacy stream already waits for */
+    int capturing;         /* its work goes into a graph, not to the device */
     struct ds_bstream *prev, *next;
 };
 
@@ -297,21 +301,23 @@ static int record_tail(struct ds_backend *b, struct ds_bstream *s)
     return cu_err(r);
 }
 
-/* Before new work on s: the legacy default stream's ordering rules. */
+/* Before new work on s: the legacy default stream's ordering rules.  They do not reach
+ * into a capture: a graph holds no implicit dependency on the legacy stream, and the
+ * driver refuses a capturing stream's wait on an event recorded outside it. */
 static int order(struct ds_backend *b, struct ds_bstream *s)
 {
     int rc = 0;
 
     if (s == &b->legacy) {
         for (struct ds_bstream *o = b->streams.next; o != &b->streams && rc == 0; o = o->next) {
-            if (!o->blocking || o->legacy_given == o->seq)
+            if (!o->blocking || o->capturing || o->legacy_given == o->seq)
                 continue;
             rc = record_tail(b, o);
             if (rc == 0)
                 rc = cu_err(b->cu.cuStreamWaitEvent(s->s, o->tail, 0));
             o->legacy_given = o->seq;
         }
-    } else if (s->blocking && s->legacy_seen != b->legacy.seq) {
+    } else if (s->blocking && !s->capturing && s->legacy_seen != b->legacy.seq) {
         rc = record_tail(b, &b->legacy);
         if (rc == 0)
             rc = cu_err(b->cu.cuStreamWaitEvent(s->s, b->legacy.tail, 0));
@@ -321,10 +327,18 @@ static int order(struct ds_backend *b, struct ds_bstream *s)
     return rc;
 }
 
-static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, uint64_t *addr)
+/* The executor's one thread acts for every tenant thread, so it takes on the calling
+ * thread's capture mode for the allocation (PyTorch allocates in relaxed mode while a
+ * global capture runs). */
+static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
 {
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)capture_mode;
     CUdeviceptr p;
-    CUresult r = b->cu.cuMemAlloc(&p, size);
+    CUresult r;
+
+    b->cu.cuThreadExchangeStreamCaptureMode(&mode);
+    r = b->cu.cuMemAlloc(&p, size);
+    b->cu.cuThreadExchangeStreamCaptureMode(&mode);
 
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return DS_ENOMEM;
@@ -724,6 +738,16 @@ static int cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds
     if (rc != 0)
         return rc;
     /* A CUkernel stands for its CUfunction in the current (green) context. */
+    if (l->nattrs > 0) {
+        CUlaunchConfig cfg = {
+            .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+            .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+            .sharedMemBytes = l->shared_mem, .hStream = s->s,
+            .attrs = (CUlaunchAttribute *)l->attrs, .numAttrs = l->nattrs,
+        };
+
+        return cu_err(b->cu.cuLaunchKernelEx(&cfg, (CUfunction)f->k, NULL, bytes ? extra : NULL));
+    }
     return cu_err(b->cu.cuLaunchKernel((CUfunction)f->k, l->grid[0], l->grid[1], l->grid[2],
                                        l->block[0], l->block[1], l->block[2], l->shared_mem,
                                        s->s, NULL, bytes ? extra : NULL));
@@ -733,7 +757,10 @@ static int cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds
  * their parameters, fills and device copies exactly as submitted. */
 static int cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode)
 {
-    return cu_err(b->cu.cuStreamBeginCapture(s->s, (CUstreamCaptureMode)mode));
+    CUresult r = b->cu.cuStreamBeginCapture(s->s, (CUstreamCaptureMode)mode);
+
+    s->capturing = r == CUDA_SUCCESS;
+    return cu_err(r);
 }
 
 static int cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out)
@@ -743,6 +770,7 @@ static int cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct d
 
     if (g == NULL)
         return DS_ENOMEM;
+    s->capturing = 0;
     r = b->cu.cuStreamEndCapture(s->s, &g->g);
     if (r != CUDA_SUCCESS) {
         free(g);
@@ -788,6 +816,15 @@ static int cuda_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct d
     s = real(b, s);
     rc = order(b, s);
     return rc ? rc : cu_err(b->cu.cuGraphLaunch(e->e, s->s));
+}
+
+static int cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n)
+{
+    size_t count = 0;
+    CUresult r = b->cu.cuGraphGetNodes(g->g, NULL, &count);
+
+    *n = count;
+    return cu_err(r);
 }
 
 static void cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
@@ -844,6 +881,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .graph_instantiate = cuda_graph_instantiate,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
+    .graph_node_count = cuda_graph_node_count,
     .graph_exec_destroy = cuda_graph_exec_destroy,
 };
 

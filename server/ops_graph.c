@@ -115,6 +115,15 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
     return ds_error_to_cu(t->ops->graph_launch(t->be, e->real, s));
 }
 
+CUresult ds__ops_graph_node_count(struct ds_tenant *t, const ds_handle *h, ds_hyper_res *r)
+{
+    struct ds_vgraph *g = ds_handles_get(&t->h, *h, DS_H_GRAPH);
+
+    if (g == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return ds_error_to_cu(t->ops->graph_node_count(t->be, g->real, &r->ds_hyper_res_u.value));
+}
+
 CUresult ds__ops_graph_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
     struct ds_vgraph *g = ds_handles_remove(&t->h, *h, DS_H_GRAPH);

@@ -14,7 +14,10 @@ CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc
         return CUDA_ERROR_INVALID_CONTEXT;
     if (a->size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = t->ops->dev_alloc(t->be, a->size, &e.base);
+    if (a->capture_mode < CU_STREAM_CAPTURE_MODE_GLOBAL ||
+        a->capture_mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = t->ops->dev_alloc(t->be, a->size, a->capture_mode, &e.base);
     if (rc != 0)
         return ds_error_to_cu(rc);
     rc = ds_memtab_insert(&t->mem, &e);

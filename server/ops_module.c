@@ -238,11 +238,52 @@ static int bad_shape(const struct ds_tenant *t, const ds_launch_args *a)
     return threads > (uint64_t)at[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
 }
 
+/* Launch attributes travel as the tenant gave them when they are plain values.  The
+ * access-policy window names device memory, which must be the tenant's; attributes that
+ * carry event or graph-node handles are not served yet. */
+static CUresult launch_attrs(struct ds_tenant *t, const ds_launch_args *a, CUlaunchAttribute *out)
+{
+    for (unsigned i = 0; i < a->attrs.attrs_len; i++) {
+        const ds_launch_attr *in = &a->attrs.attrs_val[i];
+
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].id = (CUlaunchAttributeID)in->id;
+        memcpy(&out[i].value, in->value, sizeof(in->value));
+        switch (in->id) {
+        case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+        case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+        case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+        case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+            break;
+        case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+            const CUaccessPolicyWindow *w = &out[i].value.accessPolicyWindow;
+
+            if (ds__tenant_range(t, (uint64_t)(uintptr_t)w->base_ptr, w->num_bytes) != 0)
+                return CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        default:
+            ds_warn("launch attribute %d is not served yet", in->id);
+            return CUDA_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
 {
     struct ds_vfunc *f = function(t, a->fn);
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
     struct ds_launch l;
     struct ds_bstream *s;
+    CUresult rc;
 
     if (f == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -250,6 +291,10 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
         return CUDA_ERROR_INVALID_VALUE;
     if (a->params.params_len != f->layout.bytes)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = launch_attrs(t, a, attrs)) != CUDA_SUCCESS)
+        return rc;
+    l.attrs = attrs;
+    l.nattrs = a->attrs.attrs_len;
     memcpy(l.grid, a->grid, sizeof(l.grid));
     memcpy(l.block, a->block, sizeof(l.block));
     l.shared_mem = a->shared_mem;

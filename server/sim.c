@@ -316,11 +316,12 @@ static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)
     return 0;
 }
 
-static int sim_mem_alloc(struct ds_backend *b, uint64_t size, uint64_t *addr)
+static int sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
 {
     struct ds_memtab_entry e = { .size = size };
     int rc;
 
+    (void)capture_mode; /* the sim captures one stream's work and never refuses these */
     if (ds_shm_sim_reserve(b->cfg.shm, b->cfg.slot, size) != 0)
         return DS_ENOMEM;
     rc = find_va(b, size, &e.base);
@@ -730,7 +731,7 @@ static int sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, con
         free(g);
         return DS_ENOMEM;
     }
-    rc = sim_mem_alloc(b, *size, &g->addr);
+    rc = sim_mem_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
     if (rc != 0) {
         free(g->name);
         free(g);
@@ -947,6 +948,15 @@ static int sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds
     return 0;
 }
 
+static int sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n)
+{
+    (void)b;
+    *n = 0;
+    for (const struct sim_work *w = g->work; w != NULL; w = w->next)
+        (*n)++;
+    return 0;
+}
+
 static void sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
     (void)b;
@@ -1003,5 +1013,6 @@ const struct ds_backend_ops ds_sim_backend = {
     .graph_instantiate = sim_graph_instantiate,
     .graph_launch = sim_graph_launch,
     .graph_destroy = sim_graph_destroy,
+    .graph_node_count = sim_graph_node_count,
     .graph_exec_destroy = sim_graph_exec_destroy,
 };
