@@ -38,6 +38,7 @@ Test(graph, captured_work_runs_at_launch_and_each_launch)
     CUgraphExec e;
     CUstreamCaptureStatus st;
     cuuint64_t id;
+    size_t nodes;
 
     CU_OK(cuMemAlloc(&a, 4096));
     CU_OK(cuMemAlloc(&b, 4096));
@@ -52,6 +53,8 @@ Test(graph, captured_work_runs_at_launch_and_each_launch)
     CU_OK(cuMemsetD32Async(a, 7, 1024, s));
     CU_OK(cuMemcpyDtoDAsync(b, a, 4096, s));
     CU_OK(cuStreamEndCapture(s, &g));
+    CU_OK(cuGraphGetNodes(g, NULL, &nodes));
+    cr_assert_eq(nodes, 2, "a fill and a copy");
     CU_OK(cuStreamIsCapturing(s, &st));
     cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
     cr_assert_eq(read32(a), 1, "capture recorded the fill without running it");

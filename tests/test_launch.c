@@ -320,3 +320,47 @@ Test(launch, attributes_and_occupancy)
     cr_assert_gt(blocks, 0);
     CU_IS(cuFuncGetAttribute(&v, (CUfunction_attribute)9999, f), CUDA_ERROR_INVALID_VALUE);
 }
+
+Test(launch, launch_attributes_travel_and_handles_among_them_do_not)
+{
+    CUmodule m = load("launch.fatbin");
+    CUfunction f;
+    CUdeviceptr out;
+    int v = 1, n = 32, got[32];
+    void *params[] = { &out, &v, &n };
+    CUlaunchAttribute attrs[2];
+    CUlaunchConfig cfg = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+                           .blockDimY = 1, .blockDimZ = 1, .attrs = attrs, .numAttrs = 2 };
+
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuMemAlloc(&out, sizeof(got)));
+    memset(attrs, 0, sizeof(attrs));
+    attrs[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+    attrs[0].value.priority = -1;
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[1].value.programmaticStreamSerializationAllowed = 1;
+    CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+    CU_OK(cuCtxSynchronize());
+    if (!ds_test_on_sim()) {
+        CU_OK(cuMemcpyDtoH(got, out, sizeof(got)));
+        for (int i = 0; i < 32; i++)
+            cr_assert_eq(got[i], 1 + i);
+    }
+    /* An event handle inside an attribute is not served yet: refused, not dropped. */
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+    CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_NOT_SUPPORTED);
+    /* An access-policy window must lie in the tenant's own memory. */
+    attrs[1].id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    attrs[1].value.accessPolicyWindow.base_ptr = (void *)(uintptr_t)0x1000;
+    attrs[1].value.accessPolicyWindow.num_bytes = 4096;
+    CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_VALUE);
+    attrs[1].value.accessPolicyWindow.base_ptr = (void *)(uintptr_t)out;
+    attrs[1].value.accessPolicyWindow.num_bytes = sizeof(got);
+    attrs[1].value.accessPolicyWindow.hitRatio = 1.0f;
+    attrs[1].value.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+    attrs[1].value.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
+    CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+    CU_OK(cuCtxSynchronize());
+}

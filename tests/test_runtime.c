@@ -66,3 +66,18 @@ Test(runtime, a_kernel_with_odd_parameters_launches)
 {
     check("params", "u=");
 }
+
+Test(runtime, cublas_creates_and_runs_gemms)
+{
+    check("cublas_gemm", "dgemm 512x512");
+}
+
+Test(runtime, curand_generates)
+{
+    check("curand_normal", "normal deviates");
+}
+
+Test(runtime, a_captured_graph_replays)
+{
+    check("graphs", "graph of 8 kernels, 5 replays");
+}
