@@ -1,19 +1,25 @@
+#define _GNU_SOURCE /* memfd_create, MADV_REMOVE */
 /* Device and page-locked host allocations. */
 #include "cuda_api.h"
 #include "mem.h"
 
 #include "ctx.h"
 #include "graph.h"
+#include "ds_arena.h"
 #include "ds_memtab.h"
 #include "rpc.h"
+#include "unsupported.h"
 
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab device_mem; /* what cuMemAlloc returned */
-static struct ds_memtab host_mem;   /* what cuMemHostAlloc returned; data = flags */
+/* What cuMemHostAlloc returned: owner = flags, data = device address once mapped. */
+static struct ds_memtab host_mem;
+static unsigned char *arena;        /* shared with the executor; NULL without one */
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
  * to whatever it hands out at the same addresses later. */
@@ -27,6 +33,48 @@ void ds__mem_remember(uint64_t base, uint64_t size)
         ds_memtab_remove(&device_mem, old->base, NULL);
     ds_memtab_insert(&device_mem, &e);
     pthread_mutex_unlock(&lock);
+}
+
+int ds__mem_arena_create(void)
+{
+    int fd = memfd_create("detshare-host", MFD_CLOEXEC);
+    void *p;
+
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)DS_ARENA_SIZE) != 0 ||
+        (p = mmap(NULL, DS_ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
+                  0)) == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    arena = p;
+    return fd;
+}
+
+/* First fit among the arena's allocations, page-aligned; called with the lock held. */
+static void *arena_take(size_t size)
+{
+    uint64_t base = (uint64_t)(uintptr_t)arena, end = base + DS_ARENA_SIZE, cand = base;
+    const uint64_t page = 4096;
+
+    size = (size + page - 1) & ~(page - 1);
+    for (size_t i = 0; i < host_mem.n; i++) {
+        const struct ds_memtab_entry *e = &host_mem.v[i];
+
+        if (e->base < base || e->base >= end)
+            continue;
+        if (cand + size <= e->base)
+            break;
+        cand = (e->base + e->size + page - 1) & ~(page - 1);
+    }
+    return size <= end - cand ? (void *)(uintptr_t)cand : NULL;
+}
+
+static int in_arena(const void *p)
+{
+    return arena != NULL && (const unsigned char *)p >= arena &&
+           (const unsigned char *)p < arena + DS_ARENA_SIZE;
 }
 
 int ds__mem_is_device(uint64_t p)
@@ -115,14 +163,14 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 #define HOST_FLAGS_ALLOWED \
     (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)
 
-/* Host memory is the tenant's own, page-aligned and locked where the system allows;
- * copies from it travel like any host copy.  Mapping it into the device address space
- * (DEVICEMAP) needs the shared-memory arena of a later issue. */
+/* Page-locked host memory comes from the arena shared with the executor when there is
+ * one (local tenants), so that the device can be given it (cuMemHostGetDevicePointer);
+ * otherwise it is the tenant's own, and copies from it travel like any host copy. */
 CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
     struct ds_memtab_entry e = { .size = size, .owner = flags };
     ds_handle ctx;
-    void *p;
+    void *p = NULL;
     CUresult rc;
 
     DS_NEED_INIT();
@@ -130,20 +178,73 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = ds__ctx_current(&ctx)) != CUDA_SUCCESS)
         return rc;
-    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    mlock(p, size); /* best effort: RLIMIT_MEMLOCK may forbid it, and nothing depends on it */
-    e.base = (uint64_t)(uintptr_t)p;
     pthread_mutex_lock(&lock);
-    rc = ds_memtab_insert(&host_mem, &e) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (arena != NULL)
+        p = arena_take(size);
+    if (p == NULL) {
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+        else
+            mlock(p, size); /* best effort: RLIMIT_MEMLOCK may forbid it */
+    }
+    e.base = (uint64_t)(uintptr_t)p;
+    rc = p == NULL || ds_memtab_insert(&host_mem, &e) != 0 ? CUDA_ERROR_OUT_OF_MEMORY
+                                                           : CUDA_SUCCESS;
     pthread_mutex_unlock(&lock);
     if (rc != CUDA_SUCCESS) {
-        munmap(p, size);
+        if (p != NULL && !in_arena(p))
+            munmap(p, size);
         return rc;
     }
     *pp = p;
     return CUDA_SUCCESS;
+}
+
+static ds_host_map_args arena_part(const struct ds_memtab_entry *e)
+{
+    ds_host_map_args a = { .offset = e->base - (uint64_t)(uintptr_t)arena,
+                           .size = (e->size + 4095) & ~4095ull };
+
+    return a;
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned int flags)
+{
+    static atomic_int once;
+    const struct ds_memtab_entry *e;
+    ds_host_map_args a;
+    ds_alloc_res r;
+    uint64_t base, mapped_size = 0;
+    CUresult rc = CUDA_SUCCESS;
+
+    DS_NEED_INIT();
+    if (dptr == NULL || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
+    if (e == NULL) {
+        rc = CUDA_ERROR_INVALID_VALUE;
+    } else if (!in_arena((void *)(uintptr_t)e->base)) {
+        rc = ds__unsupported("cuMemHostGetDevicePointer without a Unix-socket connection",
+                             &once);
+    } else if (e->data == NULL) {
+        a = arena_part(e);
+        rc = ds_rpc_host_map(&a, &r);
+        if (rc == CUDA_SUCCESS) {
+            ((struct ds_memtab_entry *)e)->data = (void *)(uintptr_t)r.ds_alloc_res_u.ptr;
+            mapped_size = e->size;
+        }
+    }
+    if (rc == CUDA_SUCCESS) {
+        base = (uint64_t)(uintptr_t)e->data;
+        *dptr = base + ((uint64_t)(uintptr_t)p - e->base);
+    }
+    pthread_mutex_unlock(&lock);
+    /* Outside the lock, which ds__mem_remember takes itself. */
+    if (mapped_size > 0)
+        ds__mem_remember(base, mapped_size);
+    return rc;
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t size)
@@ -154,15 +255,25 @@ CUresult cuMemAllocHost_v2(void **pp, size_t size)
 CUresult cuMemFreeHost(void *p)
 {
     struct ds_memtab_entry e;
+    ds_host_map_args a;
+    ds_void_res r;
     int rc;
 
     DS_NEED_INIT();
     pthread_mutex_lock(&lock);
     rc = ds_memtab_remove(&host_mem, (uint64_t)(uintptr_t)p, &e);
+    if (rc == 0 && e.data != NULL) {
+        a = arena_part(&e);
+        ds_rpc_host_unmap(&a, &r);
+        ds_memtab_remove(&device_mem, (uint64_t)(uintptr_t)e.data, NULL);
+    }
     pthread_mutex_unlock(&lock);
     if (rc != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    munmap(p, e.size);
+    if (in_arena(p))
+        madvise(p, (e.size + 4095) & ~(size_t)4095, MADV_REMOVE); /* give the pages back */
+    else
+        munmap(p, e.size);
     return CUDA_SUCCESS;
 }
 

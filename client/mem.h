@@ -14,4 +14,9 @@ int ds__mem_is_device(uint64_t p);
 /* Note [base, base+size) as device memory (an allocation, a module's global). */
 void ds__mem_remember(uint64_t base, uint64_t size);
 
+/* Create the host arena (common/ds_arena.h) for a local connection: returns a memfd to
+ * hand to the executor (the caller closes it after sending), or -1 when there is none,
+ * in which case page-locked memory is private and cannot be mapped for the device. */
+int ds__mem_arena_create(void);
+
 #endif

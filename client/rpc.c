@@ -2,6 +2,8 @@
 #include "rpc.h"
 
 #include "ds_addr.h"
+#include "ds_arena.h"
+#include "mem.h"
 #include "ds_log.h"
 
 #include <errno.h>
@@ -169,6 +171,15 @@ static CUresult connect_once(void)
     if (fd < 0) {
         ds_error("cannot reach detshare-server at %s: %s", conn.where, strerror(errno));
         return CUDA_ERROR_NO_DEVICE;
+    }
+    if (a.kind == DS_ADDR_UNIX) {
+        int arena = ds__mem_arena_create();
+
+        if (arena >= 0) {
+            if (ds_arena_send(fd, arena) != 0)
+                ds_debug("could not hand the host arena over: mapped memory unavailable");
+            close(arena);
+        }
     }
     conn.clnt = open_client(fd);
     if (conn.clnt == NULL) {

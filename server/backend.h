@@ -67,6 +67,11 @@ struct ds_backend_ops {
     void (*close)(struct ds_backend *b); /* frees everything, waits for nothing */
     void (*describe)(struct ds_backend *b, struct ds_device_view *out);
 
+    /* Make size bytes of the tenant's shared host arena at host (page-aligned, mapped in
+     * this process) reachable by the device; *addr is the device address.  host_unmap
+     * undoes it. */
+    int (*host_map)(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr);
+    void (*host_unmap)(struct ds_backend *b, uint64_t addr, void *host);
     /* capture_mode: the tenant thread's CUstreamCaptureMode, which decides whether an
      * allocation is allowed while a stream is being captured. */
     int (*dev_alloc)(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);

@@ -64,6 +64,9 @@
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemFree, cuMemFree) \
     X(cuMemGetInfo, cuMemGetInfo) \
+    X(cuMemHostRegister, cuMemHostRegister) \
+    X(cuMemHostUnregister, cuMemHostUnregister) \
+    X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer) \
     X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync) \
     X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync) \
     X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync) \
@@ -344,6 +347,30 @@ static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode,
         return DS_ENOMEM;
     *addr = p;
     return cu_err(r);
+}
+
+/* The arena is this process's own shared mapping: register it, as page-locked memory the
+ * device can reach, and hand out the device's address for it. */
+static int cuda_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
+{
+    CUdeviceptr d;
+    CUresult r = b->cu.cuMemHostRegister(host, size,
+                                         CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+
+    if (r == CUDA_SUCCESS) {
+        r = b->cu.cuMemHostGetDevicePointer(&d, host, 0);
+        if (r != CUDA_SUCCESS)
+            b->cu.cuMemHostUnregister(host);
+    }
+    if (r == CUDA_SUCCESS)
+        *addr = d;
+    return cu_err(r);
+}
+
+static void cuda_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
+{
+    (void)addr;
+    b->cu.cuMemHostUnregister(host);
 }
 
 static int cuda_mem_free(struct ds_backend *b, uint64_t addr)
@@ -847,6 +874,8 @@ const struct ds_backend_ops ds_cuda_backend = {
     .dev_alloc = cuda_mem_alloc,
     .dev_free = cuda_mem_free,
     .dev_info = cuda_mem_info,
+    .host_map = cuda_host_map,
+    .host_unmap = cuda_host_unmap,
     .memcpy_htod = cuda_memcpy_htod,
     .memcpy_dtoh = cuda_memcpy_dtoh,
     .memcpy_dtod = cuda_memcpy_dtod,

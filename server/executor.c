@@ -1,5 +1,6 @@
 #include "executor.h"
 
+#include "ds_arena.h"
 #include "ds_error.h"
 #include "ds_log.h"
 #include "ops.h"
@@ -233,13 +234,19 @@ static int serve_loop(int fd)
 int ds_executor_run(int fd, const struct ds_exec_config *cfg)
 {
     SVCXPRT *xprt;
-    int status;
+    int status, arena;
 
     install_term_handler();
     /* The socket comes from libuv's accept, which makes it non-blocking; TI-RPC's
      * record stream expects blocking reads and writes. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     ds__tenant_init(&tenant, cfg->backend, &cfg->be);
+    /* A local client hands its host arena over before its first call. */
+    if (ds_arena_recv(fd, &arena) != 0 || (arena >= 0 && ds__tenant_arena(&tenant, arena) != 0)) {
+        ds__tenant_fini(&tenant);
+        close(fd);
+        return arena >= 0 ? DS_EXEC_PROTOCOL : DS_EXEC_DISCONNECTED;
+    }
     xprt = svc_fd_create(fd, DS_RECBUF, DS_RECBUF);
     if (xprt == NULL || !svc_reg(xprt, DS_PROG, DS_V1, dispatch, NULL)) {
         ds_error("cannot set up the RPC transport");

@@ -202,3 +202,47 @@ CUresult ds__ops_memset_async(struct ds_tenant *t, const ds_memset_args *a)
 {
     return fill(t, a, 0);
 }
+
+/* Marks a device range that is a mapping of the tenant's host arena (not freeable with
+ * cuMemFree, and not owned by a context). */
+static char host_mark;
+
+static int bad_arena_part(const struct ds_tenant *t, const ds_host_map_args *a)
+{
+    return t->arena == NULL || a->size == 0 || (a->offset | a->size) % 4096 != 0 ||
+           a->offset > t->arena_len || a->size > t->arena_len - a->offset;
+}
+
+CUresult ds__ops_host_map(struct ds_tenant *t, const ds_host_map_args *a, ds_alloc_res *r)
+{
+    struct ds_memtab_entry map = { .base = a->offset, .size = a->size };
+    struct ds_memtab_entry dev = { .size = a->size, .data = &host_mark };
+    int rc;
+
+    if (t->arena == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (bad_arena_part(t, a) || ds_memtab_overlap(&t->host_maps, a->offset, a->size) != NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = t->ops->host_map(t->be, t->arena + a->offset, a->size, &dev.base);
+    if (rc != 0)
+        return ds_error_to_cu(rc);
+    map.owner = dev.base;
+    if (ds_memtab_insert(&t->host_maps, &map) != 0 || ds_memtab_insert(&t->mem, &dev) != 0) {
+        ds_memtab_remove(&t->host_maps, a->offset, NULL);
+        t->ops->host_unmap(t->be, dev.base, t->arena + a->offset);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    r->ds_alloc_res_u.ptr = dev.base;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_host_unmap(struct ds_tenant *t, const ds_host_map_args *a, ds_void_res *r)
+{
+    const struct ds_memtab_entry *map = ds_memtab_find(&t->host_maps, a->offset, 0);
+
+    (void)r;
+    if (map == NULL || map->base != a->offset || map->size != a->size)
+        return CUDA_ERROR_INVALID_VALUE;
+    ds__tenant_host_unmap(t, map);
+    return CUDA_SUCCESS;
+}

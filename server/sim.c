@@ -39,7 +39,8 @@
 #define SIM_BLOCKS_PER_SM 2ull
 #define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
 
-#define SIM_VA_REGION (1ull << 40)  /* each tenant's addresses live in their own TiB */
+#define SIM_VA_REGION (1ull << 40)
+#define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */  /* each tenant's addresses live in their own TiB */
 #define SIM_VA_ALIGN 4096ull
 
 /* A piece of device work with data effects or modelled time: what a stream runs, and
@@ -279,6 +280,8 @@ static void sim_close(struct ds_backend *b)
         free(s);
     }
     for (size_t i = 0; i < b->mem.n; i++) {
+        if (b->mem.v[i].owner == SIM_HOST_PAGES)
+            continue;
         munmap(b->mem.v[i].data, b->mem.v[i].size);
         ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
     }
@@ -339,6 +342,26 @@ static int sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, 
     }
     *addr = e.base;
     return 0;
+}
+
+/* Arena pages become device memory at an address of their own; the entry's owner marks
+ * them as the tenant's (never unmapped or accounted here). */
+static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
+{
+    struct ds_memtab_entry e = { .size = size, .data = host, .owner = SIM_HOST_PAGES };
+    int rc = find_va(b, size, &e.base);
+
+    if (rc == 0)
+        rc = ds_memtab_insert(&b->mem, &e);
+    if (rc == 0)
+        *addr = e.base;
+    return rc;
+}
+
+static void sim_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
+{
+    (void)host;
+    ds_memtab_remove(&b->mem, addr, NULL);
 }
 
 static int sim_mem_free(struct ds_backend *b, uint64_t addr)
@@ -979,6 +1002,8 @@ const struct ds_backend_ops ds_sim_backend = {
     .dev_alloc = sim_mem_alloc,
     .dev_free = sim_mem_free,
     .dev_info = sim_mem_info,
+    .host_map = sim_host_map,
+    .host_unmap = sim_host_unmap,
     .memcpy_htod = sim_memcpy_htod,
     .memcpy_dtoh = sim_memcpy_dtoh,
     .memcpy_dtod = sim_memcpy_dtod,

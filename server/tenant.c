@@ -1,9 +1,13 @@
 #include "tenant.h"
 
+#include "ds_arena.h"
 #include "ds_error.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
                      const struct ds_backend_config *cfg)
@@ -16,6 +20,7 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     t->next_id = 1;
     ds_handles_init(&t->h);
     ds_memtab_init(&t->mem);
+    ds_memtab_init(&t->host_maps);
 }
 
 int ds__tenant_open(struct ds_tenant *t)
@@ -124,12 +129,41 @@ void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h)
     drop_if(t, h, 0);
 }
 
+int ds__tenant_arena(struct ds_tenant *t, int fd)
+{
+    struct stat st;
+    void *p;
+
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > DS_ARENA_SIZE) {
+        close(fd);
+        return DS_EINVAL;
+    }
+    p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return DS_EINVAL;
+    t->arena = p;
+    t->arena_len = (uint64_t)st.st_size;
+    return 0;
+}
+
+void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map)
+{
+    struct ds_memtab_entry m = *map;
+
+    ds_memtab_remove(&t->mem, m.owner, NULL);
+    t->ops->host_unmap(t->be, m.owner, t->arena + m.base);
+    ds_memtab_remove(&t->host_maps, m.base, NULL);
+}
+
 void ds__tenant_fini(struct ds_tenant *t)
 {
     uint32_t cur = 0;
     uint64_t h;
 
     if (t->be != NULL) {
+        while (t->host_maps.n > 0)
+            ds__tenant_host_unmap(t, &t->host_maps.v[0]);
         drop_if(t, 0, 1);
         t->ops->close(t->be);
         t->be = NULL;
@@ -138,6 +172,10 @@ void ds__tenant_fini(struct ds_tenant *t)
         free(ds_handles_remove(&t->h, h, DS_H_CTX));
     ds_handles_destroy(&t->h);
     ds_memtab_destroy(&t->mem);
+    ds_memtab_destroy(&t->host_maps);
+    if (t->arena != NULL)
+        munmap(t->arena, t->arena_len);
+    t->arena = NULL;
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)

@@ -74,6 +74,10 @@ struct ds_tenant {
     char name[DS_NAME_MAX + 1];
     struct ds_shm *shm;
     int slot;
+    unsigned char *arena;      /* the tenant's shared host memory, or NULL */
+    uint64_t arena_len;
+    struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
+                                 * owner = device address */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
@@ -87,6 +91,13 @@ int ds__tenant_open(struct ds_tenant *t);
 
 /* Free every object of the tenant, then the backend. */
 void ds__tenant_fini(struct ds_tenant *t);
+
+/* Take the tenant's shared host arena (a memfd, common/ds_arena.h); fd is consumed.
+ * Returns 0 or DS_EINVAL for one of the wrong size. */
+int ds__tenant_arena(struct ds_tenant *t, int fd);
+
+/* Undo one host mapping: its device range, then the backend's mapping. */
+void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
 
 /* The active context behind handle h, or NULL. */
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);

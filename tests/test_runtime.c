@@ -81,3 +81,8 @@ Test(runtime, a_captured_graph_replays)
 {
     check("graphs", "graph of 8 kernels, 5 replays");
 }
+
+Test(runtime, mapped_host_memory)
+{
+    check("mapped", "written into mapped host memory");
+}
