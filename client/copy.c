@@ -9,13 +9,9 @@
 #include "graph.h"
 #include "mem.h"
 #include "rpc.h"
+#include "stream.h"
 
 #include <string.h>
-
-static ds_handle stream_value(CUstream s)
-{
-    return (ds_handle)(uintptr_t)s;
-}
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
 {
@@ -31,7 +27,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
         return CUDA_ERROR_INVALID_VALUE;
     while (n > 0 && rc == CUDA_SUCCESS) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
-        ds_htod_args a = { .dst = dst, .stream = stream_value(s) };
+        ds_htod_args a = { .dst = dst, .stream = ds__stream_of(s) };
         ds_void_res r;
 
         a.data.data_len = (u_int)len;
@@ -61,7 +57,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
         return CUDA_ERROR_INVALID_VALUE;
     while (n > 0) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
-        ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = stream_value(s) };
+        ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = ds__stream_of(s) };
         ds_bytes_res r;
 
         memset(&r, 0, sizeof(r));
@@ -83,7 +79,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
 
 static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
 {
-    ds_dtod_args a = { .dst = dst, .src = src, .size = n, .stream = stream_value(s) };
+    ds_dtod_args a = { .dst = dst, .src = src, .size = n, .stream = ds__stream_of(s) };
     ds_void_res r;
 
     DS_NEED_INIT();
@@ -157,7 +153,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, unsigned value, unsigned ele
                      size_t height, CUstream s, int wait)
 {
     ds_memset_args a = { .dst = dst, .pitch = pitch, .value = value, .elem_size = elem,
-                         .width = width, .height = height, .stream = stream_value(s) };
+                         .width = width, .height = height, .stream = ds__stream_of(s) };
     ds_void_res r;
 
     DS_NEED_INIT();

@@ -8,6 +8,7 @@
 #include "graph.h"
 
 #include "rpc.h"
+#include "stream.h"
 #include "unsupported.h"
 
 #include <pthread.h>
@@ -47,7 +48,7 @@ CUresult ds__graph_refuse_host_copy(CUstream s)
     if (atomic_load(&capturing) == 0)
         return CUDA_SUCCESS;
     pthread_mutex_lock(&lock);
-    i = find(hv(s));
+    i = find(ds__stream_of(s));
     if (i >= 0) {
         captures[i].invalidated = 1;
         rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -58,7 +59,7 @@ CUresult ds__graph_refuse_host_copy(CUstream s)
 
 CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
 {
-    ds_capture_args a = { .stream = hv(s), .mode = mode };
+    ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
     ds_void_res r;
     CUresult rc;
     int i;
@@ -91,7 +92,7 @@ CUresult cuStreamBeginCapture(CUstream s)
 
 CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
 {
-    ds_handle h = hv(s);
+    ds_handle h = ds__stream_of(s);
     ds_handle_res r;
     ds_void_res vr;
     CUresult rc;
@@ -121,7 +122,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
 
 static CUresult capture_info(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id)
 {
-    ds_handle h = hv(s);
+    ds_handle h = ds__stream_of(s);
     ds_capture_info_res r;
     CUresult rc;
 
@@ -230,7 +231,7 @@ CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *error
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream s)
 {
-    ds_graph_launch_args a = { .exec = hv(exec), .stream = hv(s) };
+    ds_graph_launch_args a = { .exec = hv(exec), .stream = ds__stream_of(s) };
 
     DS_NEED_INIT();
     return ds_rpc_graph_launch(&a);

@@ -7,6 +7,7 @@
 
 #include "module.h"
 #include "rpc.h"
+#include "stream.h"
 #include "unsupported.h"
 
 #include <stdlib.h>
@@ -45,7 +46,7 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
                        ds_launch_attr *attrs, unsigned nattrs)
 {
     struct ds_cfunc *f = ds__module_func(fn);
-    ds_launch_args a = { .shared_mem = smem, .stream = (ds_handle)(uintptr_t)stream,
+    ds_launch_args a = { .shared_mem = smem, .stream = ds__stream_of(stream),
                          .attrs = { nattrs, attrs } };
     unsigned char small[1024], *buf = small;
     const void *given;

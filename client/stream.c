@@ -1,11 +1,49 @@
 /* Streams and events: handles issued by the executor, passed back as they are. */
 #include "cuda_api.h"
+#include "stream.h"
+
 #include "ctx.h"
 #include "rpc.h"
+
+#include <pthread.h>
 
 static ds_handle hv(const void *p)
 {
     return (ds_handle)(uintptr_t)p;
+}
+
+static pthread_key_t per_thread_key;
+static pthread_once_t per_thread_once = PTHREAD_ONCE_INIT;
+
+static void per_thread_gone(void *value)
+{
+    ds_handle h = (ds_handle)(uintptr_t)value;
+    ds_void_res r;
+
+    ds_rpc_stream_destroy(&h, &r);
+}
+
+static void per_thread_init(void)
+{
+    pthread_key_create(&per_thread_key, per_thread_gone);
+}
+
+ds_handle ds__stream_of(CUstream s)
+{
+    ds_stream_create_args a = { .flags = CU_STREAM_DEFAULT };
+    ds_handle_res r;
+    void *mine;
+
+    if (s != CU_STREAM_PER_THREAD)
+        return hv(s);
+    pthread_once(&per_thread_once, per_thread_init);
+    mine = pthread_getspecific(per_thread_key);
+    if (mine != NULL)
+        return hv(mine);
+    if (ds__ctx_current(&a.ctx) != CUDA_SUCCESS || ds_rpc_stream_create(&a, &r) != CUDA_SUCCESS)
+        return hv(s);
+    pthread_setspecific(per_thread_key, (void *)(uintptr_t)r.ds_handle_res_u.handle);
+    return r.ds_handle_res_u.handle;
 }
 
 CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority)
@@ -41,7 +79,7 @@ CUresult cuStreamDestroy_v2(CUstream s)
 
 CUresult cuStreamSynchronize(CUstream s)
 {
-    ds_handle h = hv(s);
+    ds_handle h = ds__stream_of(s);
     ds_void_res r;
 
     DS_NEED_INIT();
@@ -50,7 +88,7 @@ CUresult cuStreamSynchronize(CUstream s)
 
 CUresult cuStreamQuery(CUstream s)
 {
-    ds_handle h = hv(s);
+    ds_handle h = ds__stream_of(s);
     ds_void_res r;
 
     DS_NEED_INIT();
@@ -59,7 +97,7 @@ CUresult cuStreamQuery(CUstream s)
 
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
-    ds_wait_event_args a = { .stream = hv(s), .event = hv(e), .flags = flags };
+    ds_wait_event_args a = { .stream = ds__stream_of(s), .event = hv(e), .flags = flags };
 
     DS_NEED_INIT();
     return ds_rpc_stream_wait_event(&a);
@@ -67,7 +105,7 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 
 static CUresult stream_info(CUstream s, ds_stream_info *out)
 {
-    ds_handle h = hv(s);
+    ds_handle h = ds__stream_of(s);
     ds_stream_info_res r;
     CUresult rc;
 
@@ -154,7 +192,7 @@ CUresult cuEventDestroy_v2(CUevent e)
 
 CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
 {
-    ds_record_args a = { .event = hv(e), .stream = hv(s), .flags = flags };
+    ds_record_args a = { .event = hv(e), .stream = ds__stream_of(s), .flags = flags };
 
     DS_NEED_INIT();
     if (e == NULL)

@@ -1,0 +1,16 @@
+/* Stream values as the executor knows them. */
+#ifndef DS_STREAM_H
+#define DS_STREAM_H
+
+#include <cuda.h>
+
+#include "detshare.h"
+
+/* The executor's handle for stream value s.  CU_STREAM_PER_THREAD becomes the calling
+ * thread's own default stream, created on first use in the current context and
+ * destroyed when the thread exits; like CUDA's, it is a blocking stream, ordered with
+ * the legacy default stream.  Without a current context it stays CU_STREAM_PER_THREAD,
+ * which the executor serves as the legacy stream. */
+ds_handle ds__stream_of(CUstream s);
+
+#endif
