@@ -1,0 +1,179 @@
+/*
+ * The cuda backend's insides, shared by its three files: the driver's function table, the
+ * objects behind the backend's opaque types, and the helpers more than one file uses.
+ * Not for anything outside server/cuda*.c: the rest of the server sees only backend.h.
+ */
+#ifndef DS_CUDA_BACKEND_H
+#define DS_CUDA_BACKEND_H
+
+#include "backend.h"
+
+#include <stdint.h>
+
+/* Every driver function used here: the prototype we call it through, as cuda.h names it,
+ * and the base name it is looked up by.  Lookups ask for CUDA_VERSION, the newest variant:
+ * cuda.h maps most base names to that variant itself (cuMemAlloc is cuMemAlloc_v2), but
+ * not all (cuCtxSynchronize stays the old one and cuCtxSynchronize_v2 is separate), so the
+ * prototype is always named explicitly. */
+#define CU_FNS(X) \
+    X(cuInit, cuInit) \
+    X(cuDriverGetVersion, cuDriverGetVersion) \
+    X(cuDeviceGet, cuDeviceGet) \
+    X(cuDeviceGetName, cuDeviceGetName) \
+    X(cuDeviceGetAttribute, cuDeviceGetAttribute) \
+    X(cuDeviceTotalMem, cuDeviceTotalMem) \
+    X(cuDeviceGetUuid, cuDeviceGetUuid) \
+    X(cuDeviceGetDevResource, cuDeviceGetDevResource) \
+    X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc) \
+    X(cuGreenCtxCreate, cuGreenCtxCreate) \
+    X(cuGreenCtxDestroy, cuGreenCtxDestroy) \
+    X(cuCtxFromGreenCtx, cuCtxFromGreenCtx) \
+    X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate) \
+    X(cuCtxSetCurrent, cuCtxSetCurrent) \
+    X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
+    X(cuCtxSynchronize_v2, cuCtxSynchronize) \
+    X(cuCtxGetLimit, cuCtxGetLimit) \
+    X(cuGetExportTable, cuGetExportTable) \
+    X(cuStreamBeginCapture, cuStreamBeginCapture) \
+    X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode) \
+    X(cuStreamEndCapture, cuStreamEndCapture) \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo) \
+    X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags) \
+    X(cuGraphLaunch, cuGraphLaunch) \
+    X(cuGraphDestroy, cuGraphDestroy) \
+    X(cuGraphGetNodes, cuGraphGetNodes) \
+    X(cuGraphExecDestroy, cuGraphExecDestroy) \
+    X(cuCtxSetLimit, cuCtxSetLimit) \
+    X(cuMemAlloc, cuMemAlloc) \
+    X(cuMemFree, cuMemFree) \
+    X(cuMemGetInfo, cuMemGetInfo) \
+    X(cuMemHostRegister, cuMemHostRegister) \
+    X(cuMemHostUnregister, cuMemHostUnregister) \
+    X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer) \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync) \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync) \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync) \
+    X(cuMemsetD2D8Async, cuMemsetD2D8Async) \
+    X(cuMemsetD2D16Async, cuMemsetD2D16Async) \
+    X(cuMemsetD2D32Async, cuMemsetD2D32Async) \
+    X(cuStreamDestroy, cuStreamDestroy) \
+    X(cuStreamQuery, cuStreamQuery) \
+    X(cuStreamSynchronize, cuStreamSynchronize) \
+    X(cuStreamWaitEvent, cuStreamWaitEvent) \
+    X(cuEventCreate, cuEventCreate) \
+    X(cuEventDestroy, cuEventDestroy) \
+    X(cuEventRecord, cuEventRecord) \
+    X(cuEventQuery, cuEventQuery) \
+    X(cuEventSynchronize, cuEventSynchronize) \
+    X(cuEventElapsedTime, cuEventElapsedTime) \
+    X(cuLibraryLoadData, cuLibraryLoadData) \
+    X(cuLibraryUnload, cuLibraryUnload) \
+    X(cuLibraryGetKernel, cuLibraryGetKernel) \
+    X(cuLibraryGetGlobal, cuLibraryGetGlobal) \
+    X(cuKernelGetParamInfo, cuKernelGetParamInfo) \
+    X(cuKernelGetAttribute, cuKernelGetAttribute) \
+    X(cuKernelSetAttribute, cuKernelSetAttribute) \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) \
+    X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock) \
+    X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters) \
+    X(cuLaunchKernel, cuLaunchKernel) \
+    X(cuLaunchKernelEx, cuLaunchKernelEx)
+
+struct driver {
+    void *dl;
+#define CU_FIELD(proto, base) __typeof__(proto) *proto;
+    CU_FNS(CU_FIELD)
+#undef CU_FIELD
+};
+
+struct ds_bstream {
+    CUstream s;
+    int blocking;       /* a tenant stream created without CU_STREAM_NON_BLOCKING */
+    uint64_t seq;       /* pieces of work submitted */
+    CUevent tail;       /* recorded on demand after the last piece of work */
+    uint64_t tail_seq;  /* seq at which tail was last recorded */
+    uint64_t legacy_seen;  /* blocking: legacy seq this stream already waits for */
+    uint64_t legacy_given; /* blocking: own seq the legacy stream already waits for */
+    int capturing;         /* its work goes into a graph, not to the device */
+    struct ds_bstream *prev, *next;
+};
+
+struct ds_bevent {
+    CUevent e;
+};
+
+struct ds_bgraph {
+    CUgraph g;
+};
+
+struct ds_bgexec {
+    CUgraphExec e;
+};
+
+/* Libraries, not modules: a library is not tied to a context, so its kernels run on
+ * whichever green context the tenant is bound to now or later. */
+struct ds_bfunc {
+    CUkernel k;
+    struct ds_bfunc *next;
+};
+
+/* A module owns the functions handed out of it. */
+struct ds_bmodule {
+    CUlibrary lib;
+    struct ds_bfunc *funcs;
+};
+
+struct ds_backend {
+    struct driver cu;
+    CUdevice dev;
+    CUgreenCtx green;
+    CUcontext ctx; /* the green context as a CUcontext, current in this executor */
+    struct ds_bstream legacy;
+    struct ds_bstream streams; /* list head */
+    uint64_t identity[4];      /* CONTEXT_IDENTITY values by kind, once asked */
+    int identity_known[4];
+};
+
+/* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
+ * kernels) and cuda_graph.c (capture and graphs). */
+
+/* 0 for CUDA_SUCCESS, else the driver's CUresult as a DS_ECU code. */
+int ds__cuda_err(CUresult r);
+
+/* The real stream behind s (NULL: the tenant's legacy stream). */
+struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
+
+/* Before new work on s: the legacy default stream's ordering rules.  Returns 0 or DS_E*. */
+int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
+
+/* The backend operations of the other two files, as backend.h describes them. */
+int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
+                         struct ds_bmodule **out);
+void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
+int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                 struct ds_bfunc **out, struct ds_param_layout *layout);
+int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                               uint64_t *addr, uint64_t *size);
+int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
+int ds__cuda_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
+int ds__cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                       size_t dynamic_smem, unsigned flags, int *blocks);
+int ds__cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                            int block_size, size_t *smem);
+int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                                const struct ds_launch *l, const unsigned cluster[3],
+                                int *clusters);
+int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                    struct ds_bstream *s);
+int ds__cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);
+int ds__cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
+int ds__cuda_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status, uint64_t *id);
+int ds__cuda_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
+                               struct ds_bgexec **out);
+int ds__cuda_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
+int ds__cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
+void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g);
+void ds__cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e);
+
+#endif

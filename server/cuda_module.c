@@ -1,0 +1,172 @@
+/* The cuda backend's modules and kernels: libraries (not tied to a context, so their
+ * kernels run on whichever green context the tenant is bound to), parameter layouts from
+ * the driver, and launches exactly as the tenant asked. */
+#include "cuda_backend.h"
+
+#include "ds_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
+                         struct ds_bmodule **out)
+{
+    struct ds_bmodule *m = calloc(1, sizeof(*m));
+    CUresult r;
+
+    (void)len;
+    if (m == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuLibraryLoadData(&m->lib, image, NULL, NULL, 0, NULL, NULL, 0);
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        return ds__cuda_err(r);
+    }
+    *out = m;
+    return 0;
+}
+
+void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m)
+{
+    while (m->funcs != NULL) {
+        struct ds_bfunc *f = m->funcs;
+
+        m->funcs = f->next;
+        free(f);
+    }
+    b->cu.cuLibraryUnload(m->lib);
+    free(m);
+}
+
+/* The driver's own layout of the parameter buffer, one parameter at a time until it
+ * says there are no more. */
+static int param_layout(struct ds_backend *b, CUkernel k, struct ds_param_layout *l)
+{
+    size_t off, size;
+    uint32_t n = 0;
+
+    while (b->cu.cuKernelGetParamInfo(k, n, &off, &size) == CUDA_SUCCESS)
+        n++;
+    l->offset = calloc(n ? n : 1, sizeof(uint32_t));
+    l->size = calloc(n ? n : 1, sizeof(uint32_t));
+    if (l->offset == NULL || l->size == NULL) {
+        free(l->offset);
+        free(l->size);
+        return DS_ENOMEM;
+    }
+    l->n = n;
+    l->bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        b->cu.cuKernelGetParamInfo(k, i, &off, &size);
+        l->offset[i] = (uint32_t)off;
+        l->size[i] = (uint32_t)size;
+        if (off + size > l->bytes)
+            l->bytes = (uint32_t)(off + size);
+    }
+    return 0;
+}
+
+int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                 struct ds_bfunc **out, struct ds_param_layout *layout)
+{
+    struct ds_bfunc *f = calloc(1, sizeof(*f));
+    CUresult r;
+    int rc;
+
+    if (f == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuLibraryGetKernel(&f->k, m->lib, name);
+    rc = r == CUDA_SUCCESS ? param_layout(b, f->k, layout) : ds__cuda_err(r);
+    if (rc != 0) {
+        free(f);
+        return rc;
+    }
+    f->next = m->funcs;
+    m->funcs = f;
+    *out = f;
+    return 0;
+}
+
+int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                               uint64_t *addr, uint64_t *size)
+{
+    CUdeviceptr p;
+    size_t n;
+    CUresult r = b->cu.cuLibraryGetGlobal(&p, &n, m->lib, name);
+
+    if (r == CUDA_SUCCESS) {
+        *addr = p;
+        *size = n;
+    }
+    return ds__cuda_err(r);
+}
+
+int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
+                                int *value)
+{
+    return ds__cuda_err(b->cu.cuKernelGetAttribute(value, (CUfunction_attribute)attr, f->k, b->dev));
+}
+
+int ds__cuda_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value)
+{
+    return ds__cuda_err(b->cu.cuKernelSetAttribute((CUfunction_attribute)attr, value, f->k, b->dev));
+}
+
+int ds__cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                       size_t dynamic_smem, unsigned flags, int *blocks)
+{
+    return ds__cuda_err(b->cu.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                        blocks, (CUfunction)f->k, block_size, dynamic_smem, flags));
+}
+
+int ds__cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                            int block_size, size_t *smem)
+{
+    return ds__cuda_err(b->cu.cuOccupancyAvailableDynamicSMemPerBlock(smem, (CUfunction)f->k,
+                        num_blocks, block_size));
+}
+
+int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                                const struct ds_launch *l, const unsigned cluster[3],
+                                int *clusters)
+{
+    CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+    CUlaunchConfig cfg = {
+        .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+        .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+        .sharedMemBytes = l->shared_mem, .attrs = &attr, .numAttrs = 1,
+    };
+
+    attr.value.clusterDim.x = cluster[0];
+    attr.value.clusterDim.y = cluster[1];
+    attr.value.clusterDim.z = cluster[2];
+    return ds__cuda_err(b->cu.cuOccupancyMaxActiveClusters(clusters, (CUfunction)f->k, &cfg));
+}
+
+int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                    struct ds_bstream *s)
+{
+    size_t bytes = l->param_bytes;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)l->params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+    int rc;
+
+    s = ds__cuda_real(b, s);
+    rc = ds__cuda_order(b, s);
+    if (rc != 0)
+        return rc;
+    /* A CUkernel stands for its CUfunction in the current (green) context. */
+    if (l->nattrs > 0) {
+        CUlaunchConfig cfg = {
+            .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+            .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+            .sharedMemBytes = l->shared_mem, .hStream = s->s,
+            .attrs = (CUlaunchAttribute *)l->attrs, .numAttrs = l->nattrs,
+        };
+
+        return ds__cuda_err(b->cu.cuLaunchKernelEx(&cfg, (CUfunction)f->k, NULL, bytes ? extra : NULL));
+    }
+    return ds__cuda_err(b->cu.cuLaunchKernel((CUfunction)f->k, l->grid[0], l->grid[1], l->grid[2],
+                        l->block[0], l->block[1], l->block[2], l->shared_mem,
+                        s->s, NULL, bytes ? extra : NULL));
+}

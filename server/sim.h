@@ -1,0 +1,141 @@
+/*
+ * The sim device's insides, shared by its three files: the cost model, the objects
+ * behind the backend's opaque types, and the helpers more than one file uses.  Not for
+ * anything outside server/sim*.c: the rest of the server sees only backend.h.
+ */
+#ifndef DS_SIM_H
+#define DS_SIM_H
+
+#include "backend.h"
+#include "cubin.h"
+#include "ds_memtab.h"
+
+#include <stdint.h>
+
+/* Cost model, loosely an H100 on PCIe 5: enough to make timings plausible, not a
+ * performance model. */
+#define SIM_OP_NS 2000ull          /* fixed cost of any piece of work */
+#define SIM_PCIE_BYTES_PER_US 25000ull   /* host<->device, 25 GB/s */
+#define SIM_HBM_BYTES_PER_US 1500000ull  /* device->device copy and fill, 1.5 TB/s */
+
+/* A kernel: a fixed launch cost, then waves of blocks, each block-wave 1 us per 256
+ * threads of a block.  Kernels compute nothing; only their time is modelled. */
+#define SIM_LAUNCH_NS 3000ull
+#define SIM_WAVE_NS 1000ull
+#define SIM_BLOCKS_PER_SM 2ull
+#define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
+
+#define SIM_VA_REGION (1ull << 40)
+#define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */  /* each tenant's addresses live in their own TiB */
+#define SIM_VA_ALIGN 4096ull
+
+/* A piece of device work with data effects or modelled time: what a stream runs, and
+ * what capture records into a graph to run later. */
+struct sim_work {
+    enum { W_COPY, W_FILL, W_KERNEL } kind;
+    uint64_t dst, src, n;              /* W_COPY */
+    uint64_t pitch, width, height;     /* W_FILL, at dst */
+    uint32_t value;
+    unsigned elem;
+    uint64_t kernel_ns;                /* W_KERNEL */
+    struct sim_work *next;
+};
+
+struct ds_bstream {
+    uint64_t ready_ns; /* when the last submitted work ends */
+    unsigned flags;
+    int priority;
+    int capturing;
+    uint64_t capture_id;
+    struct sim_work *captured, **captured_tail;
+    struct ds_bstream *prev, *next;
+};
+
+/* A captured graph and an instantiated one: both an ordered list of work. */
+struct ds_bgraph {
+    struct sim_work *work;
+};
+
+struct ds_bgexec {
+    struct sim_work *work;
+};
+
+struct ds_bevent {
+    unsigned flags;
+    int recorded;
+    uint64_t at_ns;
+};
+
+struct ds_bfunc {
+    const struct ds_kernel *k;
+    int attrs[CU_FUNC_ATTRIBUTE_MAX]; /* the settable ones, as last set */
+    struct ds_bfunc *next;
+};
+
+/* A module variable, placed in the tenant's sim memory the first time it is asked for. */
+struct sim_global {
+    char *name;
+    uint64_t addr;
+    struct sim_global *next;
+};
+
+/* A module owns the functions handed out of it and its variables' memory. */
+struct ds_bmodule {
+    struct ds_cubin cubin;
+    void *elf; /* the cubin, kept for its variables */
+    size_t elf_len;
+    struct ds_bfunc *funcs;
+    struct sim_global *globals;
+};
+
+struct ds_backend {
+    struct ds_backend_config cfg;
+    uint64_t next_capture_id;
+    uint64_t limits[CU_LIMIT_MAX];
+    uint64_t stalled_ns; /* host time spent applying data effects: not device time */
+    struct ds_memtab mem; /* data = host mapping */
+    uint64_t va_base, va_end;
+    struct ds_bstream legacy;
+    struct ds_bstream streams; /* list head of created streams */
+};
+
+/* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
+ * kernels) and sim_graph.c (capture and graphs).  Each returns what its sim_*
+ * counterpart in the backend interface (backend.h) returns. */
+uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
+unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
+int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
+void ds__sim_free_work(struct sim_work *w);
+int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
+int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
+
+int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
+                        struct ds_bmodule **out);
+void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m);
+int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                struct ds_bfunc **out, struct ds_param_layout *layout);
+int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                              uint64_t *addr, uint64_t *size);
+int ds__sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
+int ds__sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
+int ds__sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                      size_t dynamic_smem, unsigned flags, int *blocks);
+int ds__sim_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                           int block_size, size_t *smem);
+int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                               const struct ds_launch *l, const unsigned cluster[3],
+                               int *clusters);
+int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                   struct ds_bstream *s);
+
+int ds__sim_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);
+int ds__sim_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
+int ds__sim_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status, uint64_t *id);
+int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
+                              struct ds_bgexec **out);
+int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
+int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
+void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g);
+void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e);
+
+#endif

@@ -1,0 +1,268 @@
+/* The sim device's modules and kernels: images read for their kernels' parameter
+ * layouts and their variables, launches that take modelled time. */
+#include "sim.h"
+
+#include "ds_error.h"
+#include "ds_image.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
+ * entry, decompressed. */
+static int sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
+{
+    struct ds_fatbin_entry e;
+    enum ds_image_kind kind;
+    size_t size;
+    int rc;
+
+    rc = ds_image_identify(image, len, &kind, NULL, &size);
+    if (rc != 0)
+        return rc;
+    /* PTX would need a JIT; the sim reads kernels from cubins only. */
+    if (kind == DS_IMAGE_PTX)
+        return DS_ENOTSUP;
+    if (kind == DS_IMAGE_ELF) {
+        e = (struct ds_fatbin_entry){ .kind = DS_IMAGE_ELF, .codec = DS_FATBIN_RAW,
+                                      .data = image, .len = size, .raw_len = size };
+    } else if ((rc = ds_fatbin_find(image, size, SIM_ARCH, DS_IMAGE_ELF, &e)) != 0) {
+        return rc;
+    }
+    return ds_fatbin_extract(&e, elf, elf_len);
+}
+
+int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
+                        struct ds_bmodule **out)
+{
+    struct ds_bmodule *m = calloc(1, sizeof(*m));
+    int rc;
+
+    (void)b;
+    if (m == NULL)
+        return DS_ENOMEM;
+    rc = sim_cubin_of(image, len, &m->elf, &m->elf_len);
+    if (rc == 0)
+        rc = ds_cubin_parse(m->elf, m->elf_len, &m->cubin);
+    if (rc != 0) {
+        free(m->elf);
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
+{
+    while (m->globals != NULL) {
+        struct sim_global *g = m->globals;
+
+        m->globals = g->next;
+        ds__sim_mem_free(b, g->addr);
+        free(g->name);
+        free(g);
+    }
+    free(m->elf);
+    while (m->funcs != NULL) {
+        struct ds_bfunc *f = m->funcs;
+
+        m->funcs = f->next;
+        free(f);
+    }
+    ds_cubin_free(&m->cubin);
+    free(m);
+}
+
+int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                                struct ds_bfunc **out, struct ds_param_layout *layout)
+{
+    const struct ds_kernel *k = ds_cubin_kernel(&m->cubin, name);
+    struct ds_bfunc *f;
+    uint32_t n;
+
+    (void)b;
+    if (k == NULL)
+        return DS_EHANDLE;
+    n = k->nparams;
+    f = calloc(1, sizeof(*f));
+    layout->offset = calloc(n ? n : 1, sizeof(uint32_t));
+    layout->size = calloc(n ? n : 1, sizeof(uint32_t));
+    if (f == NULL || layout->offset == NULL || layout->size == NULL) {
+        free(f);
+        free(layout->offset);
+        free(layout->size);
+        return DS_ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        layout->offset[i] = k->params[i].offset;
+        layout->size[i] = k->params[i].size;
+    }
+    layout->n = n;
+    layout->bytes = k->param_bytes;
+    f->k = k;
+    f->attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+    f->next = m->funcs;
+    m->funcs = f;
+    *out = f;
+    return 0;
+}
+
+/* A variable gets device memory, holding its initial bytes, when first asked for; later
+ * requests return the same memory, as a loaded module's variables have one address. */
+int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
+                              uint64_t *addr, uint64_t *size)
+{
+    struct sim_global *g;
+    const void *init;
+    int rc = ds_cubin_global(m->elf, m->elf_len, name, size, &init);
+
+    if (rc != 0)
+        return rc;
+    for (g = m->globals; g != NULL; g = g->next)
+        if (strcmp(g->name, name) == 0) {
+            *addr = g->addr;
+            return 0;
+        }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL || (g->name = strdup(name)) == NULL) {
+        free(g);
+        return DS_ENOMEM;
+    }
+    rc = ds__sim_mem_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
+    if (rc != 0) {
+        free(g->name);
+        free(g);
+        return rc;
+    }
+    if (init != NULL)
+        memcpy(ds__sim_host_of(b, g->addr), init, *size);
+    g->next = m->globals;
+    m->globals = g;
+    *addr = g->addr;
+    return 0;
+}
+
+int ds__sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
+                               int *value)
+{
+    (void)b;
+    switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        *value = 1024;
+        break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS:
+        *value = 32;
+        break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+        *value = SIM_ARCH;
+        break;
+    default:
+        *value = f->attrs[attr];
+        break;
+    }
+    return 0;
+}
+
+/* The attributes CUDA lets a program set, with the ranges an H100 accepts. */
+int ds__sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value)
+{
+    int ok;
+
+    (void)b;
+    switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        ok = value >= 0 && value <= 232448;
+        break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        ok = value >= -1 && value <= 100;
+        break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+        ok = value >= 0 && value <= 16;
+        break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+        ok = value == 0 || value == 1;
+        break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        ok = value >= 0 && value <= 2;
+        break;
+    default:
+        ok = 0;
+        break;
+    }
+    if (!ok)
+        return DS_EINVAL;
+    f->attrs[attr] = value;
+    return 0;
+}
+
+int ds__sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
+                      size_t dynamic_smem, unsigned flags, int *blocks)
+{
+    int n = 2048 / block_size;
+
+    (void)b;
+    (void)f;
+    (void)flags;
+    if (n > 32)
+        n = 32;
+    if (dynamic_smem > 0 && (size_t)n > 233472 / dynamic_smem)
+        n = (int)(233472 / dynamic_smem);
+    *blocks = n;
+    return 0;
+}
+
+/* What is left of an SM's shared memory per block when num_blocks share it. */
+int ds__sim_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
+                           int block_size, size_t *smem)
+{
+    size_t per = 233472 / (size_t)num_blocks;
+
+    (void)b;
+    (void)f;
+    if (num_blocks * block_size > 2048)
+        return DS_EINVAL;
+    per = per > 1024 ? per - 1024 : 0;
+    *smem = per > 232448 ? 232448 : per;
+    return 0;
+}
+
+int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
+                               const struct ds_launch *l, const unsigned cluster[3],
+                               int *clusters)
+{
+    uint64_t size = (uint64_t)cluster[0] * cluster[1] * cluster[2];
+    int threads = (int)(l->block[0] * l->block[1] * l->block[2]), per_sm;
+    int max = f->attrs[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] ? 16 : 8;
+
+    if (size == 0 || threads <= 0 || threads > 1024)
+        return DS_EINVAL;
+    /* An H100 co-schedules at most 8 blocks in a cluster, 16 when the kernel opts in:
+     * larger clusters can never be active, which is an answer, not an error. */
+    if (size > (uint64_t)max) {
+        *clusters = 0;
+        return 0;
+    }
+    ds__sim_occupancy(b, f, threads, l->shared_mem, 0, &per_sm);
+    *clusters = (int)((uint64_t)b->cfg.sim_sms * (uint64_t)per_sm / size);
+    return 0;
+}
+
+int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                   struct ds_bstream *s)
+{
+    uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+    uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+    uint64_t per_wave = (uint64_t)b->cfg.sim_sms * SIM_BLOCKS_PER_SM;
+    uint64_t waves = (blocks + per_wave - 1) / per_wave;
+
+    struct sim_work w = { .kind = W_KERNEL };
+
+    if (l->param_bytes != f->k->param_bytes)
+        return DS_EINVAL;
+    w.kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
+    return ds__sim_work_run(b, s, &w);
+}
