@@ -2,6 +2,7 @@
  * GPU), modelled kernel time (on the sim), and every way a launch can be wrong. */
 #include "ds_test.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,4 +364,83 @@ Test(launch, launch_attributes_travel_and_handles_among_them_do_not)
     attrs[1].value.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
     CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
     CU_OK(cuCtxSynchronize());
+}
+
+/* Per-thread default streams.  The work that keeps one thread's stream busy is a kernel
+ * with a huge grid: long on the device (modelled on the sim: 10000 waves), and nothing
+ * for the host to do, so the measurement does not depend on how fast the host is. */
+struct thread_run {
+    CUcontext ctx;
+    CUfunction f;
+    CUevent done;
+    int launches;
+};
+
+static CUdeviceptr dummy;
+
+static void *on_per_thread_stream(void *arg)
+{
+    struct thread_run *r = arg;
+    int v = 0, n = 0;
+    void *params[] = { &dummy, &v, &n };
+
+    if (cuCtxSetCurrent(r->ctx) != CUDA_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < r->launches; i++)
+        if (cuLaunchKernel(r->f, 2640000, 1, 1, 256, 1, 1, 0, CU_STREAM_PER_THREAD, params,
+                           NULL) != CUDA_SUCCESS)
+            return (void *)2;
+    /* No synchronisation: the thread leaves with its work in flight, and its stream goes
+     * with it, as CUDA allows. */
+    if (cuEventRecord(r->done, CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
+        return (void *)3;
+    return NULL;
+}
+
+Test(launch, per_thread_default_streams_are_each_threads_own)
+{
+    CUmodule m = load("launch.fatbin");
+    struct thread_run busy = { .launches = 4 }, idle = { .launches = 0 };
+    CUevent t0, after_legacy;
+    unsigned long long id_main, id_again;
+    pthread_t a, b;
+    void *ra, *rb;
+    float busy_ms, idle_ms, legacy_ms;
+    int v = 0, n = 0;
+    void *params[] = { &dummy, &v, &n };
+
+    CU_OK(cuModuleGetFunction(&busy.f, m, "fill"));
+    idle.f = busy.f;
+    CU_OK(cuMemAlloc(&dummy, 4));
+    CU_OK(cuCtxGetCurrent(&busy.ctx));
+    idle.ctx = busy.ctx;
+    CU_OK(cuEventCreate(&t0, 0));
+    CU_OK(cuEventCreate(&busy.done, 0));
+    CU_OK(cuEventCreate(&idle.done, 0));
+    CU_OK(cuEventCreate(&after_legacy, 0));
+    CU_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_main));
+    CU_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_again));
+    cr_assert_eq(id_main, id_again, "one default stream per thread");
+    CU_OK(cuEventRecord(t0, CU_STREAM_PER_THREAD));
+    pthread_create(&a, NULL, on_per_thread_stream, &busy);
+    pthread_join(a, &ra);
+    pthread_create(&b, NULL, on_per_thread_stream, &idle);
+    pthread_join(b, &rb);
+    cr_assert_null(ra);
+    cr_assert_null(rb);
+    CU_OK(cuEventSynchronize(busy.done));
+    CU_OK(cuEventSynchronize(idle.done));
+    CU_OK(cuEventElapsedTime(&busy_ms, t0, busy.done));
+    CU_OK(cuEventElapsedTime(&idle_ms, t0, idle.done));
+    cr_assert_lt(idle_ms, busy_ms * 0.5f, "another thread's stream runs free: %.3f of %.3f ms",
+                 idle_ms, busy_ms);
+    /* Like CUDA's, a per-thread default stream is blocking: it waits for the legacy one. */
+    CU_OK(cuEventRecord(t0, CU_STREAM_LEGACY));
+    for (int i = 0; i < 4; i++)
+        CU_OK(cuLaunchKernel(busy.f, 2640000, 1, 1, 256, 1, 1, 0, CU_STREAM_LEGACY, params, NULL));
+    CU_OK(cuEventRecord(after_legacy, CU_STREAM_PER_THREAD));
+    CU_OK(cuEventSynchronize(after_legacy));
+    CU_OK(cuEventElapsedTime(&legacy_ms, t0, after_legacy));
+    cr_assert_geq(legacy_ms, busy_ms * 0.5f, "%.3f ms after legacy work of about %.3f",
+                  legacy_ms, busy_ms);
 }

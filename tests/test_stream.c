@@ -2,8 +2,6 @@
  * stream's rules, cross-stream waits, modelled timings, and batched-call errors. */
 #include "ds_test.h"
 
-#include <pthread.h>
-
 static struct ds_test_server srv;
 static CUdeviceptr big_a, big_b;
 
@@ -202,62 +200,3 @@ Test(stream, batched_errors_surface_at_the_next_synchronous_call)
     cr_assert_eq(buf[15], 1, "the good call after the bad one still ran");
 }
 
-struct thread_run {
-    CUcontext ctx;
-    CUevent done; /* recorded on the thread's default stream after its work */
-    int copies;
-};
-
-static void *on_per_thread_stream(void *arg)
-{
-    struct thread_run *r = arg;
-
-    if (cuCtxSetCurrent(r->ctx) != CUDA_SUCCESS)
-        return (void *)1;
-    for (int i = 0; i < r->copies; i++)
-        if (cuMemcpyDtoDAsync(big_b, big_a, BIG, CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
-            return (void *)2;
-    /* No synchronisation: the thread leaves with its work still in flight, and its
-     * stream goes with it, as CUDA allows. */
-    if (cuEventRecord(r->done, CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
-        return (void *)3;
-    return NULL;
-}
-
-Test(stream, per_thread_default_streams_are_each_threads_own)
-{
-    /* Enough modelled work that a thread's start-up (milliseconds) is small beside it. */
-    struct thread_run busy = { .copies = 40 }, idle = { .copies = 0 };
-    pthread_t a, b;
-    CUevent t0, after_legacy;
-    void *ra, *rb;
-    double one = copy_ms();
-    unsigned long long id_main, id_again;
-
-    CU_OK(cuCtxGetCurrent(&busy.ctx));
-    idle.ctx = busy.ctx;
-    CU_OK(cuEventCreate(&t0, 0));
-    CU_OK(cuEventCreate(&busy.done, 0));
-    CU_OK(cuEventCreate(&idle.done, 0));
-    CU_OK(cuEventCreate(&after_legacy, 0));
-    CU_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_main));
-    CU_OK(cuStreamGetId(CU_STREAM_PER_THREAD, &id_again));
-    cr_assert_eq(id_main, id_again, "one default stream per thread");
-    CU_OK(cuEventRecord(t0, CU_STREAM_PER_THREAD));
-    pthread_create(&a, NULL, on_per_thread_stream, &busy);
-    pthread_join(a, &ra);
-    pthread_create(&b, NULL, on_per_thread_stream, &idle);
-    pthread_join(b, &rb);
-    cr_assert_null(ra);
-    cr_assert_null(rb);
-    CU_OK(cuEventSynchronize(busy.done));
-    CU_OK(cuEventSynchronize(idle.done));
-    cr_assert_geq(elapsed(t0, busy.done), 40 * one * 0.9);
-    cr_assert_lt(elapsed(t0, idle.done), 40 * one * 0.5, "another thread's stream runs free");
-    /* Like CUDA's, a per-thread default stream is blocking: it waits for the legacy one. */
-    for (int i = 0; i < 5; i++)
-        CU_OK(cuMemcpyDtoDAsync(big_b, big_a, BIG, CU_STREAM_LEGACY));
-    CU_OK(cuEventRecord(after_legacy, CU_STREAM_PER_THREAD));
-    CU_OK(cuEventSynchronize(after_legacy));
-    cr_assert_geq(elapsed(t0, after_legacy), 5 * one * 0.9);
-}
