@@ -139,6 +139,7 @@
        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
     EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
     EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)                         \
+    EP(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel)        \
     EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)            \
     EP(cuOccupancyAvailableDynamicSMemPerBlock, 10020,                    \
        cuOccupancyAvailableDynamicSMemPerBlock)                           \

@@ -117,3 +117,18 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **par
     return launch(f, grid, block, config->sharedMemBytes, config->hStream, params, extra, attrs,
                   config->numAttrs);
 }
+
+/* A cooperative launch is a launch with the cooperative attribute: the driver checks that
+ * the grid can be resident at once, on the executor's side. */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                   unsigned int gz, unsigned int bx, unsigned int by,
+                                   unsigned int bz, unsigned int smem, CUstream stream,
+                                   void **params)
+{
+    const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+    ds_launch_attr coop = { .id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE };
+    int one = 1;
+
+    memcpy(coop.value, &one, sizeof(one));
+    return launch(f, grid, block, smem, stream, params, NULL, &coop, 1);
+}

@@ -364,6 +364,14 @@ Test(launch, launch_attributes_travel_and_handles_among_them_do_not)
     attrs[1].value.accessPolicyWindow.missProp = CU_ACCESS_PROPERTY_STREAMING;
     CU_OK(cuLaunchKernelEx(&cfg, f, params, NULL));
     CU_OK(cuCtxSynchronize());
+    /* A cooperative launch is the same launch with the cooperative attribute. */
+    v = 9;
+    CU_OK(cuLaunchCooperativeKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params));
+    CU_OK(cuCtxSynchronize());
+    if (!ds_test_on_sim()) {
+        CU_OK(cuMemcpyDtoH(got, out, sizeof(got)));
+        cr_assert_eq(got[31], 9 + 31);
+    }
 }
 
 /* Per-thread default streams.  The work that keeps one thread's stream busy is a kernel
