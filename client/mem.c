@@ -52,23 +52,15 @@ int ds__mem_arena_create(void)
     return fd;
 }
 
-/* First fit among the arena's allocations, page-aligned; called with the lock held. */
+/* First fit among the arena's allocations, whole pages; called with the lock held. */
 static void *arena_take(size_t size)
 {
-    uint64_t base = (uint64_t)(uintptr_t)arena, end = base + DS_ARENA_SIZE, cand = base;
-    const uint64_t page = 4096;
+    uint64_t base = (uint64_t)(uintptr_t)arena, p;
 
-    size = (size + page - 1) & ~(page - 1);
-    for (size_t i = 0; i < host_mem.n; i++) {
-        const struct ds_memtab_entry *e = &host_mem.v[i];
-
-        if (e->base < base || e->base >= end)
-            continue;
-        if (cand + size <= e->base)
-            break;
-        cand = (e->base + e->size + page - 1) & ~(page - 1);
-    }
-    return size <= end - cand ? (void *)(uintptr_t)cand : NULL;
+    size = (size + 4095) & ~(size_t)4095;
+    if (ds_memtab_first_fit(&host_mem, base, base + DS_ARENA_SIZE, size, 4096, &p) != 0)
+        return NULL;
+    return (void *)(uintptr_t)p;
 }
 
 static int in_arena(const void *p)

@@ -101,6 +101,30 @@ const struct ds_memtab_entry *ds_memtab_overlap(const struct ds_memtab *t, uint6
     return NULL;
 }
 
+int ds_memtab_first_fit(const struct ds_memtab *t, uint64_t lo, uint64_t hi, uint64_t size,
+                        uint64_t align, uint64_t *addr)
+{
+    uint64_t cand = (lo + align - 1) & ~(align - 1);
+    size_t i = upper_bound(t, lo);
+
+    /* A range that starts below lo may still reach into [lo, hi). */
+    if (i > 0)
+        i--;
+    for (; i < t->n && t->v[i].base < hi; i++) {
+        const struct ds_memtab_entry *e = &t->v[i];
+
+        if (e->base + e->size <= cand)
+            continue;
+        if (cand <= e->base && size <= e->base - cand)
+            break;
+        cand = (e->base + e->size + align - 1) & ~(align - 1);
+    }
+    if (cand < lo || cand > hi || size > hi - cand)
+        return DS_ENOMEM;
+    *addr = cand;
+    return 0;
+}
+
 uint64_t ds_memtab_total(const struct ds_memtab *t)
 {
     uint64_t sum = 0;

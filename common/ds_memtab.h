@@ -44,6 +44,11 @@ const struct ds_memtab_entry *ds_memtab_find(const struct ds_memtab *t, uint64_t
 const struct ds_memtab_entry *ds_memtab_overlap(const struct ds_memtab *t, uint64_t addr,
                                                 uint64_t len);
 
+/* The lowest address in [lo, hi), a multiple of align (a power of two), where size bytes
+ * overlap no range.  Returns 0 with *addr, or DS_ENOMEM when there is no such gap. */
+int ds_memtab_first_fit(const struct ds_memtab *t, uint64_t lo, uint64_t hi, uint64_t size,
+                        uint64_t align, uint64_t *addr);
+
 /* Bytes held in all ranges. */
 uint64_t ds_memtab_total(const struct ds_memtab *t);
 

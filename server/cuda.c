@@ -470,8 +470,8 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     CUcontext primary;
     int rc;
 
-    if (query < sizeof(b->identity) / sizeof(b->identity[0]) && b->identity_known[query]) {
-        *value = b->identity[query];
+    if (b->identity_known) {
+        *value = b->identity;
         return 0;
     }
     if (b->cu.cuDevicePrimaryCtxRetain(&primary, b->dev) != CUDA_SUCCESS)
@@ -480,9 +480,9 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     rc = identity_value(b, primary, query, value);
     b->cu.cuCtxSetCurrent(b->ctx);
     b->cu.cuDevicePrimaryCtxRelease(b->dev);
-    if (rc == 0 && query < sizeof(b->identity) / sizeof(b->identity[0])) {
-        b->identity[query] = *value;
-        b->identity_known[query] = 1;
+    if (rc == 0) {
+        b->identity = *value;
+        b->identity_known = 1;
     }
     return rc;
 }

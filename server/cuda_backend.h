@@ -131,8 +131,8 @@ struct ds_backend {
     CUcontext ctx; /* the green context as a CUcontext, current in this executor */
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
-    uint64_t identity[4];      /* CONTEXT_IDENTITY values by kind, once asked */
-    int identity_known[4];
+    uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
+    int identity_known;
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and

@@ -217,19 +217,7 @@ static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
 /* First fit in this tenant's address region; allocations are few, so a scan is fine. */
 static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)
 {
-    uint64_t cand = b->va_base;
-
-    for (size_t i = 0; i < b->mem.n; i++) {
-        const struct ds_memtab_entry *e = &b->mem.v[i];
-
-        if (cand + size <= e->base)
-            break;
-        cand = (e->base + e->size + SIM_VA_ALIGN - 1) & ~(SIM_VA_ALIGN - 1);
-    }
-    if (size > b->va_end - cand)
-        return DS_ENOMEM;
-    *addr = cand;
-    return 0;
+    return ds_memtab_first_fit(&b->mem, b->va_base, b->va_end, size, SIM_VA_ALIGN, addr);
 }
 
 int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)

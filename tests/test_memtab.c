@@ -70,3 +70,20 @@ Test(memtab, remove_and_overlap)
     cr_assert_null(ds_memtab_overlap(&t, 0x15000, 0x800));
     cr_assert_eq(t.n, 99);
 }
+
+Test(memtab, first_fit_finds_the_lowest_aligned_gap)
+{
+    uint64_t a;
+
+    cr_assert_eq(ds_memtab_first_fit(&t, 0x1000, 0x9000, 0x100, 0x100, &a), 0);
+    cr_assert_eq(a, 0x1000, "an empty table: the start");
+    cr_assert_eq(add(0x0f00, 0x180), 0);  /* reaches into the window from below */
+    cr_assert_eq(add(0x1200, 0x100), 0);
+    cr_assert_eq(add(0x1400, 0x1000), 0);
+    cr_assert_eq(ds_memtab_first_fit(&t, 0x1000, 0x9000, 0x100, 0x100, &a), 0);
+    cr_assert_eq(a, 0x1100, "after the range that started below the window");
+    cr_assert_eq(ds_memtab_first_fit(&t, 0x1000, 0x9000, 0x200, 0x100, &a), 0);
+    cr_assert_eq(a, 0x2400, "too big for the holes: after the last range");
+    cr_assert_eq(ds_memtab_first_fit(&t, 0x1000, 0x2500, 0x200, 0x100, &a), DS_ENOMEM);
+    cr_assert_eq(ds_memtab_first_fit(&t, 0x1000, 0x9000, UINT64_MAX, 0x100, &a), DS_ENOMEM);
+}
