@@ -70,6 +70,9 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
             ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, &r);
         if (rc != CUDA_SUCCESS)
             return rc;
+        /* The executor answered once the stream's earlier work and this copy were done. */
+        if (len == n)
+            ds__stream_quiet(a.stream, 0);
         src += len;
         p += len;
         n -= len;

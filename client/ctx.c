@@ -3,10 +3,12 @@
 #include "cuda_api.h"
 #include "ctx.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "export.h"
 #include "rpc.h"
+#include "stream.h"
 
 #define CTX_STACK_MAX 64
 
@@ -16,6 +18,63 @@ static atomic_uint primary_refs;
 
 static _Thread_local CUcontext stack[CTX_STACK_MAX];
 static _Thread_local int depth;
+
+/*
+ * What the server says about contexts changes only through this process's own calls
+ * (one tenant is one process), so answers are kept until one of those calls: frameworks
+ * ask cuCtxGetDevice and cuDevicePrimaryCtxGetState around every operation, and a round
+ * trip each would dominate small kernels.  Every call that can change an answer forgets
+ * them all.
+ */
+#define INFO_CACHE 16
+
+static struct {
+    pthread_mutex_t lock;
+    struct {
+        uint64_t h;
+        ds_ctx_info info;
+    } info[INFO_CACHE];
+    unsigned ninfo, next;
+    ds_pstate primary;
+    int primary_known;
+} known = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void known_forget(void)
+{
+    pthread_mutex_lock(&known.lock);
+    known.ninfo = 0;
+    known.primary_known = 0;
+    pthread_mutex_unlock(&known.lock);
+}
+
+static int known_info(uint64_t h, ds_ctx_info *out)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&known.lock);
+    for (unsigned i = 0; i < known.ninfo && !found; i++) {
+        if (known.info[i].h == h) {
+            *out = known.info[i].info;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&known.lock);
+    return found;
+}
+
+static void known_info_put(uint64_t h, const ds_ctx_info *info)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&known.lock);
+    if (known.ninfo < INFO_CACHE)
+        i = known.ninfo++;
+    else
+        i = known.next++ % INFO_CACHE;
+    known.info[i].h = h;
+    known.info[i].info = *info;
+    pthread_mutex_unlock(&known.lock);
+}
 
 static uint64_t handle_of(CUcontext c)
 {
@@ -130,6 +189,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (ctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds_rpc_ctx_destroy(&h, &r);
+    known_forget();
     if (rc == CUDA_SUCCESS) {
         ds__export_context_gone(h);
         forget(ctx);
@@ -149,7 +209,12 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     DS_NEED_INIT();
     if (ctx == NULL && (rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
         return rc;
-    return ds_rpc_ctx_synchronize(&h, &r);
+    if (ds__stream_all_quiet())
+        return CUDA_SUCCESS;
+    rc = ds_rpc_ctx_synchronize(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        ds__stream_quiet(0, 1);
+    return rc;
 }
 
 CUresult cuCtxSynchronize(void)
@@ -168,9 +233,13 @@ static CUresult info(CUcontext ctx, ds_ctx_info *out)
         h = handle_of(ctx);
     else if ((rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
         return rc;
+    if (known_info(h, out))
+        return CUDA_SUCCESS;
     rc = ds_rpc_ctx_get_info(&h, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *out = r.ds_ctx_info_res_u.info;
+        known_info_put(h, out);
+    }
     return rc;
 }
 
@@ -278,6 +347,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (pctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds_rpc_primary_retain(&d, &r);
+    known_forget();
     if (rc == CUDA_SUCCESS) {
         *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
         atomic_fetch_add(&primary_refs, 1);
@@ -293,6 +363,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
     DS_NEED_INIT();
     rc = ds_rpc_primary_release(&d, &r);
+    known_forget();
     if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs, 1) == 1)
         ds__export_context_gone(ds__rpc_primary());
     return rc;
@@ -307,10 +378,22 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
     DS_NEED_INIT();
     if (flags == NULL || active == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&known.lock);
+    if (known.primary_known && dev == 0) {
+        *flags = known.primary.flags;
+        *active = known.primary.active;
+        pthread_mutex_unlock(&known.lock);
+        return CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&known.lock);
     rc = ds_rpc_primary_get_state(&d, &r);
     if (rc == CUDA_SUCCESS) {
         *flags = r.ds_pstate_res_u.state.flags;
         *active = r.ds_pstate_res_u.state.active;
+        pthread_mutex_lock(&known.lock);
+        known.primary = r.ds_pstate_res_u.state;
+        known.primary_known = 1;
+        pthread_mutex_unlock(&known.lock);
     }
     return rc;
 }
@@ -320,8 +403,12 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
     ds_pflags_args a = { .dev = dev, .flags = flags };
     ds_void_res r;
 
+    CUresult rc;
+
     DS_NEED_INIT();
-    return ds_rpc_primary_set_flags(&a, &r);
+    rc = ds_rpc_primary_set_flags(&a, &r);
+    known_forget();
+    return rc;
 }
 
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
@@ -332,6 +419,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
     DS_NEED_INIT();
     rc = ds_rpc_primary_reset(&d, &r);
+    known_forget();
     if (rc == CUDA_SUCCESS) {
         atomic_store(&primary_refs, 0);
         ds__export_context_gone(ds__rpc_primary());

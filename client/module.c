@@ -22,6 +22,8 @@
 
 #define FUNC_MAGIC 0x64734b6eu
 
+_Static_assert(CU_FUNC_ATTRIBUTE_MAX <= DS_FUNC_ATTRS, "function attribute cache too small");
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_cfunc *functions; /* live functions, for reuse and unload */
 /* Functions of unloaded modules.  An application may still hold their CUfunction; it
@@ -304,10 +306,26 @@ static CUresult get_attr(int *value, int attr, const void *fn)
         return CUDA_ERROR_INVALID_VALUE;
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (attr >= 0 && attr < CU_FUNC_ATTRIBUTE_MAX) {
+        pthread_mutex_lock(&lock);
+        rc = (f->attr_known >> attr) & 1 ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+        if (rc == CUDA_SUCCESS)
+            *value = f->attr[attr];
+        pthread_mutex_unlock(&lock);
+        if (rc == CUDA_SUCCESS)
+            return rc;
+    }
     a.fn = f->handle;
     rc = ds_rpc_func_get_attribute(&a, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *value = r.ds_int_res_u.value;
+        if (attr >= 0 && attr < CU_FUNC_ATTRIBUTE_MAX) {
+            pthread_mutex_lock(&lock);
+            f->attr[attr] = *value;
+            f->attr_known |= 1ull << attr;
+            pthread_mutex_unlock(&lock);
+        }
+    }
     return rc;
 }
 
@@ -321,6 +339,10 @@ static CUresult set_attr(int attr, int value, const void *fn)
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     a.fn = f->handle;
+    /* One attribute can bound another (dynamic shared memory and the carveout). */
+    pthread_mutex_lock(&lock);
+    f->attr_known = 0;
+    pthread_mutex_unlock(&lock);
     return ds_rpc_func_set_attribute(&a, &r);
 }
 

@@ -1,8 +1,11 @@
-/* What the client knows of each kernel: its server handle and parameter layout. */
+/* What the client knows of each kernel: its server handle, parameter layout and the
+ * attributes read so far (they change only through this process's cuFuncSetAttribute). */
 #ifndef DS_MODULE_H
 #define DS_MODULE_H
 
 #include <stdint.h>
+
+#define DS_FUNC_ATTRS 64
 
 struct ds_cfunc {
     uint32_t magic;
@@ -11,6 +14,8 @@ struct ds_cfunc {
     uint32_t nparams;
     uint32_t *offset, *size; /* one allocation: size == offset + nparams */
     uint32_t param_bytes;
+    uint64_t attr_known; /* bit a: attr[a] holds CUfunction_attribute a */
+    int attr[DS_FUNC_ATTRS];
     struct ds_cfunc *next;
 };
 

@@ -5,6 +5,7 @@
 #include "ds_arena.h"
 #include "mem.h"
 #include "ds_log.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,12 +26,32 @@
 
 static struct {
     pthread_mutex_t lock;
+    atomic_uint_fast64_t calls;
     CLIENT *clnt;
     atomic_int ready;
     int lost;
     ds_hello_res hello;
     char where[300];
 } conn = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static _Thread_local uint64_t my_last;
+
+uint64_t ds__rpc_calls(void)
+{
+    return atomic_load_explicit(&conn.calls, memory_order_acquire);
+}
+
+uint64_t ds__rpc_my_last(void)
+{
+    return my_last;
+}
+
+/* Called with the lock held, for every call sent. */
+static void count_call(unsigned long proc, uint64_t t0)
+{
+    ds__stats_add(proc, ds__stats_now() - t0);
+    my_last = atomic_fetch_add_explicit(&conn.calls, 1, memory_order_acq_rel) + 1;
+}
 
 int ds__rpc_ready(void)
 {
@@ -227,6 +248,7 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
     struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
     struct pipe_guard guard;
     enum clnt_stat st;
+    uint64_t t0;
     CUresult rc;
 
     pthread_mutex_lock(&conn.lock);
@@ -234,9 +256,11 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
         pthread_mutex_unlock(&conn.lock);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
+    t0 = ds__stats_now();
     pipe_guard_begin(&guard);
     st = clnt_call(conn.clnt, proc, xarg, arg, xres, res, wait);
     pipe_guard_end(&guard);
+    count_call(proc, t0);
     /* The transport status decides whether res holds anything at all. */
     rc = st == RPC_SUCCESS ? (CUresult) * (int *)res : transport_failed(proc, st);
     pthread_mutex_unlock(&conn.lock);
@@ -256,9 +280,12 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
     } else {
         /* A NULL result routine with a zero wait is TI-RPC's batching: encode, buffer,
          * no reply.  It reports RPC_TIMEDOUT for a successfully buffered call. */
+        uint64_t t0 = ds__stats_now();
+
         pipe_guard_begin(&guard);
         st = clnt_call(conn.clnt, proc, xarg, arg, NULL, NULL, none);
         pipe_guard_end(&guard);
+        count_call(proc, t0);
         if (st != RPC_SUCCESS && st != RPC_TIMEDOUT)
             rc = transport_failed(proc, st);
     }

@@ -36,6 +36,13 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
 /* Queue a batched call.  Returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
 
+/* How many calls have been sent so far, synchronous and batched alike. */
+uint64_t ds__rpc_calls(void);
+
+/* What ds__rpc_calls returned right after the calling thread's last call was sent:
+ * equal to ds__rpc_calls() when nothing has been sent since. */
+uint64_t ds__rpc_my_last(void);
+
 /* Free what decoding put into `res` (variable-length fields). */
 void ds__rpc_free(xdrproc_t xres, void *res);
 

@@ -6,10 +6,105 @@
 #include "rpc.h"
 
 #include <pthread.h>
+#include <string.h>
 
 static ds_handle hv(const void *p)
 {
     return (ds_handle)(uintptr_t)p;
+}
+
+/*
+ * Streams known to have nothing in flight, from the last call that waited for them until
+ * the next call of any kind.  PyTorch's .item() is a copy to the host (which waits for
+ * its stream) and then a stream synchronize: the second needs no round trip.
+ */
+static struct {
+    pthread_mutex_t lock;
+    uint64_t at; /* ds__rpc_calls() when it was true */
+    ds_handle stream;
+    int all;
+} quiet = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void ds__stream_quiet(ds_handle h, int all)
+{
+    pthread_mutex_lock(&quiet.lock);
+    quiet.at = ds__rpc_my_last();
+    quiet.stream = h;
+    quiet.all = all;
+    pthread_mutex_unlock(&quiet.lock);
+}
+
+static int is_quiet(ds_handle h, int all)
+{
+    int q;
+
+    pthread_mutex_lock(&quiet.lock);
+    q = quiet.at != 0 && quiet.at == ds__rpc_calls() && (quiet.all || (!all && quiet.stream == h));
+    pthread_mutex_unlock(&quiet.lock);
+    return q;
+}
+
+int ds__stream_all_quiet(void)
+{
+    return is_quiet(0, 1);
+}
+
+/* A stream's flags, priority, context and id never change: each is asked once.  The
+ * legacy and per-thread values mean a different stream in each context, so they are
+ * always asked. */
+#define INFO_CACHE 64
+
+static struct {
+    pthread_mutex_t lock;
+    struct {
+        ds_handle h;
+        ds_stream_info info;
+    } e[INFO_CACHE];
+    unsigned n, next;
+} infos = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int info_cacheable(ds_handle h)
+{
+    return h != 0 && h != (ds_handle)(uintptr_t)CU_STREAM_LEGACY &&
+           h != (ds_handle)(uintptr_t)CU_STREAM_PER_THREAD;
+}
+
+static int info_known(ds_handle h, ds_stream_info *out)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&infos.lock);
+    for (unsigned i = 0; i < infos.n && !found; i++) {
+        if (infos.e[i].h == h) {
+            *out = infos.e[i].info;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&infos.lock);
+    return found;
+}
+
+static void info_put(ds_handle h, const ds_stream_info *info)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&infos.lock);
+    i = infos.n < INFO_CACHE ? infos.n++ : infos.next++ % INFO_CACHE;
+    infos.e[i].h = h;
+    infos.e[i].info = *info;
+    pthread_mutex_unlock(&infos.lock);
+}
+
+static void info_forget(ds_handle h)
+{
+    pthread_mutex_lock(&infos.lock);
+    for (unsigned i = 0; i < infos.n; i++) {
+        if (infos.e[i].h == h) {
+            infos.e[i] = infos.e[--infos.n];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&infos.lock);
 }
 
 static pthread_key_t per_thread_key;
@@ -74,24 +169,35 @@ CUresult cuStreamDestroy_v2(CUstream s)
     ds_void_res r;
 
     DS_NEED_INIT();
+    info_forget(h);
     return ds_rpc_stream_destroy(&h, &r);
 }
 
 CUresult cuStreamSynchronize(CUstream s)
 {
-    ds_handle h = ds__stream_of(s);
+    ds_handle h;
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_stream_synchronize(&h, &r);
+    h = ds__stream_of(s);
+    if (is_quiet(h, 0))
+        return CUDA_SUCCESS;
+    rc = ds_rpc_stream_synchronize(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        ds__stream_quiet(h, 0);
+    return rc;
 }
 
 CUresult cuStreamQuery(CUstream s)
 {
-    ds_handle h = ds__stream_of(s);
+    ds_handle h;
     ds_void_res r;
 
     DS_NEED_INIT();
+    h = ds__stream_of(s);
+    if (is_quiet(h, 0))
+        return CUDA_SUCCESS;
     return ds_rpc_stream_query(&h, &r);
 }
 
@@ -105,14 +211,20 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 
 static CUresult stream_info(CUstream s, ds_stream_info *out)
 {
-    ds_handle h = ds__stream_of(s);
     ds_stream_info_res r;
+    ds_handle h;
     CUresult rc;
 
     DS_NEED_INIT();
+    h = ds__stream_of(s);
+    if (info_cacheable(h) && info_known(h, out))
+        return CUDA_SUCCESS;
     rc = ds_rpc_stream_get_info(&h, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *out = r.ds_stream_info_res_u.info;
+        if (info_cacheable(h))
+            info_put(h, out);
+    }
     return rc;
 }
 
