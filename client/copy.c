@@ -1,9 +1,11 @@
 /*
- * Copies and fills.  Data travels in-band in chunks of at most DS_CHUNK_MAX bytes.
- * Host-to-device chunks are batched (the last one of a synchronous copy waits for
+ * Copies and fills.  Page-locked memory of a local tenant lies on the arena shared with
+ * the executor, so copies to and from it carry only an offset and are asynchronous as in
+ * CUDA.  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
+ * host-to-device chunks are batched (the last one of a synchronous copy waits for
  * completion); device-to-host chunks are synchronous calls that return the bytes once
- * the stream's earlier work is done, so an "async" copy to the host has completed when
- * it returns, which every correct program tolerates.
+ * the stream's earlier work is done, so such an "async" copy to the host has completed
+ * when it returns, which every correct program tolerates.
  */
 #include "cuda_api.h"
 #include "graph.h"
@@ -13,9 +15,29 @@
 
 #include <string.h>
 
+/* A copy between device memory and the arena; a synchronous one waits for its stream,
+ * which the executor then answers with the copy done. */
+static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size_t n,
+                           CUstream s, int wait)
+{
+    ds_arena_copy_args a = { .dev = dev, .offset = offset, .size = n,
+                             .stream = ds__stream_of(s) };
+    ds_void_res r;
+    CUresult rc;
+
+    rc = to_device ? ds_rpc_memcpy_htod_arena(&a) : ds_rpc_memcpy_dtoh_arena(&a);
+    if (rc != CUDA_SUCCESS || !wait)
+        return rc;
+    rc = ds_rpc_stream_synchronize(&a.stream, &r);
+    if (rc == CUDA_SUCCESS)
+        ds__stream_quiet(a.stream, 0);
+    return rc;
+}
+
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
 {
     const char *p = src;
+    uint64_t offset;
     CUresult rc;
 
     DS_NEED_INIT();
@@ -25,6 +47,8 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
         return CUDA_SUCCESS;
     if (src == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ds__mem_arena_offset(src, n, &offset))
+        return arena_copy(1, dst, offset, n, s, wait);
     while (n > 0 && rc == CUDA_SUCCESS) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_htod_args a = { .dst = dst, .stream = ds__stream_of(s) };
@@ -43,9 +67,10 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
     return rc;
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
 {
     char *p = dst;
+    uint64_t offset;
     CUresult rc;
 
     DS_NEED_INIT();
@@ -55,6 +80,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s)
         return CUDA_SUCCESS;
     if (dst == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ds__mem_arena_offset(dst, n, &offset))
+        return arena_copy(0, src, offset, n, s, wait);
     while (n > 0) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = ds__stream_of(s) };
@@ -103,12 +130,12 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstre
 
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
-    return dtoh(dst, src, n, NULL);
+    return dtoh(dst, src, n, NULL, 1);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
-    return dtoh(dst, src, n, s);
+    return dtoh(dst, src, n, s, 0);
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -134,7 +161,7 @@ static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, 
     if (ddev)
         return htod(dst, (const void *)(uintptr_t)src, n, s, wait);
     if (sdev)
-        return dtoh((void *)(uintptr_t)dst, src, n, s);
+        return dtoh((void *)(uintptr_t)dst, src, n, s, wait);
     if (n > 0 && (dst == 0 || src == 0))
         return CUDA_ERROR_INVALID_VALUE;
     if (n > 0)

@@ -69,6 +69,24 @@ static int in_arena(const void *p)
            (const unsigned char *)p < arena + DS_ARENA_SIZE;
 }
 
+int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset)
+{
+    const struct ds_memtab_entry *e;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    int inside = 0;
+
+    if (arena == NULL || !in_arena(p))
+        return 0;
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&host_mem, a, 0);
+    if (e != NULL && n <= e->size - (a - e->base)) {
+        *offset = a - (uint64_t)(uintptr_t)arena;
+        inside = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    return inside;
+}
+
 int ds__mem_is_device(uint64_t p)
 {
     int found;
@@ -152,6 +170,37 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
     return rc;
 }
 
+static ds_host_map_args arena_part(const struct ds_memtab_entry *e);
+
+/*
+ * Page-locked memory on the arena is registered with the driver in the executor as soon
+ * as it is allocated, as CUDA pins it at allocation: copies from and to it are then DMA
+ * from the tenant's own pages, asynchronous as on a GPU.  A failure here only makes
+ * those copies slower (the driver stages unregistered pages), and cuMemHostGetDevicePointer
+ * tries again.
+ */
+static void map_now(void *p)
+{
+    const struct ds_memtab_entry *e;
+    ds_host_map_args a;
+    ds_alloc_res r;
+    uint64_t base = 0, size = 0;
+
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
+    if (e != NULL && e->data == NULL) {
+        a = arena_part(e);
+        if (ds_rpc_host_map(&a, &r) == CUDA_SUCCESS) {
+            ((struct ds_memtab_entry *)e)->data = (void *)(uintptr_t)r.ds_alloc_res_u.ptr;
+            base = r.ds_alloc_res_u.ptr;
+            size = e->size;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (size > 0)
+        ds__mem_remember(base, size);
+}
+
 #define HOST_FLAGS_ALLOWED \
     (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)
 
@@ -189,6 +238,8 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
             munmap(p, size);
         return rc;
     }
+    if (in_arena(p))
+        map_now(p);
     *pp = p;
     return CUDA_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #ifndef DS_MEM_H
 #define DS_MEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* 1 when p lies in device memory this client allocated and has not freed. */
@@ -18,5 +19,10 @@ void ds__mem_remember(uint64_t base, uint64_t size);
  * hand to the executor (the caller closes it after sending), or -1 when there is none,
  * in which case page-locked memory is private and cannot be mapped for the device. */
 int ds__mem_arena_create(void);
+
+/* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
+ * executor, with *offset its place in the arena: copies to or from it need not carry
+ * the bytes.  0 otherwise. */
+int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset);
 
 #endif

@@ -39,6 +39,8 @@
     B(memset_async, DS_MEMSET_ASYNC, ds_memset_args)                        \
     S(host_map, DS_HOST_MAP, ds_host_map_args, ds_alloc_res)                \
     S(host_unmap, DS_HOST_UNMAP, ds_host_map_args, ds_void_res)             \
+    B(memcpy_htod_arena, DS_MEMCPY_HTOD_ARENA, ds_arena_copy_args)          \
+    B(memcpy_dtoh_arena, DS_MEMCPY_DTOH_ARENA, ds_arena_copy_args)          \
     S(stream_create, DS_STREAM_CREATE, ds_stream_create_args, ds_handle_res) \
     S(stream_destroy, DS_STREAM_DESTROY, ds_handle, ds_void_res)            \
     S(stream_synchronize, DS_STREAM_SYNCHRONIZE, ds_handle, ds_void_res)    \

@@ -82,6 +82,10 @@ struct ds_backend_ops {
     /* Completes before it returns: the bytes are in dst. */
     int (*memcpy_dtoh)(struct ds_backend *b, void *dst, uint64_t src, size_t n,
                        struct ds_bstream *s);
+    /* In stream order, like CUDA's: dst is the tenant's shared arena, which outlives the
+     * copy (memcpy_htod may likewise be given arena memory as its source). */
+    int (*memcpy_dtoh_async)(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                             struct ds_bstream *s);
     int (*memcpy_dtod)(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
                        struct ds_bstream *s);
     int (*memset)(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,

@@ -16,6 +16,7 @@ struct ds_server_config {
     int gpu;
     int sim_sms;
     uint64_t sim_memory;
+    unsigned spin_us; /* how long an executor polls for the next request before sleeping */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;
 };

@@ -262,8 +262,9 @@ static void cuda_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *
     *total = t;
 }
 
-/* The source is the executor's pageable receive buffer: the driver stages pageable
- * memory before the call returns, so the buffer may go as soon as we return. */
+/* The source is the executor's pageable receive buffer, which the driver stages before
+ * the call returns (so the buffer may go as soon as we return), or the tenant's arena,
+ * registered with the driver, which the DMA reads in stream order. */
 static int cuda_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
                             struct ds_bstream *s)
 {
@@ -284,6 +285,16 @@ static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
     return rc ? rc : ds__cuda_err(b->cu.cuStreamSynchronize(s->s));
+}
+
+static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                                  struct ds_bstream *s)
+{
+    int rc;
+
+    s = ds__cuda_real(b, s);
+    rc = ds__cuda_order(b, s);
+    return rc ? rc : ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
 }
 
 static int cuda_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
@@ -504,6 +515,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .host_unmap = cuda_host_unmap,
     .memcpy_htod = cuda_memcpy_htod,
     .memcpy_dtoh = cuda_memcpy_dtoh,
+    .memcpy_dtoh_async = cuda_memcpy_dtoh_async,
     .memcpy_dtod = cuda_memcpy_dtod,
     .memset = cuda_memset,
     .stream_create = cuda_stream_create,

@@ -19,6 +19,7 @@ enum ds_exec_status {
 struct ds_exec_config {
     const struct ds_backend_ops *backend;
     struct ds_backend_config be;
+    unsigned spin_us; /* poll this long for the tenant's next request before sleeping */
 };
 
 /* Serve the tenant on connected socket `fd` until it disconnects, breaks the protocol

@@ -22,6 +22,8 @@ static void usage(FILE *f)
             "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
+            "  --spin-us N             executors poll N microseconds for a tenant's next call\n"
+            "                          before sleeping (default 50; 0 never polls)\n"
             "  -h, --help              this text\n\n"
             "Tenants: LD_LIBRARY_PATH=<build>/client DETSHARE_SERVER=unix:PATH ./program\n"
             "Logs go to stderr; DETSHARE_LOG=debug shows every failed call.\n");
@@ -98,10 +100,11 @@ int main(int argc, char **argv)
         { "listen", required_argument, NULL, 'l' },
         { "sim-sms", required_argument, NULL, 's' },
         { "sim-memory", required_argument, NULL, 'm' },
+        { "spin-us", required_argument, NULL, 'u' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30 };
+    struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50 };
     const char *device = "auto";
     int c;
 
@@ -133,6 +136,13 @@ int main(int argc, char **argv)
             cfg.sim_memory = parse_size(optarg);
             if (cfg.sim_memory == 0) {
                 fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'u':
+            cfg.spin_us = (unsigned)atoi(optarg);
+            if (atoi(optarg) < 0 || cfg.spin_us > 1000000) {
+                fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
                 return 2;
             }
             break;

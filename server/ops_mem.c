@@ -203,6 +203,57 @@ CUresult ds__ops_memset_async(struct ds_tenant *t, const ds_memset_args *a)
     return fill(t, a, 0);
 }
 
+/* The arena part a copy names, or NULL when it is not wholly inside the arena. */
+static unsigned char *arena_part(const struct ds_tenant *t, const ds_arena_copy_args *a)
+{
+    if (t->arena == NULL || a->offset > t->arena_len || a->size > t->arena_len - a->offset)
+        return NULL;
+    return t->arena + a->offset;
+}
+
+/* The checks common to both directions; *host is the tenant's arena bytes. */
+static CUresult arena_copy(struct ds_tenant *t, const ds_arena_copy_args *a,
+                           struct ds_bstream **s, unsigned char **host)
+{
+    CUresult rc;
+
+    if (ds__tenant_stream(t, a->stream, s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = uncapturable(t, a->stream)) != CUDA_SUCCESS)
+        return rc;
+    if (t->arena == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if ((*host = arena_part(t, a)) == NULL || ds__tenant_range(t, a->dev, a->size) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_memcpy_htod_arena(struct ds_tenant *t, const ds_arena_copy_args *a)
+{
+    struct ds_bstream *s;
+    unsigned char *host;
+    CUresult rc;
+
+    if (a->size == 0)
+        return CUDA_SUCCESS;
+    if ((rc = arena_copy(t, a, &s, &host)) != CUDA_SUCCESS)
+        return rc;
+    return ds_error_to_cu(t->ops->memcpy_htod(t->be, a->dev, host, a->size, s));
+}
+
+CUresult ds__ops_memcpy_dtoh_arena(struct ds_tenant *t, const ds_arena_copy_args *a)
+{
+    struct ds_bstream *s;
+    unsigned char *host;
+    CUresult rc;
+
+    if (a->size == 0)
+        return CUDA_SUCCESS;
+    if ((rc = arena_copy(t, a, &s, &host)) != CUDA_SUCCESS)
+        return rc;
+    return ds_error_to_cu(t->ops->memcpy_dtoh_async(t->be, host, a->dev, a->size, s));
+}
+
 /* Marks a device range that is a mapping of the tenant's host arena (not freeable with
  * cuMemFree, and not owned by a context). */
 static char host_mark;

@@ -110,6 +110,9 @@ Test(memcpy, pinned_host_memory)
     memcpy(h, src, 1 << 20);
     CU_OK(cuMemAlloc(&d, 1 << 20));
     CU_OK(cuMemcpyHtoDAsync(d, h, 1 << 20, NULL));
+    /* From page-locked memory the copy is asynchronous, as in CUDA: the source may
+     * change only once it is done. */
+    CU_OK(cuStreamSynchronize(NULL));
     memset(h, 0, 1 << 20);
     CU_OK(cuMemcpyDtoHAsync(h, d, 1 << 20, NULL));
     CU_OK(cuCtxSynchronize());

@@ -1,0 +1,129 @@
+/* The paths that decide speed through detshare: asynchronous work leaves the tenant
+ * without a round trip, and copies to and from page-locked memory of a local tenant
+ * carry no bytes over the socket. */
+#include "ds_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct ds_test_server srv;
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static CUfunction fill_kernel(void)
+{
+    char path[512];
+    CUmodule m;
+    CUfunction f;
+    FILE *fp;
+    char *buf;
+    long n;
+
+    snprintf(path, sizeof(path), "%s/launch.fatbin", DS_KERNEL_DIR);
+    fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "%s", path);
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    buf = malloc((size_t)n);
+    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    CU_OK(cuModuleLoadData(&m, buf));
+    free(buf);
+    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    return f;
+}
+
+/* Both sides are timed in the same test, so a slow or loaded machine slows both. */
+Test(fastpath, an_asynchronous_launch_costs_no_round_trip, .timeout = 300)
+{
+    enum { LAUNCHES = 20000, QUERIES = 2000 };
+    CUfunction f;
+    CUdeviceptr d;
+    size_t free_b, total;
+    double t0, per_launch, per_query;
+    int v = 7, n = 32;
+    void *params[] = { &d, &v, &n };
+
+    ds_test_server_start(&srv, 0, NULL);
+    ds_test_ctx();
+    f = fill_kernel();
+    CU_OK(cuMemAlloc(&d, 32 * sizeof(int)));
+    for (int i = 0; i < 100; i++)
+        CU_OK(cuMemGetInfo(&free_b, &total));
+    t0 = now_s();
+    for (int i = 0; i < QUERIES; i++)
+        CU_OK(cuMemGetInfo(&free_b, &total));
+    per_query = (now_s() - t0) / QUERIES;
+    t0 = now_s();
+    for (int i = 0; i < LAUNCHES; i++)
+        CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    per_launch = (now_s() - t0) / LAUNCHES;
+    CU_OK(cuCtxSynchronize());
+    cr_log_info("per launch %.2f us, per round trip %.2f us", per_launch * 1e6, per_query * 1e6);
+    cr_expect_lt(per_launch * 4, per_query,
+                 "a launch took %.2f us to submit, a round trip %.2f us", per_launch * 1e6,
+                 per_query * 1e6);
+    ds_test_server_stop(&srv);
+}
+
+/* A tenant in a child process copies through page-locked memory, then leaves; its
+ * executor logs (at debug level) which calls it served. */
+static void pinned_tenant(void)
+{
+    enum { N = 1 << 20 };
+    unsigned char *h, *back;
+    CUdeviceptr d;
+    CUstream s;
+    int ok;
+
+    ds_test_ctx();
+    if (cuMemHostAlloc((void **)&h, N, 0) != CUDA_SUCCESS ||
+        cuMemAllocHost((void **)&back, N) != CUDA_SUCCESS || cuMemAlloc(&d, N) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        _exit(10);
+    for (int i = 0; i < N; i++)
+        h[i] = (unsigned char)(i * 7 + 1);
+    memset(back, 0, N);
+    ok = cuMemcpyHtoD(d, h, N) == CUDA_SUCCESS && cuMemcpyDtoH(back, d, N) == CUDA_SUCCESS &&
+         memcmp(h, back, N) == 0;
+    memset(back, 0, N);
+    ok = ok && cuMemcpyHtoDAsync(d + 4096, h, N - 4096, s) == CUDA_SUCCESS &&
+         cuMemcpyDtoHAsync(back, d + 4096, N - 4096, s) == CUDA_SUCCESS &&
+         cuStreamSynchronize(s) == CUDA_SUCCESS && memcmp(h, back, N - 4096) == 0;
+    _exit(ok ? 0 : 11);
+}
+
+Test(fastpath, pinned_copies_do_not_carry_their_bytes, .timeout = 120)
+{
+    int status;
+    pid_t pid;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 0, NULL);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        pinned_tenant();
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tenant status %d", status);
+    /* The executor logs its summary when the tenant's connection ends. */
+    for (int i = 0; i < 100 && !ds_test_log_has(&srv, "served memcpy_dtoh_arena: 2"); i++)
+        usleep(20000);
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_arena: 2"));
+    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_arena: 2"));
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod:"), "bytes went over the socket");
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod_async:"), "bytes went over the socket");
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_dtoh:"), "bytes went over the socket");
+    ds_test_server_stop(&srv);
+}
