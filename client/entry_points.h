@@ -56,6 +56,8 @@
     EP(cuMemHostAlloc, 2020, cuMemHostAlloc)                              \
     EP(cuMemFreeHost, 2000, cuMemFreeHost)                                \
     EP(cuMemHostGetFlags, 2030, cuMemHostGetFlags)                        \
+    EP(cuPointerGetAttribute, 4000, cuPointerGetAttribute)                \
+    EP(cuPointerGetAttributes, 7000, cuPointerGetAttributes)              \
     EP(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)     \
     EP(cuMemcpy, 4000, cuMemcpy)                                          \
     EP(cuMemcpyAsync, 4000, cuMemcpyAsync)                                \

@@ -586,6 +586,42 @@ static const slot_t context_identity[93] = {
     (slot_t)CONTEXT_IDENTITY_stub_92,
 };
 
+/* ---- 1734dc26... (unknown; docs/export-tables.md 4.10) ----
+ *
+ * cuBLASLt (CUDA 13, bf16 GEMM heuristics on an H100) asks for this table and later calls
+ * its slot 4 whether or not the driver gave it one: refusing the table crashed it on a
+ * NULL pointer [measured].  Slot 4 takes two out-pointers and the caller takes its
+ * fallback path when the call fails, so every slot here fails, and says so once. */
+SLOT_STUB(UNKNOWN_1734DC26, 1)
+SLOT_STUB(UNKNOWN_1734DC26, 2)
+SLOT_STUB(UNKNOWN_1734DC26, 3)
+SLOT_STUB(UNKNOWN_1734DC26, 4)
+SLOT_STUB(UNKNOWN_1734DC26, 5)
+SLOT_STUB(UNKNOWN_1734DC26, 6)
+SLOT_STUB(UNKNOWN_1734DC26, 7)
+SLOT_STUB(UNKNOWN_1734DC26, 8)
+SLOT_STUB(UNKNOWN_1734DC26, 9)
+SLOT_STUB(UNKNOWN_1734DC26, 10)
+SLOT_STUB(UNKNOWN_1734DC26, 11)
+SLOT_STUB(UNKNOWN_1734DC26, 12)
+SLOT_STUB(UNKNOWN_1734DC26, 13)
+SLOT_STUB(UNKNOWN_1734DC26, 14)
+SLOT_STUB(UNKNOWN_1734DC26, 15)
+SLOT_STUB(UNKNOWN_1734DC26, 16)
+
+/* 17 slots, as in the real driver [measured]. */
+static const slot_t unknown_1734dc26[17] = {
+    (slot_t)(uintptr_t)(17 * sizeof(slot_t)),
+    (slot_t)UNKNOWN_1734DC26_stub_1,  (slot_t)UNKNOWN_1734DC26_stub_2,
+    (slot_t)UNKNOWN_1734DC26_stub_3,  (slot_t)UNKNOWN_1734DC26_stub_4,
+    (slot_t)UNKNOWN_1734DC26_stub_5,  (slot_t)UNKNOWN_1734DC26_stub_6,
+    (slot_t)UNKNOWN_1734DC26_stub_7,  (slot_t)UNKNOWN_1734DC26_stub_8,
+    (slot_t)UNKNOWN_1734DC26_stub_9,  (slot_t)UNKNOWN_1734DC26_stub_10,
+    (slot_t)UNKNOWN_1734DC26_stub_11, (slot_t)UNKNOWN_1734DC26_stub_12,
+    (slot_t)UNKNOWN_1734DC26_stub_13, (slot_t)UNKNOWN_1734DC26_stub_14,
+    (slot_t)UNKNOWN_1734DC26_stub_15, (slot_t)UNKNOWN_1734DC26_stub_16,
+};
+
 /* ---- the lookup ---- */
 
 struct table {
@@ -609,6 +645,8 @@ static const struct table tables[] = {
       "INTEGRITY_CHECK", integrity_check },
     { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
       "CONTEXT_IDENTITY", context_identity },
+    { { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca },
+      "1734dc26 (unknown)", unknown_1734dc26 },
 };
 
 static void log_unknown(const CUuuid *id)

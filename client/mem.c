@@ -337,3 +337,114 @@ CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
     pthread_mutex_unlock(&lock);
     return rc;
 }
+
+/* ---- pointer attributes, answered from what this process allocated ---- */
+
+/* What the client knows of one address. */
+struct ptr_info {
+    unsigned type; /* CUmemorytype, 0 when the address is none of ours */
+    uint64_t base, size;
+    uint64_t dev;  /* the device address of this byte, 0 when there is none */
+    void *host;    /* the host address of this byte, NULL when there is none */
+};
+
+static struct ptr_info ptr_info(uint64_t p)
+{
+    struct ptr_info i = { 0 };
+    const struct ds_memtab_entry *e;
+
+    pthread_mutex_lock(&lock);
+    if ((e = ds_memtab_find(&host_mem, p, 0)) != NULL) {
+        i.type = CU_MEMORYTYPE_HOST;
+        i.base = e->base;
+        i.size = e->size;
+        i.host = (void *)(uintptr_t)p;
+        if (e->data != NULL)
+            i.dev = (uint64_t)(uintptr_t)e->data + (p - e->base);
+    } else if ((e = ds_memtab_find(&device_mem, p, 0)) != NULL) {
+        i.type = CU_MEMORYTYPE_DEVICE;
+        i.base = e->base;
+        i.size = e->size;
+        i.dev = p;
+    }
+    pthread_mutex_unlock(&lock);
+    return i;
+}
+
+/* One attribute into data; CUDA_ERROR_INVALID_VALUE when the address has no such thing
+ * (cuPointerGetAttribute's answer), CUDA_ERROR_NOT_SUPPORTED for attributes not kept. */
+static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr, void *data)
+{
+    static atomic_int once;
+    uint64_t ctx = ds__rpc_primary();
+
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = i->type ? (CUcontext)(uintptr_t)ctx : NULL;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = i->type;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = i->dev;
+        return i->dev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *(void **)data = i->host;
+        return i->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned *)data = 0;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned *)data = i->type != 0;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = i->type ? 0 : -2;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = i->base;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = i->size;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        /* Unique for the allocation's lifetime; its base address serves. */
+        *(unsigned long long *)data = i->base;
+        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return ds__unsupported("cuPointerGetAttribute of this attribute", &once);
+    }
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)
+{
+    struct ptr_info i;
+
+    DS_NEED_INIT();
+    if (data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    i = ptr_info(p);
+    return one_attribute(&i, attr, data);
+}
+
+/* Unlike the single form, an address that is none of ours is not an error here: its
+ * attributes read as zero, as CUDA documents. */
+CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data,
+                                CUdeviceptr p)
+{
+    struct ptr_info i;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (n == 0 || attrs == NULL || data == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    i = ptr_info(p);
+    for (unsigned k = 0; k < n; k++) {
+        if (data[k] == NULL)
+            return CUDA_ERROR_INVALID_VALUE;
+        rc = one_attribute(&i, attrs[k], data[k]);
+        if (rc == CUDA_ERROR_NOT_SUPPORTED)
+            return rc;
+    }
+    return CUDA_SUCCESS;
+}

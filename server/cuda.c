@@ -498,9 +498,20 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return rc;
 }
 
+/* A tenant's work is on its own streams only, and a stream synchronize returns sooner
+ * after the GPU finishes than a context synchronize on a green context (measured on the
+ * H100: 25 us against 54 us per round trip including the transport). */
 static int cuda_synchronize(struct ds_backend *b)
 {
-    return ds__cuda_err(b->cu.cuCtxSynchronize_v2(b->ctx));
+    CUresult r = b->cu.cuStreamSynchronize(b->legacy.s);
+
+    /* A capturing stream holds no work to wait for, and waiting on it would end its
+     * capture. */
+    for (struct ds_bstream *s = b->streams.next; s != &b->streams && r == CUDA_SUCCESS;
+         s = s->next)
+        if (!s->capturing)
+            r = b->cu.cuStreamSynchronize(s->s);
+    return ds__cuda_err(r);
 }
 
 const struct ds_backend_ops ds_cuda_backend = {

@@ -38,6 +38,7 @@ static slot_t *table(const char *hex)
 #define CHECKS "263e88607cd2614392f6bbd5006dfa7e"
 #define INTEGRITY "d4082055bde6704b8d34ba123c66e1f2"
 #define IDENTITY "21318c60971432488ca641ff7324c8f2"
+#define UNKNOWN_1734 "1734dc26800d47458726c0f1e7dd8bca"
 
 Test(export, sizes_match_the_real_driver_and_work_before_init)
 {
@@ -50,6 +51,20 @@ Test(export, sizes_match_the_real_driver_and_work_before_init)
     cr_assert_null(table(IDENTITY)[91], "NULL in the real driver too");
     cr_assert_null(table(CUDART)[10]);
     cr_assert_null(table(CLS)[3], "context-local storage: three functions and a NULL");
+    cr_assert_eq((uintptr_t)table(UNKNOWN_1734)[0], 136);
+}
+
+/* cuBLASLt calls slot 4 of this table even when the driver refused it, and falls back
+ * when the call fails. */
+Test(export, the_unknown_table_cublaslt_needs_fails_each_call)
+{
+    CUresult (*slot4)(void **, void *) = (CUresult(*)(void **, void *))table(UNKNOWN_1734)[4];
+    void *out = NULL, *out2 = NULL;
+
+    for (int i = 1; i < 17; i++)
+        cr_assert_not_null(table(UNKNOWN_1734)[i]);
+    cr_assert_neq(slot4(&out, &out2), CUDA_SUCCESS);
+    cr_assert_null(out);
 }
 
 Test(export, unknown_tables_and_bad_arguments_are_refused)

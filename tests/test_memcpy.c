@@ -218,3 +218,39 @@ Test(memcpy, allocation_accounting)
     CU_IS(cuMemAlloc(&d, total), CUDA_ERROR_OUT_OF_MEMORY);
     CU_IS(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
 }
+
+/* Frameworks ask what a pointer is before copying from it (PyTorch's pin_memory). */
+Test(memcpy, pointer_attributes)
+{
+    CUpointer_attribute which[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                     CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                     CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+    unsigned type = 99;
+    void *host = (void *)1, *h;
+    size_t size = 1;
+    void *out[3] = { &type, &host, &size };
+    CUdeviceptr d, got;
+    int local;
+
+    CU_OK(cuMemAlloc(&d, 8192));
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d + 100));
+    cr_assert_eq(type, CU_MEMORYTYPE_DEVICE);
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 100));
+    cr_assert_eq(got, d);
+    CU_IS(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, d),
+          CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemHostAlloc(&h, 4096, 0));
+    CU_OK(cuPointerGetAttributes(3, which, out, (CUdeviceptr)(uintptr_t)h + 8));
+    cr_assert_eq(type, CU_MEMORYTYPE_HOST);
+    cr_assert_eq(host, (char *)h + 8);
+    cr_assert_eq(size, 4096);
+    /* Ordinary host memory: no error from the plural form, zeros instead. */
+    CU_OK(cuPointerGetAttributes(3, which, out, (CUdeviceptr)(uintptr_t)&local));
+    cr_assert_eq(type, 0);
+    cr_assert_null(host);
+    CU_IS(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                (CUdeviceptr)(uintptr_t)&local),
+          CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFreeHost(h));
+    CU_OK(cuMemFree(d));
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# detshare against the native driver in one run on one machine: every figure natively,
+# through detshare over a Unix socket, and over TCP loopback, all tenants served by one
+# warm server.  Writes to $OUT (default bench/results):
+#   overhead-<device>-<date>.json, .md (table with targets), .png (where matplotlib is),
+#   overhead-<device>-<date>-raw.tar.gz (every run's output and stderr, the server's log).
+#
+#   BUILD=build-gpu bash bench/overhead/run.sh   # GPU box: driver API and PyTorch parts
+#   BUILD=build bash bench/overhead/run.sh       # no GPU: the sim device, driver API only
+#
+# Environment: BUILD (build directory, default build), OUT, DEVICE (auto|cuda|sim; auto
+# takes the GPU when nvidia-smi sees one), PYTHON (default python3), TORCH=0 (skip the
+# PyTorch part), COPY_MIB (large-copy size; 256 on a GPU, 16 on the sim, whose copies
+# cross the socket at a few GB/s).
+# A failed or hung tenant run is recorded (exit status, stderr tail) and the suite goes on.
+set -uo pipefail
+export LC_ALL=C
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo" || exit 1
+build=$(cd "${BUILD:-build}" && pwd) || { echo "run.sh: no build directory ${BUILD:-build}" >&2; exit 1; }
+out=${OUT:-$repo/bench/results}
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
+python=${PYTHON:-python3}
+bench=$build/bench/driver_bench
+here=$repo/bench/overhead
+# Bundled libraries of a GPU box (docs/gpu-runs.md): for the server and the client.
+if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+
+device=${DEVICE:-auto}
+if [ "$device" = auto ]; then
+    if nvidia-smi -L > /dev/null 2>&1; then device=cuda; else device=sim; fi
+fi
+case $device in cuda | sim) ;; *) echo "run.sh: DEVICE is auto, cuda or sim, not $device" >&2; exit 1 ;; esac
+[ -x "$bench" ] || { echo "run.sh: $bench is not built (it needs nvcc at build time)" >&2; exit 1; }
+if [ "$device" = cuda ]; then
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+    slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//;s/-$//')
+    slug=${slug:-gpu}
+    modes=(native unix tcp)
+    copy_mib=${COPY_MIB:-256} limit=300
+else
+    driver="none (sim device)" slug=sim
+    # The sim cannot run a program natively: detshare columns only.
+    modes=(unix tcp)
+    copy_mib=${COPY_MIB:-16} limit=120
+fi
+date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+name=overhead-$slug-${date_utc%%T*}
+raw=$out/$name-raw
+rm -rf "$raw" && mkdir -p "$raw" || exit 1
+
+tmp=$(mktemp -d)
+sock=$tmp/ds.sock
+port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+srv=
+trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null; rm -rf "$tmp"' EXIT
+
+start_server() {
+    "$build/server/detshare-server" --device "$device" --listen "unix:$sock" \
+        --listen "tcp:127.0.0.1:$port" 2> "$raw/server.log" &
+    srv=$!
+    for _ in $(seq 600); do
+        [ -S "$sock" ] && kill -0 "$srv" 2> /dev/null && return 0
+        kill -0 "$srv" 2> /dev/null || break
+        sleep 0.05
+    done
+    echo "run.sh: detshare-server did not start; its log:" >&2
+    tail -20 "$raw/server.log" >&2
+    exit 1
+}
+
+# Sets envs to what a tenant of MODE runs with; native adds nothing.
+tenant_env() {
+    envs=()
+    case $2 in
+    native) return ;;
+    unix) envs=(DETSHARE_SERVER="unix:$sock") ;;
+    tcp) envs=(DETSHARE_SERVER="tcp:127.0.0.1:$port") ;;
+    esac
+    envs+=(LD_LIBRARY_PATH="$build/client${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+           DETSHARE_TENANT="overhead-$1-$2")
+}
+
+# record PART MODE RC START: one line of runs.jsonl, and one on the console.
+record() {
+    local secs
+    secs=$(awk -v a="$4" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+    printf '{"part": "%s", "mode": "%s", "rc": %d, "seconds": %s}\n' "$1" "$2" "$3" "$secs" \
+        >> "$raw/runs.jsonl"
+    if [ "$3" -eq 0 ]; then
+        printf '  %-16s %-6s ok       %6ss\n' "$1" "$2" "$secs"
+    else
+        printf '  %-16s %-6s FAILED   %6ss  exit %s: %s\n' "$1" "$2" "$secs" "$3" \
+            "$(tail -1 "$raw/$1.$2.err")"
+    fi
+}
+
+# tenant PART MODE LIMIT CMD...: one run under timeout, output to PART.MODE.{out,err}.
+tenant() {
+    local part=$1 mode=$2 lim=$3 t0
+    shift 3
+    tenant_env "$part" "$mode"
+    t0=$EPOCHREALTIME
+    env "${envs[@]}" timeout -k 10 "$lim" "$@" > "$raw/$part.$mode.out" 2> "$raw/$part.$mode.err"
+    record "$part" "$mode" $? "$t0"
+}
+
+# The executor serving a tenant is the server's child that was not there before it.
+executor_rss() {
+    local before=" $1 " p kb total=0 n=0
+    for p in $(pgrep -P "$srv"); do
+        case $before in *" $p "*) continue ;; esac
+        kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2> /dev/null) || continue
+        total=$((total + ${kb:-0})) n=$((n + 1))
+    done
+    if [ "$n" -gt 0 ]; then
+        awk -v kb="$total" -v n="$n" \
+            'BEGIN { printf "{\"metric\": \"executor_rss_mib\", \"value\": %.1f, \"unit\": \"MiB\", \"n\": %d}\n", kb / 1024, n }'
+    else
+        echo "run.sh: no new executor found among the server's children" >&2
+    fi
+}
+
+# idle MODE: a tenant that only initialised, left running while its RSS (it prints its
+# own) and its executor's are read; SIGTERM is its normal end.
+idle() {
+    local mode=$1 o=$raw/idle.$1.out before pid t0
+    tenant_env idle "$mode"
+    before=$(pgrep -P "$srv" | tr '\n' ' ')
+    t0=$EPOCHREALTIME
+    env "${envs[@]}" timeout -k 5 90 "$bench" idle 80 > "$o" 2> "$raw/idle.$mode.err" &
+    pid=$!
+    for _ in $(seq 600); do
+        grep -q tenant_rss "$o" && break
+        kill -0 "$pid" 2> /dev/null || break
+        sleep 0.1
+    done
+    # A moment for the executor to settle after the tenant's last call.
+    sleep 0.5
+    if [ "$mode" != native ]; then executor_rss "$before" >> "$o" 2>> "$raw/idle.$mode.err"; fi
+    kill -TERM "$pid" 2> /dev/null
+    wait "$pid"
+    record idle "$mode" $? "$t0"
+}
+
+echo "bench/overhead: device $device${gpu:+ ($gpu)}, build $build, modes ${modes[*]}"
+echo "  results: $out/$name.{json,md,png}"
+start_server
+for m in "${modes[@]}"; do
+    tenant micro "$m" "$limit" "$bench" -r 5 -s "$copy_mib" micro
+done
+for m in "${modes[@]}"; do tenant startup "$m" "$limit" "$bench" -r 10 startup; done
+for m in "${modes[@]}"; do idle "$m"; done
+if [ "$device" = cuda ] && [ "${TORCH:-1}" != 0 ]; then
+    # One process per workload and mode, so that a crash loses only that figure; each
+    # workload's loops stop early after 150 s, well inside its 300 s limit.
+    for what in micro resnet50 gpt2 decode; do
+        for m in "${modes[@]}"; do
+            tenant "torch-$what" "$m" 300 "$python" "$here/torch_bench.py" --what "$what" --cap 150
+        done
+    done
+fi
+kill -TERM "$srv"
+wait "$srv"
+server_exit=$?
+srv=
+echo "  server exit $server_exit"
+
+"$python" "$here/report.py" "$raw" "$out/$name" --device-kind "$device" --date-utc "$date_utc" \
+    --driver "$driver" --build "${build#"$repo"/}" --server-exit "$server_exit" \
+    --commit "$(git -C "$repo" describe --always --dirty 2> /dev/null || echo unknown)"
+# One archive rather than dozens of files: the GPU box's $OUT brings back only a few.
+tar -czf "$raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
+cat "$out/$name.md"
