@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "export.h"
 #include "rpc.h"
@@ -37,6 +38,10 @@ static struct {
     unsigned ninfo, next;
     ds_pstate primary;
     int primary_known;
+    /* CUlimit values as last read back, per context (limits change only through this
+     * process; transformers' decoding read one before every launch, 176 us each). */
+    uint64_t limit_ctx[CU_LIMIT_MAX];
+    size_t limit[CU_LIMIT_MAX];
 } known = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void known_forget(void)
@@ -44,6 +49,7 @@ static void known_forget(void)
     pthread_mutex_lock(&known.lock);
     known.ninfo = 0;
     known.primary_known = 0;
+    memset(known.limit_ctx, 0, sizeof(known.limit_ctx));
     pthread_mutex_unlock(&known.lock);
 }
 
@@ -309,9 +315,27 @@ static CUresult limit(CUlimit which, int set, size_t *value)
     DS_NEED_INIT();
     if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
         return rc;
+    if ((unsigned)which < CU_LIMIT_MAX) {
+        int hit;
+
+        pthread_mutex_lock(&known.lock);
+        hit = known.limit_ctx[which] == a.ctx && (!set || known.limit[which] == *value);
+        if (hit)
+            *value = known.limit[which];
+        pthread_mutex_unlock(&known.lock);
+        if (hit)
+            return CUDA_SUCCESS;
+    }
     rc = ds_rpc_ctx_limit(&a, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *value = r.ds_hyper_res_u.value;
+        if ((unsigned)which < CU_LIMIT_MAX) {
+            pthread_mutex_lock(&known.lock);
+            known.limit_ctx[which] = a.ctx;
+            known.limit[which] = *value;
+            pthread_mutex_unlock(&known.lock);
+        }
+    }
     return rc;
 }
 

@@ -334,16 +334,35 @@ static CUresult set_attr(int attr, int value, const void *fn)
     struct ds_cfunc *f = ds__module_func(fn);
     ds_func_attr_args a = { .attr = attr, .value = value };
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     a.fn = f->handle;
-    /* One attribute can bound another (dynamic shared memory and the carveout). */
+    /* Frameworks set attributes before every launch of a kernel (measured: one call per
+     * launch in transformers' decoding); setting what was last set changes nothing. */
+    if (attr >= 0 && attr < CU_FUNC_ATTRIBUTE_MAX) {
+        pthread_mutex_lock(&lock);
+        rc = (f->set_known >> attr) & 1 && f->set_to[attr] == value;
+        pthread_mutex_unlock(&lock);
+        if (rc)
+            return CUDA_SUCCESS;
+    }
+    rc = ds_rpc_func_set_attribute(&a, &r);
+    /* One attribute can bound another (dynamic shared memory and the carveout), so what
+     * was read before is asked again. */
     pthread_mutex_lock(&lock);
     f->attr_known = 0;
+    if (attr >= 0 && attr < CU_FUNC_ATTRIBUTE_MAX) {
+        f->set_known &= ~(1ull << attr);
+        if (rc == CUDA_SUCCESS) {
+            f->set_to[attr] = value;
+            f->set_known |= 1ull << attr;
+        }
+    }
     pthread_mutex_unlock(&lock);
-    return ds_rpc_func_set_attribute(&a, &r);
+    return rc;
 }
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction f)

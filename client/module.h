@@ -16,6 +16,8 @@ struct ds_cfunc {
     uint32_t param_bytes;
     uint64_t attr_known; /* bit a: attr[a] holds CUfunction_attribute a */
     int attr[DS_FUNC_ATTRS];
+    uint64_t set_known;  /* bit a: attribute a was last set, successfully, to set_to[a] */
+    int set_to[DS_FUNC_ATTRS];
     struct ds_cfunc *next;
 };
 
