@@ -376,15 +376,15 @@ static struct ptr_info ptr_info(uint64_t p)
 static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr, void *data)
 {
     static atomic_int once;
-    uint64_t ctx = ds__rpc_primary();
+    int ours = i->type != 0;
 
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = i->type ? (CUcontext)(uintptr_t)ctx : NULL;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        *(CUcontext *)data = ours ? (CUcontext)(uintptr_t)ds__rpc_primary() : NULL;
+        break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = i->type;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         *(CUdeviceptr *)data = i->dev;
         return i->dev ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -394,26 +394,27 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         *(unsigned *)data = 0;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        break;
     case CU_POINTER_ATTRIBUTE_MAPPED:
-        *(unsigned *)data = i->type != 0;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        *(unsigned *)data = ours;
+        break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = i->type ? 0 : -2;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        *(int *)data = ours ? 0 : -2;
+        break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = i->base;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
         *(size_t *)data = i->size;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         /* Unique for the allocation's lifetime; its base address serves. */
         *(unsigned long long *)data = i->base;
-        return i->type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        break;
     default:
         return ds__unsupported("cuPointerGetAttribute of this attribute", &once);
     }
+    return ours ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr p)

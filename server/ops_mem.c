@@ -228,7 +228,7 @@ static CUresult arena_copy(struct ds_tenant *t, const ds_arena_copy_args *a,
     return CUDA_SUCCESS;
 }
 
-CUresult ds__ops_memcpy_htod_arena(struct ds_tenant *t, const ds_arena_copy_args *a)
+static CUresult arena_submit(struct ds_tenant *t, const ds_arena_copy_args *a, int to_device)
 {
     struct ds_bstream *s;
     unsigned char *host;
@@ -238,20 +238,18 @@ CUresult ds__ops_memcpy_htod_arena(struct ds_tenant *t, const ds_arena_copy_args
         return CUDA_SUCCESS;
     if ((rc = arena_copy(t, a, &s, &host)) != CUDA_SUCCESS)
         return rc;
-    return ds_error_to_cu(t->ops->memcpy_htod(t->be, a->dev, host, a->size, s));
+    return ds_error_to_cu(to_device ? t->ops->memcpy_htod(t->be, a->dev, host, a->size, s)
+                                    : t->ops->memcpy_dtoh_async(t->be, host, a->dev, a->size, s));
+}
+
+CUresult ds__ops_memcpy_htod_arena(struct ds_tenant *t, const ds_arena_copy_args *a)
+{
+    return arena_submit(t, a, 1);
 }
 
 CUresult ds__ops_memcpy_dtoh_arena(struct ds_tenant *t, const ds_arena_copy_args *a)
 {
-    struct ds_bstream *s;
-    unsigned char *host;
-    CUresult rc;
-
-    if (a->size == 0)
-        return CUDA_SUCCESS;
-    if ((rc = arena_copy(t, a, &s, &host)) != CUDA_SUCCESS)
-        return rc;
-    return ds_error_to_cu(t->ops->memcpy_dtoh_async(t->be, host, a->dev, a->size, s));
+    return arena_submit(t, a, 0);
 }
 
 /* Marks a device range that is a mapping of the tenant's host arena (not freeable with
