@@ -160,6 +160,7 @@ static CUresult create(CUcontext *pctx, unsigned flags, CUdevice dev)
         return rc;
     *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
     stack[depth++] = *pctx;
+    ds__rpc_sched_flags(flags);
     return CUDA_SUCCESS;
 }
 
@@ -432,6 +433,8 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
     DS_NEED_INIT();
     rc = ds_rpc_primary_set_flags(&a, &r);
     known_forget();
+    if (rc == CUDA_SUCCESS)
+        ds__rpc_sched_flags(flags);
     return rc;
 }
 

@@ -181,6 +181,9 @@ static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
             f->module = module;
             f->nparams = n;
             f->param_bytes = fn->param_bytes;
+            for (uint32_t a = 0; a < fn->attrs.attrs_len && a < CU_FUNC_ATTRIBUTE_MAX; a++)
+                f->attr[a] = fn->attrs.attrs_val[a];
+            f->attr_known = fn->attrs_known & ((1ull << CU_FUNC_ATTRIBUTE_MAX) - 1);
             f->next = functions;
             functions = f;
         }

@@ -3,9 +3,9 @@
 #ifndef DS_MODULE_H
 #define DS_MODULE_H
 
-#include <stdint.h>
+#include "detshare.h"
 
-#define DS_FUNC_ATTRS 64
+#include <stdint.h>
 
 struct ds_cfunc {
     uint32_t magic;

@@ -3,36 +3,45 @@
 
 #include "ds_addr.h"
 #include "ds_arena.h"
+#include "ds_error.h"
 #include "mem.h"
 #include "ds_log.h"
 #include "stats.h"
+#include "wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
-/* Record-stream buffers; a larger message is streamed in fragments. */
-#define DS_RECBUF (256 * 1024)
-
-/* clnt_vc turns the wait into int milliseconds: stay well below INT_MAX. A server that
- * dies closes the socket, which ends any wait at once. */
-#define DS_CALL_WAIT_S 1000000
+/* A batched call waits in the send buffer at most this long when more calls follow
+ * (checked as each is queued), so the GPU starts work while the tenant keeps issuing. */
+#define DS_FLUSH_NS (20 * 1000u)
+/* ...and at most this long when the tenant stops calling: the flusher thread's period. */
+#define DS_IDLE_FLUSH_NS (200 * 1000u)
+/* How long a reply is awaited without sleeping when the context's flags ask for
+ * CU_CTX_SCHED_AUTO (DETSHARE_SPIN_US overrides). */
+#define DS_SPIN_US 200u
 
 static struct {
     pthread_mutex_t lock;
+    pthread_cond_t queued; /* a first call was queued while the flusher slept */
     atomic_uint_fast64_t calls;
-    CLIENT *clnt;
+    struct ds_wire *wire;
     atomic_int ready;
     int lost;
+    int flusher_idle;
+    unsigned auto_spin_us;
     ds_hello_res hello;
     char where[300];
-} conn = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} conn = { .lock = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER };
 
 static _Thread_local uint64_t my_last;
 
@@ -83,27 +92,6 @@ static int server_addr(struct ds_addr *a)
     return 0;
 }
 
-static CLIENT *open_client(int fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    struct netbuf nb;
-    struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
-    CLIENT *c;
-
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
-        return NULL;
-    nb.buf = &ss;
-    nb.len = nb.maxlen = len;
-    c = clnt_vc_create(fd, &nb, DS_PROG, DS_V1, DS_RECBUF, DS_RECBUF);
-    if (c == NULL)
-        return NULL;
-    clnt_control(c, CLSET_TIMEOUT, (char *)&wait);
-    /* Destroying the client closes the socket. */
-    clnt_control(c, CLSET_FD_CLOSE, NULL);
-    return c;
-}
-
 static void tenant_identity(char *name, size_t len, ds_class *klass)
 {
     const char *n = getenv("DETSHARE_TENANT");
@@ -116,56 +104,71 @@ static void tenant_identity(char *name, size_t len, ds_class *klass)
     *klass = (k != NULL && strcmp(k, "latency") == 0) ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT;
 }
 
-/*
- * A write to a server that went away raises SIGPIPE, which would kill the application.
- * The library installs no handlers (the process is not ours), so it blocks SIGPIPE in
- * the calling thread around each call and discards one the call itself raised.
- */
-struct pipe_guard {
-    sigset_t old;
-    int was_pending;
-};
-
-static void pipe_guard_begin(struct pipe_guard *g)
+static unsigned spin_from_env(void)
 {
-    sigset_t set, pending;
+    const char *v = getenv("DETSHARE_SPIN_US");
+    char *end;
+    unsigned long us;
 
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigpending(&pending);
-    g->was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+    if (v == NULL || v[0] == '\0')
+        return DS_SPIN_US;
+    us = strtoul(v, &end, 10);
+    if (*end != '\0' || us > 10u * 1000 * 1000) {
+        ds_warn("DETSHARE_SPIN_US=%s is not a number of microseconds up to 10 s; using %u",
+                v, DS_SPIN_US);
+        return DS_SPIN_US;
+    }
+    return (unsigned)us;
 }
 
-static void pipe_guard_end(struct pipe_guard *g)
+void ds__rpc_sched_flags(unsigned flags)
 {
-    static const struct timespec zero = { 0, 0 };
-    sigset_t set, pending;
+    unsigned spin;
 
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigpending(&pending);
-    if (!g->was_pending && sigismember(&pending, SIGPIPE))
-        sigtimedwait(&set, NULL, &zero);
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+    switch (flags & CU_CTX_SCHED_MASK) {
+    case CU_CTX_SCHED_SPIN:
+    case CU_CTX_SCHED_YIELD:
+        spin = UINT_MAX / 1000u;
+        break;
+    case CU_CTX_SCHED_BLOCKING_SYNC:
+        spin = 0;
+        break;
+    default:
+        spin = conn.auto_spin_us;
+        break;
+    }
+    pthread_mutex_lock(&conn.lock);
+    if (conn.wire != NULL)
+        ds__wire_set_spin(conn.wire, spin);
+    pthread_mutex_unlock(&conn.lock);
+}
+
+/* Called with the lock held. */
+static CUresult transport_failed(unsigned long proc, int err)
+{
+    if (!conn.lost)
+        ds_error("lost detshare-server at %s during %s: %s; every later call fails with "
+                 "CUDA_ERROR_DEVICE_UNAVAILABLE",
+                 conn.where, ds_proc_name(proc) ? ds_proc_name(proc) : "?",
+                 err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
+    conn.lost = 1;
+    pthread_cond_signal(&conn.queued);
+    return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
 static CUresult handshake(void)
 {
     char name[DS_NAME_MAX + 1];
     ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = name };
-    struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
-    struct pipe_guard guard;
-    enum clnt_stat st;
+    int err;
 
     tenant_identity(name, sizeof(name), &a.klass);
     memset(&conn.hello, 0, sizeof(conn.hello));
-    pipe_guard_begin(&guard);
-    st = clnt_call(conn.clnt, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&a,
-                   (xdrproc_t)xdr_ds_hello_res, (char *)&conn.hello, wait);
-    pipe_guard_end(&guard);
-    if (st != RPC_SUCCESS) {
-        ds_error("no answer from detshare-server at %s: %s", conn.where, clnt_sperrno(st));
+    err = ds__wire_call(conn.wire, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a,
+                        (xdrproc_t)xdr_ds_hello_res, &conn.hello);
+    if (err != 0) {
+        ds_error("no answer from detshare-server at %s: %s", conn.where,
+                 err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
         return CUDA_ERROR_NO_DEVICE;
     }
     if (conn.hello.err != CUDA_SUCCESS) {
@@ -177,6 +180,93 @@ static CUresult handshake(void)
     ds_debug("connected to %s as %s (%s device %s)", conn.where, name,
              conn.hello.ds_hello_res_u.ok.backend, conn.hello.ds_hello_res_u.ok.dev.name);
     return CUDA_SUCCESS;
+}
+
+static void sleep_until(uint64_t ns)
+{
+    struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+                           .tv_nsec = (long)(ns % 1000000000u) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/*
+ * Sends a batch the tenant left behind when it stopped calling (it computes on the CPU,
+ * or waits on something that is not ours), so queued GPU work never waits for the
+ * tenant's next call.  It sleeps on a condition while nothing is queued.
+ */
+static void *flusher(void *unused)
+{
+    (void)unused;
+    /* The kernel's default 50 us timer slack would make every period late. */
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    pthread_mutex_lock(&conn.lock);
+    while (!conn.lost) {
+        uint64_t since = ds__wire_queued_since(conn.wire);
+
+        if (since == 0) {
+            conn.flusher_idle = 1;
+            pthread_cond_wait(&conn.queued, &conn.lock);
+            conn.flusher_idle = 0;
+            continue;
+        }
+        if (ds__stats_now() - since >= DS_IDLE_FLUSH_NS) {
+            int err = ds__wire_flush(conn.wire);
+
+            if (err != 0)
+                transport_failed(DS_NULL, err);
+            continue;
+        }
+        pthread_mutex_unlock(&conn.lock);
+        sleep_until(since + DS_IDLE_FLUSH_NS);
+        pthread_mutex_lock(&conn.lock);
+    }
+    pthread_mutex_unlock(&conn.lock);
+    return NULL;
+}
+
+/* A forked child shares the parent's socket: a call from it would interleave records
+ * with the parent's.  As with the real driver, CUDA does not work in the child. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&conn.lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&conn.lock);
+}
+
+static void atfork_child(void)
+{
+    if (ds__rpc_ready())
+        conn.lost = 1;
+    pthread_mutex_unlock(&conn.lock);
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static int start_flusher(void)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    sigset_t all, old;
+    int rc;
+
+    /* The application's signals must not land on a thread it does not know. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&t, &attr, flusher, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = rc;
+    return rc;
 }
 
 static CUresult connect_once(void)
@@ -202,25 +292,32 @@ static CUresult connect_once(void)
             close(arena);
         }
     }
-    conn.clnt = open_client(fd);
-    if (conn.clnt == NULL) {
+    conn.auto_spin_us = spin_from_env();
+    conn.wire = ds__wire_open(fd, conn.auto_spin_us);
+    if (conn.wire == NULL) {
         close(fd);
-        ds_error("cannot set up RPC to %s", conn.where);
+        ds_error("cannot set up RPC to %s: out of memory", conn.where);
         return CUDA_ERROR_NO_DEVICE;
     }
     rc = handshake();
+    if (rc == CUDA_SUCCESS && start_flusher() != 0) {
+        ds_error("cannot start the client's flusher thread: %s", strerror(errno));
+        rc = CUDA_ERROR_NO_DEVICE;
+    }
     if (rc != CUDA_SUCCESS) {
         xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&conn.hello);
-        clnt_destroy(conn.clnt);
-        conn.clnt = NULL;
+        ds__wire_close(conn.wire);
+        conn.wire = NULL;
     }
     return rc;
 }
 
 CUresult ds__rpc_init(void)
 {
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
     CUresult rc = CUDA_SUCCESS;
 
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&conn.lock);
     if (!ds__rpc_ready()) {
         ds_log_set_prefix("detshare");
@@ -232,24 +329,11 @@ CUresult ds__rpc_init(void)
     return rc;
 }
 
-/* Called with the lock held. */
-static CUresult transport_failed(unsigned long proc, enum clnt_stat st)
-{
-    if (!conn.lost)
-        ds_error("lost detshare-server at %s during %s: %s; every later call fails with "
-                 "CUDA_ERROR_DEVICE_UNAVAILABLE",
-                 conn.where, ds_proc_name(proc) ? ds_proc_name(proc) : "?", clnt_sperrno(st));
-    conn.lost = 1;
-    return CUDA_ERROR_DEVICE_UNAVAILABLE;
-}
-
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
-    struct timeval wait = { .tv_sec = DS_CALL_WAIT_S };
-    struct pipe_guard guard;
-    enum clnt_stat st;
     uint64_t t0;
     CUresult rc;
+    int err;
 
     pthread_mutex_lock(&conn.lock);
     if (conn.lost) {
@@ -257,37 +341,33 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
     t0 = ds__stats_now();
-    pipe_guard_begin(&guard);
-    st = clnt_call(conn.clnt, proc, xarg, arg, xres, res, wait);
-    pipe_guard_end(&guard);
+    err = ds__wire_call(conn.wire, proc, xarg, arg, xres, res);
     count_call(proc, t0);
     /* The transport status decides whether res holds anything at all. */
-    rc = st == RPC_SUCCESS ? (CUresult) * (int *)res : transport_failed(proc, st);
+    rc = err == 0 ? (CUresult) * (int *)res : transport_failed(proc, err);
     pthread_mutex_unlock(&conn.lock);
     return rc;
 }
 
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    struct timeval none = { 0, 0 };
-    struct pipe_guard guard;
-    enum clnt_stat st;
     CUresult rc = CUDA_SUCCESS;
 
     pthread_mutex_lock(&conn.lock);
     if (conn.lost) {
         rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
     } else {
-        /* A NULL result routine with a zero wait is TI-RPC's batching: encode, buffer,
-         * no reply.  It reports RPC_TIMEDOUT for a successfully buffered call. */
         uint64_t t0 = ds__stats_now();
+        uint64_t since = ds__wire_queued_since(conn.wire);
+        int err = ds__wire_queue(conn.wire, proc, xarg, arg);
 
-        pipe_guard_begin(&guard);
-        st = clnt_call(conn.clnt, proc, xarg, arg, NULL, NULL, none);
-        pipe_guard_end(&guard);
+        if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
+            err = ds__wire_flush(conn.wire);
+        else if (err == 0 && since == 0 && conn.flusher_idle)
+            pthread_cond_signal(&conn.queued);
         count_call(proc, t0);
-        if (st != RPC_SUCCESS && st != RPC_TIMEDOUT)
-            rc = transport_failed(proc, st);
+        if (err != 0)
+            rc = transport_failed(proc, err);
     }
     pthread_mutex_unlock(&conn.lock);
     return rc;

@@ -1,9 +1,11 @@
 /*
  * The client's one connection to its executor.  Every call is serialised under one
  * lock, so the library is safe to use from any number of application threads.
- * Synchronous calls wait for the reply; batched calls are buffered in the record stream
- * and leave with the next synchronous call (TI-RPC batching), which is what lets a
- * tenant issue asynchronous work at memory speed.
+ * Synchronous calls wait for the reply; batched calls get none and are buffered, which
+ * is what lets a tenant issue asynchronous work at memory speed.  A buffer leaves with
+ * the next synchronous call, once it is 20 us old when more calls come, or after 200 us
+ * when the tenant stops calling (a flusher thread sends it), so the GPU does not wait
+ * for the tenant's next synchronisation to start on work already issued.
  *
  * A transport failure, whenever it happens, is reported to the application as
  * CUDA_ERROR_DEVICE_UNAVAILABLE and logged once; the session does not come back.
@@ -27,6 +29,11 @@ const ds_device_desc *ds__rpc_device(void);
 
 /* The primary context's handle, known from the handshake on; 0 before. */
 uint64_t ds__rpc_primary(void);
+
+/* The scheduling flags (CU_CTX_SCHED_*) of the context the tenant made current or
+ * created: how a synchronous call awaits its reply.  SPIN and YIELD never sleep,
+ * BLOCKING_SYNC sleeps at once, AUTO polls for DETSHARE_SPIN_US (default 200) first. */
+void ds__rpc_sched_flags(unsigned flags);
 
 /* Send `arg` to procedure `proc` and decode the reply into `res`, whose first member is
  * the CUresult; returns that CUresult, or CUDA_ERROR_DEVICE_UNAVAILABLE when the

@@ -65,8 +65,18 @@ static uint64_t known_function(struct ds_tenant *t, uint64_t module, const char 
     return 0;
 }
 
-static CUresult describe(struct ds_vfunc *f, uint64_t h, ds_function *out)
+static CUresult describe(struct ds_tenant *t, struct ds_vfunc *f, uint64_t h,
+                         ds_function *out)
 {
+    int *v = calloc(CU_FUNC_ATTRIBUTE_MAX, sizeof(int));
+
+    if (v == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    out->attrs.attrs_val = v;
+    out->attrs.attrs_len = CU_FUNC_ATTRIBUTE_MAX;
+    for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; a++)
+        if (t->ops->func_get_attribute(t->be, f->real, a, &v[a]) == 0)
+            out->attrs_known |= 1ull << a;
     out->handle = h;
     out->param_bytes = f->layout.bytes;
     out->params.params_len = f->layout.n;
@@ -112,7 +122,7 @@ CUresult ds__ops_module_get_function(struct ds_tenant *t, const ds_symbol_args *
         return CUDA_ERROR_INVALID_HANDLE;
     h = known_function(t, a->module, a->name);
     if (h != 0)
-        return describe(ds_handles_get(&t->h, h, DS_H_FUNC), h, &r->ds_function_res_u.fn);
+        return describe(t, ds_handles_get(&t->h, h, DS_H_FUNC), h, &r->ds_function_res_u.fn);
     f = new_function(t, m, a->module, a->name, &rc);
     if (f == NULL)
         return rc == DS_ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NOT_FOUND;
@@ -124,7 +134,7 @@ CUresult ds__ops_module_get_function(struct ds_tenant *t, const ds_symbol_args *
         free(f);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    return describe(f, h, &r->ds_function_res_u.fn);
+    return describe(t, f, h, &r->ds_function_res_u.fn);
 }
 
 CUresult ds__ops_module_get_global(struct ds_tenant *t, const ds_symbol_args *a,

@@ -77,17 +77,49 @@ Test(fastpath, an_asynchronous_launch_costs_no_round_trip, .timeout = 300)
     ds_test_server_stop(&srv);
 }
 
-/* A tenant in a child process copies through page-locked memory, then leaves; its
- * executor logs (at debug level) which calls it served. */
+/* Work the tenant queued leaves by itself when the tenant stops calling: here the host
+ * watches mapped memory that an asynchronous fill writes, and makes no call at all. */
+Test(fastpath, queued_work_starts_without_a_synchronising_call, .timeout = 60)
+{
+    enum { N = 4096 };
+    volatile unsigned char *h;
+    CUdeviceptr d;
+    CUstream s;
+    double t0;
+    int seen = 0;
+
+    ds_test_server_start(&srv, 0, NULL);
+    ds_test_ctx();
+    CU_OK(cuMemHostAlloc((void **)&h, N, CU_MEMHOSTALLOC_DEVICEMAP));
+    memset((void *)h, 0, N);
+    CU_OK(cuMemHostGetDevicePointer(&d, (void *)h, 0));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemsetD8Async(d, 0x5a, N, s));
+    t0 = now_s();
+    while (!seen && now_s() - t0 < 10.0) {
+        seen = h[0] == 0x5a && h[N - 1] == 0x5a;
+        usleep(100);
+    }
+    cr_expect(seen, "the fill never reached the device without a synchronising call");
+    cr_log_info("queued fill visible after %.3f ms", (now_s() - t0) * 1e3);
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemFreeHost((void *)h));
+    ds_test_server_stop(&srv);
+}
+
+/* A tenant in a child process copies through page-locked memory and reads a kernel's
+ * attributes, then leaves; its executor logs (at debug level) which calls it served. */
 static void pinned_tenant(void)
 {
     enum { N = 1 << 20 };
     unsigned char *h, *back;
     CUdeviceptr d;
     CUstream s;
+    CUfunction f;
     int ok;
 
     ds_test_ctx();
+    f = fill_kernel();
     if (cuMemHostAlloc((void **)&h, N, 0) != CUDA_SUCCESS ||
         cuMemAllocHost((void **)&back, N) != CUDA_SUCCESS || cuMemAlloc(&d, N) != CUDA_SUCCESS ||
         cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
@@ -101,10 +133,16 @@ static void pinned_tenant(void)
     ok = ok && cuMemcpyHtoDAsync(d + 4096, h, N - 4096, s) == CUDA_SUCCESS &&
          cuMemcpyDtoHAsync(back, d + 4096, N - 4096, s) == CUDA_SUCCESS &&
          cuStreamSynchronize(s) == CUDA_SUCCESS && memcmp(h, back, N - 4096) == 0;
+    /* Attributes frameworks read before launches come with the function. */
+    for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES && ok; a++) {
+        int v = -1;
+
+        ok = cuFuncGetAttribute(&v, (CUfunction_attribute)a, f) == CUDA_SUCCESS && v >= 0;
+    }
     _exit(ok ? 0 : 11);
 }
 
-Test(fastpath, pinned_copies_do_not_carry_their_bytes, .timeout = 120)
+Test(fastpath, pinned_copies_and_function_attributes_cost_no_transfer, .timeout = 120)
 {
     int status;
     pid_t pid;
@@ -125,5 +163,7 @@ Test(fastpath, pinned_copies_do_not_carry_their_bytes, .timeout = 120)
     cr_expect(!ds_test_log_has(&srv, "served memcpy_htod:"), "bytes went over the socket");
     cr_expect(!ds_test_log_has(&srv, "served memcpy_htod_async:"), "bytes went over the socket");
     cr_expect(!ds_test_log_has(&srv, "served memcpy_dtoh:"), "bytes went over the socket");
+    cr_expect(!ds_test_log_has(&srv, "served func_get_attribute:"),
+              "function attributes cost round trips");
     ds_test_server_stop(&srv);
 }

@@ -1,0 +1,186 @@
+#define _GNU_SOURCE
+#include "wire.h"
+
+#include "ds_error.h"
+#include "ds_procs.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Record-stream buffers; a larger message leaves in fragments of this size. */
+#define DS_WIREBUF (256 * 1024)
+
+struct ds_wire {
+    XDR xdrs;
+    int fd;
+    unsigned spin_us;
+    uint32_t xid;
+    uint64_t queued_since;
+    /* The last queued call's record is left open: xdrrec can only send its buffer by
+     * ending a record, and ending an empty one would put an empty record on the wire. */
+    int open;
+};
+
+/* xdrrec's reader: poll without sleeping for spin_us, then sleep in poll().  Returns the
+ * bytes read, or -1 at end of stream or on error (xdrrec wants at least one byte). */
+static int read_fd(void *h, void *buf, int len)
+{
+    struct ds_wire *w = h;
+    uint64_t until = ds__stats_now() + (uint64_t)w->spin_us * 1000u;
+    int spinning = 1;
+
+    for (;;) {
+        ssize_t n = recv(w->fd, buf, (size_t)len, spinning ? MSG_DONTWAIT : 0);
+
+        if (n > 0)
+            return (int)n;
+        if (n == 0)
+            return -1;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (spinning && ds__stats_now() >= until) {
+            struct pollfd p = { .fd = w->fd, .events = POLLIN };
+
+            spinning = 0;
+            if (poll(&p, 1, -1) < 0 && errno != EINTR)
+                return -1;
+        }
+    }
+}
+
+/* xdrrec's writer.  MSG_NOSIGNAL: a server that went away gives EPIPE, not a signal
+ * that would kill the application. */
+static int write_fd(void *h, void *buf, int len)
+{
+    struct ds_wire *w = h;
+    const char *p = buf;
+    int left = len;
+
+    while (left > 0) {
+        ssize_t n = send(w->fd, p, (size_t)left, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        left -= (int)n;
+    }
+    return len;
+}
+
+struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
+{
+    struct ds_wire *w = calloc(1, sizeof(*w));
+
+    if (w == NULL)
+        return NULL;
+    w->fd = fd;
+    w->spin_us = spin_us;
+    xdrrec_create(&w->xdrs, DS_WIREBUF, DS_WIREBUF, w, read_fd, write_fd);
+    return w;
+}
+
+void ds__wire_close(struct ds_wire *w)
+{
+    if (w == NULL)
+        return;
+    XDR_DESTROY(&w->xdrs);
+    close(w->fd);
+    free(w);
+}
+
+void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us)
+{
+    w->spin_us = spin_us;
+}
+
+/* Encode one call message (header, no credentials, arguments) into the send buffer,
+ * after ending the record left open. */
+static int encode(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    struct rpc_msg m = { .rm_xid = ++w->xid, .rm_direction = CALL };
+
+    w->xdrs.x_op = XDR_ENCODE;
+    if (w->open && !xdrrec_endofrecord(&w->xdrs, FALSE))
+        return DS_EIO;
+    w->open = 1;
+
+    m.rm_call.cb_rpcvers = RPC_MSG_VERSION;
+    m.rm_call.cb_prog = DS_PROG;
+    m.rm_call.cb_vers = DS_V1;
+    m.rm_call.cb_proc = (rpcproc_t)proc;
+    m.rm_call.cb_cred = _null_auth;
+    m.rm_call.cb_verf = _null_auth;
+    if (!xdr_callmsg(&w->xdrs, &m) || !xarg(&w->xdrs, arg))
+        return DS_EIO;
+    return 0;
+}
+
+/* End the open record and send the buffer. */
+static int send_now(struct ds_wire *w)
+{
+    w->xdrs.x_op = XDR_ENCODE;
+    w->open = 0;
+    w->queued_since = 0;
+    return xdrrec_endofrecord(&w->xdrs, TRUE) ? 0 : DS_EIO;
+}
+
+int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    if (encode(w, proc, xarg, arg) != 0)
+        return DS_EIO;
+    if (w->queued_since == 0)
+        w->queued_since = ds__stats_now();
+    return 0;
+}
+
+int ds__wire_flush(struct ds_wire *w)
+{
+    return w->open ? send_now(w) : 0;
+}
+
+uint64_t ds__wire_queued_since(const struct ds_wire *w)
+{
+    return w->queued_since;
+}
+
+/* Read the reply to call `xid`.  Batched calls get no reply, so the next record on the
+ * stream is this call's; anything else means the two ends disagree. */
+static int read_reply(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res)
+{
+    struct rpc_msg m = { 0 };
+    struct rpc_err e;
+
+    m.acpted_rply.ar_verf = _null_auth;
+    m.acpted_rply.ar_results.where = res;
+    m.acpted_rply.ar_results.proc = xres;
+    w->xdrs.x_op = XDR_DECODE;
+    if (!xdrrec_skiprecord(&w->xdrs))
+        return DS_EIO;
+    if (!xdr_replymsg(&w->xdrs, &m)) {
+        xdr_free(xres, res);
+        return DS_EIO;
+    }
+    _seterr_reply(&m, &e);
+    if (m.rm_xid != xid || e.re_status != RPC_SUCCESS) {
+        if (e.re_status == RPC_SUCCESS)
+            xdr_free(xres, res);
+        return DS_EPROTO;
+    }
+    return 0;
+}
+
+int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                  xdrproc_t xres, void *res)
+{
+    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
+        return DS_EIO;
+    return read_reply(w, w->xid, xres, res);
+}
