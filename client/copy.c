@@ -1,7 +1,8 @@
 /*
  * Copies and fills.  Page-locked memory of a local tenant lies on the arena shared with
  * the executor, so copies to and from it carry only an offset and are asynchronous as in
- * CUDA.  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
+ * CUDA.  A local tenant's larger pageable copies go through the staging ring
+ * (staging.h).  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
  * host-to-device chunks are batched (the last one of a synchronous copy waits for
  * completion); device-to-host chunks are synchronous calls that return the bytes once
  * the stream's earlier work is done, so such an "async" copy to the host has completed
@@ -11,6 +12,7 @@
 #include "graph.h"
 #include "mem.h"
 #include "rpc.h"
+#include "staging.h"
 #include "stream.h"
 
 #include <string.h>
@@ -49,6 +51,8 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
         return CUDA_ERROR_INVALID_VALUE;
     if (ds__mem_arena_offset(src, n, &offset))
         return arena_copy(1, dst, offset, n, s, wait);
+    if (ds__staging_usable(n))
+        return ds__staging_htod(dst, src, n, s, wait);
     while (n > 0 && rc == CUDA_SUCCESS) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_htod_args a = { .dst = dst, .stream = ds__stream_of(s) };
@@ -82,6 +86,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
         return CUDA_ERROR_INVALID_VALUE;
     if (ds__mem_arena_offset(dst, n, &offset))
         return arena_copy(0, src, offset, n, s, wait);
+    if (ds__staging_usable(n))
+        return ds__staging_dtoh(dst, src, n, s);
     while (n > 0) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = ds__stream_of(s) };

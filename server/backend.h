@@ -59,6 +59,7 @@ struct ds_backend_config {
     int sim_sms;          /* sim: SM count */
     struct ds_shm *shm;   /* sim: device memory accounting shared by all tenants */
     int slot;             /* this tenant's slot in shm */
+    unsigned spin_us;     /* cuda: a synchronisation polls this long before blocking */
 };
 
 struct ds_backend_ops {

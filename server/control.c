@@ -68,6 +68,7 @@ static void run_executor(struct control *c, int fd, int slot)
     ec.be.sim_sms = c->cfg->sim_sms;
     ec.be.shm = c->shm;
     ec.be.slot = slot;
+    ec.be.spin_us = c->cfg->spin_us;
     ec.spin_us = c->cfg->spin_us;
     /* exit, not _exit: sanitizer builds then check the executor for leaks too. */
     exit(ds_executor_run(fd, &ec));

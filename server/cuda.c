@@ -24,11 +24,52 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int ds__cuda_err(CUresult r)
 {
     return r == CUDA_SUCCESS ? 0 : DS_ECU(r);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A tenant's synchronising call waits for this reply, and the driver's blocking wait
+ * may wake a while after the GPU is done; so poll for up to spin_us (the server's
+ * --spin-us) before blocking.  Short work, the common case of a launch-bound tenant,
+ * ends within the poll.
+ */
+static CUresult wait_stream(struct ds_backend *b, CUstream s)
+{
+    uint64_t until = mono_ns() + (uint64_t)b->spin_us * 1000u;
+    CUresult r;
+
+    do {
+        r = b->cu.cuStreamQuery(s);
+        if (r != CUDA_ERROR_NOT_READY)
+            return r;
+    } while (mono_ns() < until);
+    return b->cu.cuStreamSynchronize(s);
+}
+
+static CUresult wait_event(struct ds_backend *b, CUevent e)
+{
+    uint64_t until = mono_ns() + (uint64_t)b->spin_us * 1000u;
+    CUresult r;
+
+    do {
+        r = b->cu.cuEventQuery(e);
+        if (r != CUDA_ERROR_NOT_READY)
+            return r;
+    } while (mono_ns() < until);
+    return b->cu.cuEventSynchronize(e);
 }
 
 static int load_driver(struct driver *cu)
@@ -111,6 +152,7 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
         rc = ds__cuda_err(b->cu.cuInit(0));
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuDeviceGet(&b->dev, cfg->gpu));
+    b->spin_us = cfg->spin_us;
     if (rc == 0)
         rc = whole_device_pctx(b);
     if (rc == 0)
@@ -284,7 +326,7 @@ static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_
     rc = ds__cuda_order(b, s);
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
-    return rc ? rc : ds__cuda_err(b->cu.cuStreamSynchronize(s->s));
+    return rc ? rc : ds__cuda_err(wait_stream(b, s->s));
 }
 
 static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
@@ -372,7 +414,7 @@ static int cuda_stream_query(struct ds_backend *b, struct ds_bstream *s)
 
 static int cuda_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
 {
-    return ds__cuda_err(b->cu.cuStreamSynchronize(ds__cuda_real(b, s)->s));
+    return ds__cuda_err(wait_stream(b, ds__cuda_real(b, s)->s));
 }
 
 static int cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
@@ -425,7 +467,7 @@ static int cuda_event_query(struct ds_backend *b, struct ds_bevent *e)
 
 static int cuda_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
 {
-    return ds__cuda_err(b->cu.cuEventSynchronize(e->e));
+    return ds__cuda_err(wait_event(b, e->e));
 }
 
 static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
@@ -503,14 +545,14 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
  * H100: 25 us against 54 us per round trip including the transport). */
 static int cuda_synchronize(struct ds_backend *b)
 {
-    CUresult r = b->cu.cuStreamSynchronize(b->legacy.s);
+    CUresult r = wait_stream(b, b->legacy.s);
 
     /* A capturing stream holds no work to wait for, and waiting on it would end its
      * capture. */
     for (struct ds_bstream *s = b->streams.next; s != &b->streams && r == CUDA_SUCCESS;
          s = s->next)
         if (!s->capturing)
-            r = b->cu.cuStreamSynchronize(s->s);
+            r = wait_stream(b, s->s);
     return ds__cuda_err(r);
 }
 

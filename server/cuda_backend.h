@@ -133,6 +133,7 @@ struct ds_backend {
     struct ds_bstream streams; /* list head */
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
     int identity_known;
+    unsigned spin_us;          /* a synchronisation polls this long before blocking */
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and

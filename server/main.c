@@ -22,8 +22,9 @@ static void usage(FILE *f)
             "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
-            "  --spin-us N             executors poll N microseconds for a tenant's next call\n"
-            "                          before sleeping (default 50; 0 never polls)\n"
+            "  --spin-us N             executors poll N microseconds for a tenant's next call,\n"
+            "                          and for the GPU in a synchronisation, before sleeping\n"
+            "                          (default 50; 0 never polls)\n"
             "  -h, --help              this text\n\n"
             "Tenants: LD_LIBRARY_PATH=<build>/client DETSHARE_SERVER=unix:PATH ./program\n"
             "Logs go to stderr; DETSHARE_LOG=debug shows every failed call.\n");

@@ -142,6 +142,60 @@ static void pinned_tenant(void)
     _exit(ok ? 0 : 11);
 }
 
+/* A tenant copies pageable memory both ways, in sizes that wrap the staging ring more
+ * than once and end mid-slot, synchronously and on a stream. */
+static void pageable_tenant(void)
+{
+    const size_t n = (37u << 20) + 4099;
+    unsigned char *h = malloc(n), *back = malloc(n);
+    CUdeviceptr d;
+    CUstream s;
+    int ok;
+
+    ds_test_ctx();
+    if (h == NULL || back == NULL || cuMemAlloc(&d, n) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        _exit(10);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i * 131 + (i >> 20));
+    memset(back, 0, n);
+    ok = cuMemcpyHtoD(d, h, n) == CUDA_SUCCESS && cuMemcpyDtoH(back, d, n) == CUDA_SUCCESS &&
+         memcmp(h, back, n) == 0;
+    /* The source may change as soon as an asynchronous copy from pageable memory
+     * returns: the copy must already hold its bytes. */
+    ok = ok && cuMemcpyHtoDAsync(d, h + 1, n - 1, s) == CUDA_SUCCESS;
+    memset(h, 0xee, n);
+    memset(back, 0, n);
+    ok = ok && cuMemcpyDtoHAsync(back, d, n - 1, s) == CUDA_SUCCESS &&
+         cuStreamSynchronize(s) == CUDA_SUCCESS;
+    for (size_t i = 0; ok && i < n - 1; i++)
+        ok = back[i] == (unsigned char)((i + 1) * 131 + ((i + 1) >> 20));
+    _exit(ok ? 0 : 11);
+}
+
+Test(fastpath, pageable_copies_are_staged_not_sent, .timeout = 120)
+{
+    int status;
+    pid_t pid;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 0, NULL);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        pageable_tenant();
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tenant status %d", status);
+    for (int i = 0; i < 100 && !ds_test_log_has(&srv, "served memcpy_dtoh_arena:"); i++)
+        usleep(20000);
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_arena:"));
+    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_arena:"));
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod:"), "bytes went over the socket");
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod_async:"), "bytes went over the socket");
+    cr_expect(!ds_test_log_has(&srv, "served memcpy_dtoh:"), "bytes went over the socket");
+    ds_test_server_stop(&srv);
+}
+
 Test(fastpath, pinned_copies_and_function_attributes_cost_no_transfer, .timeout = 120)
 {
     int status;

@@ -10,8 +10,9 @@
 #
 # Environment: BUILD (build directory, default build), OUT, DEVICE (auto|cuda|sim; auto
 # takes the GPU when nvidia-smi sees one), PYTHON (default python3), TORCH=0 (skip the
-# PyTorch part), COPY_MIB (large-copy size; 256 on a GPU, 16 on the sim, whose copies
-# cross the socket at a few GB/s).
+# PyTorch part), TORCH_CAP (seconds per PyTorch workload and mode, default 150), COPY_MIB
+# (large-copy size; 256 on a GPU, 16 on the sim, whose copies cross the socket at a few
+# GB/s).
 # A failed or hung tenant run is recorded (exit status, stderr tail) and the suite goes on.
 set -uo pipefail
 export LC_ALL=C
@@ -158,7 +159,7 @@ if [ "$device" = cuda ] && [ "${TORCH:-1}" != 0 ]; then
     # workload's loops stop early after 150 s, well inside its 300 s limit.
     for what in micro resnet50 gpt2 decode; do
         for m in "${modes[@]}"; do
-            tenant "torch-$what" "$m" 300 "$python" "$here/torch_bench.py" --what "$what" --cap 150
+            tenant "torch-$what" "$m" 300 "$python" "$here/torch_bench.py" --what "$what" --cap "${TORCH_CAP:-150}"
         done
     done
 fi
