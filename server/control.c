@@ -175,6 +175,9 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
     (void)signum;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == c->cfg->mps_daemon)
+            ds_error("MPS: the control daemon exited (%s): executors started from now on "
+                     "time-slice the GPU", exit_reason(status, buf, sizeof(buf)));
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
             struct ds_shm_slot *s = &c->shm->slots[i];
 

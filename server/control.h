@@ -9,6 +9,8 @@
 #include "backend.h"
 #include "ds_addr.h"
 
+#include <sys/types.h>
+
 #define DS_MAX_LISTEN 8
 
 struct ds_server_config {
@@ -17,6 +19,7 @@ struct ds_server_config {
     int sim_sms;
     uint64_t sim_memory;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
+    pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;
 };

@@ -139,6 +139,19 @@ static void fini_stream(struct ds_backend *b, struct ds_bstream *s)
     b->cu.cuStreamDestroy(s->s);
 }
 
+/* Whether this executor reached the server's MPS daemon: the driver silently runs
+ * without MPS when it cannot. */
+static void log_sharing(struct ds_backend *b)
+{
+    int mps = 0;
+
+    b->cu.cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, b->dev);
+    if (mps)
+        ds_debug("MPS client: kernels run beside other tenants' kernels");
+    else
+        ds_info("not an MPS client: kernels take turns with other tenants' kernels");
+}
+
 static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
@@ -155,8 +168,10 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
     b->spin_us = cfg->spin_us;
     if (rc == 0)
         rc = whole_device_pctx(b);
-    if (rc == 0)
+    if (rc == 0) {
+        log_sharing(b);
         rc = init_stream(b, &b->legacy, 0, 0);
+    }
     if (rc != 0) {
         if (b->green != NULL)
             b->cu.cuGreenCtxDestroy(b->green);

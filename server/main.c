@@ -2,6 +2,7 @@
 #include "control.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "mps.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -22,6 +23,12 @@ static void usage(FILE *f)
             "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
+            "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
+            "                          a private MPS control daemon for the GPU and stops it\n"
+            "                          on exit; external uses the one CUDA_MPS_PIPE_DIRECTORY\n"
+            "                          names; off time-slices the GPU between tenants\n"
+            "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
+            "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
             "  --spin-us N             executors poll N microseconds for a tenant's next call,\n"
             "                          and for the GPU in a synchronisation, before sleeping\n"
             "                          (default 50; 0 never polls)\n"
@@ -78,10 +85,6 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     if (usable) {
         cfg->backend = &ds_cuda_backend;
         ds_info("device: cuda, GPU %d", cfg->gpu);
-        /* Executors are separate processes: without an MPS daemon for this GPU their
-         * kernels take turns instead of running side by side. */
-        ds_warn("this server does not start MPS yet: unless an MPS control daemon serves "
-                "GPU %d, tenants time-slice instead of sharing SMs", cfg->gpu);
         return 0;
     }
     if (strcmp(want, "cuda") == 0) {
@@ -102,12 +105,16 @@ int main(int argc, char **argv)
         { "sim-sms", required_argument, NULL, 's' },
         { "sim-memory", required_argument, NULL, 'm' },
         { "spin-us", required_argument, NULL, 'u' },
+        { "mps", required_argument, NULL, 'M' },
+        { "mps-dir", required_argument, NULL, 'D' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50 };
-    const char *device = "auto";
-    int c;
+    enum ds_mps_mode mps_mode = DS_MPS_START;
+    const char *device = "auto", *mps_dir = NULL;
+    struct ds_mps mps;
+    int c, rc;
 
     ds_log_set_prefix("detshare-server");
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -147,6 +154,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'M':
+            if (ds_mps_parse(optarg, &mps_mode) != 0) {
+                fprintf(stderr, "detshare-server: --mps is start, external or off, not %s\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'D':
+            mps_dir = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -163,5 +180,16 @@ int main(int argc, char **argv)
         ds_addr_default(&cfg.listen[cfg.nlisten++]);
     if (choose_device(device, &cfg) != 0)
         return 2;
-    return ds_control_run(&cfg);
+    /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
+    if (cfg.backend == &ds_sim_backend) {
+        ds_info("MPS: not needed on the sim device (it models shared SMs)");
+        return ds_control_run(&cfg);
+    }
+    /* Before any listener or thread exists: the daemon is forked from this process. */
+    if (ds_mps_start(&mps, mps_mode, cfg.gpu, mps_dir) != 0)
+        return 1;
+    cfg.mps_daemon = mps.daemon;
+    rc = ds_control_run(&cfg);
+    ds_mps_stop(&mps);
+    return rc;
 }

@@ -1,0 +1,343 @@
+#define _GNU_SOURCE
+#include "mps.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long the daemon gets to create its pipe, and to go after a quit. */
+#define READY_MS 10000
+#define QUIT_MS 10000
+
+static const char *control_program(void)
+{
+    const char *p = getenv("DETSHARE_MPS_CONTROL");
+
+    return p != NULL && p[0] != '\0' ? p : "nvidia-cuda-mps-control";
+}
+
+int ds_mps_parse(const char *s, enum ds_mps_mode *mode)
+{
+    if (strcmp(s, "start") == 0)
+        *mode = DS_MPS_START;
+    else if (strcmp(s, "external") == 0)
+        *mode = DS_MPS_EXTERNAL;
+    else if (strcmp(s, "off") == 0)
+        *mode = DS_MPS_OFF;
+    else
+        return DS_EINVAL;
+    return 0;
+}
+
+const char *ds_mps_mode_name(enum ds_mps_mode mode)
+{
+    return mode == DS_MPS_START ? "started" : mode == DS_MPS_EXTERNAL ? "external" : "off";
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    nanosleep(&ts, NULL);
+}
+
+/* A directory only this user can enter: the daemon's pipes accept whoever reaches them. */
+static int private_dir(const char *path)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        ds_error("MPS: cannot create %s: %s", path, strerror(errno));
+        return DS_EIO;
+    }
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077) != 0) {
+        ds_error("MPS: %s must be a directory of this user with mode 0700", path);
+        return DS_EINVAL;
+    }
+    return 0;
+}
+
+static int sub_dir(const char *dir, const char *name, char *out, size_t len)
+{
+    if ((size_t)snprintf(out, len, "%s/%s", dir, name) >= len) {
+        ds_error("MPS: directory name too long: %s", dir);
+        return DS_EINVAL;
+    }
+    return private_dir(out);
+}
+
+/* Make the directory this server's alone while it runs. */
+static int take_lock(struct ds_mps *m)
+{
+    char path[sizeof(m->dir) + 16];
+
+    snprintf(path, sizeof(path), "%s/lock", m->dir);
+    m->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (m->lock_fd < 0) {
+        ds_error("MPS: cannot open %s: %s", path, strerror(errno));
+        return DS_EIO;
+    }
+    if (flock(m->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        ds_error("MPS: another detshare-server owns %s (one MPS daemon per GPU); stop it, "
+                 "or run this one with --mps external", m->dir);
+        close(m->lock_fd);
+        m->lock_fd = -1;
+        return DS_EBUSY;
+    }
+    return 0;
+}
+
+/* Run the control program with `command` on its standard input, against our pipe
+ * directory, and wait for it (at most QUIT_MS). */
+static void control_command(const struct ds_mps *m, const char *command)
+{
+    int in[2];
+    pid_t pid;
+
+    if (pipe2(in, O_CLOEXEC) != 0)
+        return;
+    pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+
+        dup2(in[0], 0);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+        execlp(control_program(), control_program(), (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    if (pid > 0 && write(in[1], command, strlen(command)) < 0)
+        ds_warn("MPS: cannot send '%s' to the control program", command);
+    close(in[1]);
+    for (int ms = 0; pid > 0 && ms < QUIT_MS; ms += 10) {
+        if (waitpid(pid, NULL, WNOHANG) != 0)
+            return;
+        sleep_ms(10);
+    }
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+static void pid_path(const struct ds_mps *m, char *out, size_t len)
+{
+    snprintf(out, len, "%s/daemon.pid", m->dir);
+}
+
+/* 1 when pid runs the control program (a recycled pid must not be killed). */
+static int is_control(pid_t pid)
+{
+    const char *prog = control_program(), *base = strrchr(prog, '/');
+    char path[64], comm[32] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    if (fgets(comm, sizeof(comm), f) == NULL)
+        comm[0] = '\0';
+    fclose(f);
+    comm[strcspn(comm, "\n")] = '\0';
+    base = base != NULL ? base + 1 : prog;
+    /* The kernel keeps the first 15 bytes of a program's name. */
+    return comm[0] != '\0' && strncmp(comm, base, 15) == 0;
+}
+
+/* A server killed without its clean-up left its daemon running: stop it. */
+static void stop_stale(const struct ds_mps *m)
+{
+    char path[sizeof(m->dir) + 16];
+    long pid = 0;
+    FILE *f;
+
+    pid_path(m, path, sizeof(path));
+    f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    if (fscanf(f, "%ld", &pid) != 1)
+        pid = 0;
+    fclose(f);
+    unlink(path);
+    if (pid <= 1 || kill((pid_t)pid, 0) != 0 || !is_control((pid_t)pid))
+        return;
+    ds_warn("MPS: stopping the control daemon (pid %ld) an earlier server left running", pid);
+    control_command(m, "quit\n");
+    for (int ms = 0; ms < QUIT_MS && kill((pid_t)pid, 0) == 0; ms += 10)
+        sleep_ms(10);
+    if (kill((pid_t)pid, 0) == 0 && is_control((pid_t)pid))
+        kill((pid_t)pid, SIGKILL);
+}
+
+/* In the forked child: become the daemon, dying with the server. */
+static void spawn_child(const struct ds_mps *m, const char *log, pid_t parent)
+{
+    char out[sizeof(m->dir) + 32];
+    int fd;
+
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(0);
+    snprintf(out, sizeof(out), "%s/daemon.out", log);
+    fd = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    fd = open("/dev/null", O_RDONLY);
+    if (fd >= 0)
+        dup2(fd, 0);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+    setenv("CUDA_MPS_LOG_DIRECTORY", log, 1);
+    execlp(control_program(), control_program(), "-f", (char *)NULL);
+    fprintf(stderr, "cannot run %s: %s\n", control_program(), strerror(errno));
+    _exit(127);
+}
+
+/* Wait for the daemon's control pipe; 0 when it is there. */
+static int await_ready(struct ds_mps *m, const char *log)
+{
+    char control[sizeof(m->pipe) + 16];
+    int status;
+
+    snprintf(control, sizeof(control), "%s/control", m->pipe);
+    for (int ms = 0; ms < READY_MS; ms += 10) {
+        if (access(control, F_OK) == 0)
+            return 0;
+        if (waitpid(m->daemon, &status, WNOHANG) == m->daemon) {
+            m->daemon = 0;
+            ds_error("MPS: %s exited (status %d) before it was ready; see %s/daemon.out, or "
+                     "run with --mps off (tenants then time-slice)",
+                     control_program(), WIFEXITED(status) ? WEXITSTATUS(status) : -1, log);
+            return DS_EIO;
+        }
+        sleep_ms(10);
+    }
+    ds_error("MPS: no control pipe in %s after %d s", m->pipe, READY_MS / 1000);
+    return DS_EIO;
+}
+
+static int start_daemon(struct ds_mps *m)
+{
+    char log[sizeof(m->dir) + 8], path[sizeof(m->dir) + 16];
+    pid_t self = getpid();
+    FILE *f;
+    int rc;
+
+    if ((rc = sub_dir(m->dir, "pipe", m->pipe, sizeof(m->pipe))) != 0 ||
+        (rc = sub_dir(m->dir, "log", log, sizeof(log))) != 0 || (rc = take_lock(m)) != 0)
+        return rc;
+    stop_stale(m);
+    m->daemon = fork();
+    if (m->daemon == 0)
+        spawn_child(m, log, self);
+    if (m->daemon < 0) {
+        m->daemon = 0;
+        ds_error("MPS: cannot fork: %s", strerror(errno));
+        return DS_EIO;
+    }
+    if ((rc = await_ready(m, log)) != 0) {
+        ds_mps_stop(m);
+        return rc;
+    }
+    pid_path(m, path, sizeof(path));
+    f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d\n", (int)m->daemon);
+        fclose(f);
+    }
+    setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+    setenv("CUDA_MPS_LOG_DIRECTORY", log, 1);
+    ds_info("MPS: control daemon started (pid %d, pipe %s, logs %s)", (int)m->daemon, m->pipe,
+            log);
+    return 0;
+}
+
+static void default_dir(char *out, size_t len, int gpu)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+
+    if (base == NULL || base[0] != '/')
+        base = "/tmp";
+    snprintf(out, len, "%s/detshare-mps-%u-gpu%d", base, (unsigned)geteuid(), gpu);
+}
+
+int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *dir)
+{
+    int rc;
+
+    memset(m, 0, sizeof(*m));
+    m->mode = mode;
+    m->lock_fd = -1;
+    if (mode == DS_MPS_EXTERNAL) {
+        const char *p = getenv("CUDA_MPS_PIPE_DIRECTORY");
+
+        ds_info("MPS: using the running control daemon at %s",
+                p != NULL && p[0] != '\0' ? p : "/tmp/nvidia-mps (the default)");
+        return 0;
+    }
+    if (dir != NULL)
+        snprintf(m->dir, sizeof(m->dir), "%s", dir);
+    else
+        default_dir(m->dir, sizeof(m->dir), gpu);
+    if ((rc = private_dir(m->dir)) != 0)
+        return rc;
+    if (mode == DS_MPS_START)
+        return start_daemon(m);
+    /* Pointing executors at an empty directory hides any daemon the host runs. */
+    if ((rc = sub_dir(m->dir, "none", m->pipe, sizeof(m->pipe))) != 0)
+        return rc;
+    setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+    ds_warn("MPS: off: tenants take turns on the GPU (time-slicing) instead of sharing SMs");
+    return 0;
+}
+
+void ds_mps_stop(struct ds_mps *m)
+{
+    char path[sizeof(m->dir) + 16];
+    int status;
+
+    if (m->daemon > 0) {
+        control_command(m, "quit\n");
+        for (int ms = 0; ms < QUIT_MS; ms += 10) {
+            pid_t r = waitpid(m->daemon, &status, WNOHANG);
+
+            if (r == m->daemon || (r < 0 && errno == ECHILD)) {
+                m->daemon = 0;
+                break;
+            }
+            sleep_ms(10);
+        }
+        if (m->daemon > 0) {
+            ds_warn("MPS: the control daemon did not quit in %d s: killing it", QUIT_MS / 1000);
+            kill(m->daemon, SIGKILL);
+            waitpid(m->daemon, NULL, 0);
+            m->daemon = 0;
+        }
+        pid_path(m, path, sizeof(path));
+        unlink(path);
+        ds_info("MPS: control daemon stopped");
+    }
+    if (m->lock_fd >= 0) {
+        close(m->lock_fd);
+        m->lock_fd = -1;
+    }
+}

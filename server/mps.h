@@ -1,0 +1,45 @@
+/*
+ * The MPS control daemon the server owns for its GPU.  Executors are separate
+ * processes; without MPS their kernels take turns on the GPU (time-slicing) instead of
+ * running side by side on different SMs.
+ *
+ * `start` (the default) runs nvidia-cuda-mps-control in the foreground as the server's
+ * child, with a private pipe and log directory (DIR/pipe, DIR/log; DIR defaults to
+ * $XDG_RUNTIME_DIR or /tmp, plus detshare-mps-UID-gpuN), and points every executor at
+ * it through CUDA_MPS_PIPE_DIRECTORY.  A lock file makes the directory one server's; a
+ * daemon an earlier, killed server left behind is stopped before a new one starts.
+ * `external` uses whatever daemon the environment names; `off` hides every daemon from
+ * the executors, which then time-slice.
+ *
+ * DETSHARE_MPS_CONTROL names the control program (default nvidia-cuda-mps-control,
+ * looked up in PATH).  Must be called while the process has one thread.
+ */
+#ifndef DS_MPS_H
+#define DS_MPS_H
+
+#include <sys/types.h>
+
+enum ds_mps_mode { DS_MPS_START, DS_MPS_EXTERNAL, DS_MPS_OFF };
+
+struct ds_mps {
+    enum ds_mps_mode mode;
+    pid_t daemon; /* our child, 0 when none */
+    int lock_fd;
+    char dir[200];
+    char pipe[256];
+};
+
+/* Parse start|external|off.  Returns 0, or DS_EINVAL. */
+int ds_mps_parse(const char *s, enum ds_mps_mode *mode);
+
+/* Bring MPS to `mode` for GPU `gpu` (dir: NULL for the default).  Returns 0, or a DS_E*
+ * code after logging why. */
+int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *dir);
+
+/* Stop the daemon started here (asking it to quit, then by signal) and wait for it. */
+void ds_mps_stop(struct ds_mps *m);
+
+/* One word for logs and status: "started", "external" or "off". */
+const char *ds_mps_mode_name(enum ds_mps_mode mode);
+
+#endif
