@@ -173,7 +173,10 @@ static void pageable_tenant(void)
     _exit(ok ? 0 : 11);
 }
 
-Test(fastpath, pageable_copies_are_staged_not_sent, .timeout = 120)
+/* Run `tenant` in a child process against a fresh server and wait for it to succeed and
+ * for its executor's summary of calls served (logged when the connection ends), which
+ * must include `served`.  The caller checks the log and stops the server. */
+static void run_tenant(void (*tenant)(void), const char *served)
 {
     int status;
     pid_t pid;
@@ -183,40 +186,34 @@ Test(fastpath, pageable_copies_are_staged_not_sent, .timeout = 120)
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0)
-        pageable_tenant();
+        tenant();
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tenant status %d", status);
-    for (int i = 0; i < 100 && !ds_test_log_has(&srv, "served memcpy_dtoh_arena:"); i++)
+    for (int i = 0; i < 100 && !ds_test_log_has(&srv, served); i++)
         usleep(20000);
-    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_arena:"));
-    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_arena:"));
+    cr_expect(ds_test_log_has(&srv, served), "no '%s' in the server's log", served);
+}
+
+static void expect_no_bytes_on_the_socket(void)
+{
     cr_expect(!ds_test_log_has(&srv, "served memcpy_htod:"), "bytes went over the socket");
     cr_expect(!ds_test_log_has(&srv, "served memcpy_htod_async:"), "bytes went over the socket");
     cr_expect(!ds_test_log_has(&srv, "served memcpy_dtoh:"), "bytes went over the socket");
+}
+
+Test(fastpath, pageable_copies_are_staged_not_sent, .timeout = 120)
+{
+    run_tenant(pageable_tenant, "served memcpy_dtoh_arena:");
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_arena:"));
+    expect_no_bytes_on_the_socket();
     ds_test_server_stop(&srv);
 }
 
 Test(fastpath, pinned_copies_and_function_attributes_cost_no_transfer, .timeout = 120)
 {
-    int status;
-    pid_t pid;
-
-    setenv("DETSHARE_LOG", "debug", 1);
-    ds_test_server_start(&srv, 0, NULL);
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0)
-        pinned_tenant();
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tenant status %d", status);
-    /* The executor logs its summary when the tenant's connection ends. */
-    for (int i = 0; i < 100 && !ds_test_log_has(&srv, "served memcpy_dtoh_arena: 2"); i++)
-        usleep(20000);
+    run_tenant(pinned_tenant, "served memcpy_dtoh_arena: 2");
     cr_expect(ds_test_log_has(&srv, "served memcpy_htod_arena: 2"));
-    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_arena: 2"));
-    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod:"), "bytes went over the socket");
-    cr_expect(!ds_test_log_has(&srv, "served memcpy_htod_async:"), "bytes went over the socket");
-    cr_expect(!ds_test_log_has(&srv, "served memcpy_dtoh:"), "bytes went over the socket");
+    expect_no_bytes_on_the_socket();
     cr_expect(!ds_test_log_has(&srv, "served func_get_attribute:"),
               "function attributes cost round trips");
     ds_test_server_stop(&srv);
