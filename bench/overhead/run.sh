@@ -12,7 +12,8 @@
 # takes the GPU when nvidia-smi sees one), PYTHON (default python3), TORCH=0 (skip the
 # PyTorch part), TORCH_CAP (seconds per PyTorch workload and mode, default 150), COPY_MIB
 # (large-copy size; 256 on a GPU, 16 on the sim, whose copies cross the socket at a few
-# GB/s).
+# GB/s), MPS (the server's --mps, default off: one tenant at a time, as natively; runs A
+# and B of 2026-11-22 predate the option and ran without MPS).
 # A failed or hung tenant run is recorded (exit status, stderr tail) and the suite goes on.
 set -uo pipefail
 export LC_ALL=C
@@ -59,7 +60,7 @@ srv=
 trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null; rm -rf "$tmp"' EXIT
 
 start_server() {
-    "$build/server/detshare-server" --device "$device" --listen "unix:$sock" \
+    "$build/server/detshare-server" --device "$device" --mps "${MPS:-off}" --listen "unix:$sock" \
         --listen "tcp:127.0.0.1:$port" 2> "$raw/server.log" &
     srv=$!
     for _ in $(seq 600); do
