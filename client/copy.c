@@ -24,16 +24,10 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
 {
     ds_arena_copy_args a = { .dev = dev, .offset = offset, .size = n,
                              .stream = ds__stream_of(s) };
-    ds_void_res r;
     CUresult rc;
 
     rc = to_device ? ds_rpc_memcpy_htod_arena(&a) : ds_rpc_memcpy_dtoh_arena(&a);
-    if (rc != CUDA_SUCCESS || !wait)
-        return rc;
-    rc = ds_rpc_stream_synchronize(&a.stream, &r);
-    if (rc == CUDA_SUCCESS)
-        ds__stream_quiet(a.stream, 0);
-    return rc;
+    return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)

@@ -133,14 +133,7 @@ CUresult ds__staging_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s
         off += len;
     }
     pthread_mutex_unlock(&ring.lock);
-    if (rc == CUDA_SUCCESS && wait) {
-        ds_void_res r;
-
-        rc = ds_rpc_stream_synchronize(&sh, &r);
-        if (rc == CUDA_SUCCESS)
-            ds__stream_quiet(sh, 0);
-    }
-    return rc;
+    return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
 /* Chunks go to consecutive slots; up to DS_STAGING_SLOTS are in flight, and each is

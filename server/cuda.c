@@ -44,32 +44,20 @@ static uint64_t mono_ns(void)
  * A tenant's synchronising call waits for this reply, and the driver's blocking wait
  * may wake a while after the GPU is done; so poll for up to spin_us (the server's
  * --spin-us) before blocking.  Short work, the common case of a launch-bound tenant,
- * ends within the poll.
+ * ends within the poll.  Waits for stream s, or for event e when s is NULL (a real
+ * stream never is).
  */
-static CUresult wait_stream(struct ds_backend *b, CUstream s)
+static CUresult wait_done(struct ds_backend *b, CUstream s, CUevent e)
 {
     uint64_t until = mono_ns() + (uint64_t)b->spin_us * 1000u;
     CUresult r;
 
     do {
-        r = b->cu.cuStreamQuery(s);
+        r = s != NULL ? b->cu.cuStreamQuery(s) : b->cu.cuEventQuery(e);
         if (r != CUDA_ERROR_NOT_READY)
             return r;
     } while (mono_ns() < until);
-    return b->cu.cuStreamSynchronize(s);
-}
-
-static CUresult wait_event(struct ds_backend *b, CUevent e)
-{
-    uint64_t until = mono_ns() + (uint64_t)b->spin_us * 1000u;
-    CUresult r;
-
-    do {
-        r = b->cu.cuEventQuery(e);
-        if (r != CUDA_ERROR_NOT_READY)
-            return r;
-    } while (mono_ns() < until);
-    return b->cu.cuEventSynchronize(e);
+    return s != NULL ? b->cu.cuStreamSynchronize(s) : b->cu.cuEventSynchronize(e);
 }
 
 static int load_driver(struct driver *cu)
@@ -341,7 +329,7 @@ static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_
     rc = ds__cuda_order(b, s);
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
-    return rc ? rc : ds__cuda_err(wait_stream(b, s->s));
+    return rc ? rc : ds__cuda_err(wait_done(b, s->s, NULL));
 }
 
 static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
@@ -429,7 +417,7 @@ static int cuda_stream_query(struct ds_backend *b, struct ds_bstream *s)
 
 static int cuda_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
 {
-    return ds__cuda_err(wait_stream(b, ds__cuda_real(b, s)->s));
+    return ds__cuda_err(wait_done(b, ds__cuda_real(b, s)->s, NULL));
 }
 
 static int cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
@@ -482,7 +470,7 @@ static int cuda_event_query(struct ds_backend *b, struct ds_bevent *e)
 
 static int cuda_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
 {
-    return ds__cuda_err(wait_event(b, e->e));
+    return ds__cuda_err(wait_done(b, NULL, e->e));
 }
 
 static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
@@ -560,14 +548,14 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
  * H100: 25 us against 54 us per round trip including the transport). */
 static int cuda_synchronize(struct ds_backend *b)
 {
-    CUresult r = wait_stream(b, b->legacy.s);
+    CUresult r = wait_done(b, b->legacy.s, NULL);
 
     /* A capturing stream holds no work to wait for, and waiting on it would end its
      * capture. */
     for (struct ds_bstream *s = b->streams.next; s != &b->streams && r == CUDA_SUCCESS;
          s = s->next)
         if (!s->capturing)
-            r = wait_stream(b, s->s);
+            r = wait_done(b, s->s, NULL);
     return ds__cuda_err(r);
 }
 
