@@ -4,6 +4,7 @@
 #include "ds_log.h"
 #include "executor.h"
 #include "shm.h"
+#include "exec_spawn.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -11,7 +12,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,39 +39,64 @@ struct control {
     uv_signal_t sig_chld, sig_term, sig_int;
     uv_timer_t grace;
     struct ds_shm *shm;
-    pid_t self;
+    int shm_fd;
+    struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
+    int nwarm;
     int live;
     int stopping;
 };
 
-static void run_executor(struct control *c, int fd, int slot)
+/* Start an executor ahead of its tenant, on a slot of its own.  Returns 0 or -1. */
+static int spawn_one(struct control *c, struct ds_spawned *out)
 {
-    struct ds_exec_config ec = { .backend = c->cfg->backend };
-    sigset_t all;
+    int slot = ds_shm_slot_take(c->shm);
 
-    /* The forked child inherits libuv's signal plumbing: put signals back to normal
-     * and drop every descriptor but the tenant's socket and stdio. */
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    sigfillset(&all);
-    sigprocmask(SIG_UNBLOCK, &all, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != c->self)
-        _exit(DS_EXEC_STOPPED);
-    if (fd != 3) {
-        dup2(fd, 3);
-        fd = 3;
+    if (slot < 0) {
+        errno = EBUSY;
+        return -1;
     }
-    close_range(4, ~0u, 0);
-    ec.be.gpu = c->cfg->gpu;
-    ec.be.sim_sms = c->cfg->sim_sms;
-    ec.be.shm = c->shm;
-    ec.be.slot = slot;
-    ec.be.spin_us = c->cfg->spin_us;
-    ec.spin_us = c->cfg->spin_us;
-    /* exit, not _exit: sanitizer builds then check the executor for leaks too. */
-    exit(ds_executor_run(fd, &ec));
+    if (ds_spawn_executor(c->shm_fd, slot, out) != 0) {
+        int err = errno;
+
+        ds_shm_slot_clear(c->shm, slot);
+        errno = err;
+        return -1;
+    }
+    c->shm->slots[slot].pid = out->pid;
+    c->live++;
+    return 0;
+}
+
+/* Keep cfg->warm executors waiting with the device open. */
+static void fill_pool(struct control *c)
+{
+    while (!c->stopping && c->nwarm < c->cfg->warm) {
+        if (spawn_one(c, &c->warm[c->nwarm]) != 0) {
+            ds_warn("cannot start a warm executor: %s", strerror(errno));
+            return;
+        }
+        c->nwarm++;
+    }
+}
+
+/* The oldest warm executor (the likeliest to be ready), or a new one. */
+static int take_executor(struct control *c, struct ds_spawned *out, int *warm)
+{
+    *warm = c->nwarm > 0;
+    if (c->nwarm == 0)
+        return spawn_one(c, out);
+    *out = c->warm[0];
+    memmove(&c->warm[0], &c->warm[1], (size_t)(c->nwarm - 1) * sizeof(c->warm[0]));
+    c->nwarm--;
+    return 0;
+}
+
+static int is_warm(const struct control *c, pid_t pid)
+{
+    for (int i = 0; i < c->nwarm; i++)
+        if (c->warm[i].pid == pid)
+            return i;
+    return -1;
 }
 
 static void free_handle(uv_handle_t *h)
@@ -110,9 +135,9 @@ static void on_connection(uv_stream_t *server, int status)
     struct control *c = l->ctl;
     char where[300];
     uv_stream_t *client;
+    struct ds_spawned e;
     uv_os_fd_t fd;
-    int slot;
-    pid_t pid;
+    int warm;
 
     ds_addr_format(&l->addr, where, sizeof(where));
     if (status < 0 || (client = new_client(l)) == NULL) {
@@ -123,19 +148,18 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    slot = ds_shm_slot_take(c->shm);
-    if (slot < 0) {
-        ds_warn("refusing a tenant on %s: all %d tenant slots are in use", where, DS_SHM_SLOTS);
-    } else if ((pid = fork()) == 0) {
-        run_executor(c, fd, slot);
-    } else if (pid < 0) {
-        ds_error("cannot fork an executor: %s", strerror(errno));
-        ds_shm_slot_clear(c->shm, slot);
+    if (take_executor(c, &e, &warm) != 0) {
+        ds_warn("refusing a tenant on %s: %s", where,
+                errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
     } else {
-        c->shm->slots[slot].pid = pid;
-        c->live++;
-        ds_info("tenant #%d connected on %s (executor pid %d)", slot, where, (int)pid);
+        ds_info("tenant #%d connected on %s (executor pid %d, %s)", e.slot, where, (int)e.pid,
+                warm ? "started ahead" : "started for it");
+        if (ds_spawn_handover(&e, fd) != 0) {
+            ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
+            kill(e.pid, SIGKILL);
+        }
     }
+    fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }
 
@@ -166,6 +190,25 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->grace, NULL);
 }
 
+/* A warm executor that exits had no tenant: nothing to report unless it failed. */
+static int reap_warm(struct control *c, pid_t pid, int status)
+{
+    int i = is_warm(c, pid);
+    char buf[64];
+
+    if (i < 0)
+        return 0;
+    if (!c->stopping)
+        ds_warn("a warm executor (pid %d) exited before any tenant came: %s", (int)pid,
+                exit_reason(status, buf, sizeof(buf)));
+    close(c->warm[i].ctl);
+    ds_shm_slot_clear(c->shm, c->warm[i].slot);
+    memmove(&c->warm[i], &c->warm[i + 1], (size_t)(c->nwarm - i - 1) * sizeof(c->warm[0]));
+    c->nwarm--;
+    c->live--;
+    return 1;
+}
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
     struct control *c = h->data;
@@ -178,6 +221,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
         if (pid == c->cfg->mps_daemon)
             ds_error("MPS: the control daemon exited (%s): executors started from now on "
                      "time-slice the GPU", exit_reason(status, buf, sizeof(buf)));
+        if (reap_warm(c, pid, status))
+            continue;
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
             struct ds_shm_slot *s = &c->shm->slots[i];
 
@@ -223,7 +268,7 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     if (c->stopping)
         return;
     c->stopping = 1;
-    ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live);
+    ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live - c->nwarm);
     close_listeners(c);
     for (int i = 0; i < DS_SHM_SLOTS; i++)
         if (c->shm->slots[i].pid > 0)
@@ -331,13 +376,16 @@ int ds_control_run(const struct ds_server_config *cfg)
 
     memset(&c, 0, sizeof(c));
     c.cfg = cfg;
-    c.self = getpid();
     c.loop = uv_default_loop();
-    c.shm = ds_shm_map(cfg->sim_memory);
+    c.shm = ds_shm_create(cfg->sim_memory, &c.shm_fd);
     if (c.shm == NULL) {
-        ds_error("cannot map the shared control block: %s", strerror(errno));
+        ds_error("cannot create the shared control block: %s", strerror(errno));
         return 1;
     }
+    c.shm->device = cfg->backend == &ds_cuda_backend ? DS_SHM_CUDA : DS_SHM_SIM;
+    c.shm->gpu = cfg->gpu;
+    c.shm->sim_sms = cfg->sim_sms;
+    c.shm->spin_us = cfg->spin_us;
     if (start_signals(&c) != 0)
         failed = 1;
     for (int i = 0; i < cfg->nlisten && !failed; i++)
@@ -347,10 +395,12 @@ int ds_control_run(const struct ds_server_config *cfg)
         close_all(&c);
     } else {
         ds_info("ready: device %s, %d SMs", cfg->backend->name, cfg->sim_sms);
+        fill_pool(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);
     uv_loop_close(c.loop);
     ds_shm_unmap(c.shm);
+    close(c.shm_fd);
     if (!failed)
         ds_info("stopped");
     return failed;

@@ -1,6 +1,7 @@
 /*
- * The control process: listens, forks one executor per tenant connection, reaps them
- * and logs why each tenant left.  It never touches a tenant's data path and holds no
+ * The control process: listens, hands each tenant connection to an executor of its own
+ * (exec_spawn.h; a few are kept started ahead, with the device open), reaps them and logs
+ * why each tenant left.  It never touches a tenant's data path and holds no
  * device context.
  */
 #ifndef DS_CONTROL_H
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 
 #define DS_MAX_LISTEN 8
+#define DS_MAX_WARM 16
 
 struct ds_server_config {
     const struct ds_backend_ops *backend;
@@ -19,6 +21,7 @@ struct ds_server_config {
     int sim_sms;
     uint64_t sim_memory;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
+    int warm;         /* executors kept started ahead of tenants, 0..DS_MAX_WARM */
     pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;

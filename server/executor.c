@@ -5,13 +5,16 @@
 #include "ds_log.h"
 #include "ops.h"
 #include "shm.h"
+#include "exec_spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,9 +62,11 @@ static const struct proc_entry procs[DS_PROC_MAX + 1] = { DS_PROCS(ENTRY_S, ENTR
  * tenant, so the tenant of this process is a file-level variable. */
 static struct ds_tenant tenant;
 static volatile sig_atomic_t stop_requested;
-/* Calls served, by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a
- * slow program shows which calls it made (and tests can see which path a copy took). */
-static unsigned long long served[DS_PROC_MAX + 1];
+/* Calls served and the time spent serving them (decode to reply sent), by procedure:
+ * logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
+ * calls it made and, against the tenant's own timing, how much of a round trip is the
+ * executor's (and tests can see which path a copy took). */
+static unsigned long long served[DS_PROC_MAX + 1], served_ns[DS_PROC_MAX + 1];
 
 static void on_term(int sig)
 {
@@ -100,7 +105,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = ds__tenant_open(t);
+    rc = t->be != NULL ? 0 : ds__tenant_open(t);
     if (rc == 0)
         rc = ds__ops_make_primary(t);
     if (rc != 0) {
@@ -163,11 +168,20 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long
         xdr_free(e->xdr_res, (char *)&r);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 {
     unsigned long proc = rq->rq_proc;
     const struct proc_entry *e = proc <= DS_PROC_MAX ? &procs[proc] : NULL;
     union any_arg a;
+    uint64_t t0;
 
     if (proc == DS_NULL) {
         svc_sendreply(xprt, (xdrproc_t)(void (*)(void))xdr_void, NULL);
@@ -178,6 +192,7 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
         svcerr_noproc(xprt);
         return;
     }
+    t0 = now_ns();
     memset(&a, 0, sizeof(a));
     if (!svc_getargs(xprt, e->xdr_arg, (char *)&a)) {
         ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
@@ -188,6 +203,7 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
     served[proc]++;
     serve(&tenant, e, proc, xprt, &a);
     svc_freeargs(xprt, e->xdr_arg, (char *)&a);
+    served_ns[proc] += now_ns() - t0;
 }
 
 static void install_term_handler(void)
@@ -209,13 +225,6 @@ static int peer_closed(int fd)
     return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Wait until the tenant's socket is readable.  A tenant that has just had a reply
@@ -268,37 +277,89 @@ static void log_served(void)
         return;
     for (unsigned long p = 0; p <= DS_PROC_MAX; p++)
         if (served[p] > 0)
-            ds_debug("served %s: %llu", ds_proc_name(p), served[p]);
+            ds_debug("served %s: %llu, %.2f us each", ds_proc_name(p), served[p],
+                     (double)served_ns[p] / (double)served[p] / 1e3);
 }
 
-int ds_executor_run(int fd, const struct ds_exec_config *cfg)
+/* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
+static int serve_tenant(int fd, unsigned spin_us)
 {
     SVCXPRT *xprt;
     int status, arena;
 
-    install_term_handler();
     /* The socket comes from libuv's accept, which makes it non-blocking; TI-RPC's
      * record stream expects blocking reads and writes. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    ds__tenant_init(&tenant, cfg->backend, &cfg->be);
     /* A local client hands its host arena over before its first call. */
     if (ds_arena_recv(fd, &arena) != 0 || (arena >= 0 && ds__tenant_arena(&tenant, arena) != 0)) {
-        ds__tenant_fini(&tenant);
         close(fd);
         return arena >= 0 ? DS_EXEC_PROTOCOL : DS_EXEC_DISCONNECTED;
     }
     xprt = svc_fd_create(fd, DS_RECBUF, DS_RECBUF);
     if (xprt == NULL || !svc_reg(xprt, DS_PROG, DS_V1, dispatch, NULL)) {
         ds_error("cannot set up the RPC transport");
-        ds__tenant_fini(&tenant);
         close(fd);
         return DS_EXEC_FAILED;
     }
-    status = serve_loop(fd, cfg->spin_us);
+    status = serve_loop(fd, spin_us);
     /* No svc_unreg: it would ask rpcbind, which never knew of this private transport. */
     if (FD_ISSET(fd, &svc_fdset))
         svc_destroy(xprt);
     log_served();
+    return status;
+}
+
+static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *be,
+                       const struct ds_backend_ops **ops)
+{
+    if (slot < 0 || slot >= (int)shm->nslots)
+        return -1;
+    if (shm->device == DS_SHM_CUDA)
+        *ops = &ds_cuda_backend;
+    else if (shm->device == DS_SHM_SIM)
+        *ops = &ds_sim_backend;
+    else
+        return -1;
+    memset(be, 0, sizeof(*be));
+    be->gpu = shm->gpu;
+    be->sim_sms = shm->sim_sms;
+    be->shm = shm;
+    be->slot = slot;
+    be->spin_us = shm->spin_us;
+    return 0;
+}
+
+int ds_executor_main(const char *slot_arg)
+{
+    const struct ds_backend_ops *ops;
+    struct ds_backend_config be;
+    struct ds_shm *shm;
+    char prefix[32];
+    int slot = atoi(slot_arg), fd, status;
+
+    /* The control process may have died before this line: the wait for a tenant below
+     * then ends at once, since nobody holds the other end of the pair. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    install_term_handler();
+    snprintf(prefix, sizeof(prefix), "executor[#%d]", slot);
+    ds_log_set_prefix(prefix);
+    shm = ds_shm_attach(DS_EXEC_SHM_FD);
+    if (shm == NULL || config_from(shm, slot, &be, &ops) != 0) {
+        ds_error("started without a valid control block: run detshare-server without "
+                 "--executor");
+        return DS_EXEC_FAILED;
+    }
+    close(DS_EXEC_SHM_FD);
+    ds__tenant_init(&tenant, ops, &be);
+    /* Opening the device (for CUDA: driver, context, green context, hundreds of
+     * milliseconds) happens before the tenant connects, so that its connection does not
+     * wait for it.  A failure is reported to the tenant when it says hello. */
+    if (ds__tenant_open(&tenant) != 0)
+        ds_debug("the device did not open ahead of the tenant; trying again at its hello");
+    fd = ds_spawn_await_tenant();
+    close(DS_EXEC_CTL_FD);
+    status = fd >= 0 ? serve_tenant(fd, shm->spin_us) : DS_EXEC_STOPPED;
     ds__tenant_fini(&tenant);
+    ds_shm_unmap(shm);
     return status;
 }

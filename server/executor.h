@@ -16,15 +16,10 @@ enum ds_exec_status {
     DS_EXEC_STOPPED = 3,      /* the server is shutting down */
 };
 
-struct ds_exec_config {
-    const struct ds_backend_ops *backend;
-    struct ds_backend_config be;
-    unsigned spin_us; /* poll this long for the tenant's next request before sleeping */
-};
-
-/* Serve the tenant on connected socket `fd` until it disconnects, breaks the protocol
- * or SIGTERM arrives.  Closes fd and frees everything the tenant held.  Returns a
- * ds_exec_status. */
-int ds_executor_run(int fd, const struct ds_exec_config *cfg);
+/* The executor program, `detshare-server --executor SLOT` (exec_spawn.h): open the device,
+ * wait for the tenant's connection, serve it until it disconnects, breaks the protocol
+ * or SIGTERM arrives, then free everything the tenant held.  Returns a ds_exec_status,
+ * the process's exit status. */
+int ds_executor_main(const char *slot_arg);
 
 #endif

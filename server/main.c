@@ -2,6 +2,7 @@
 #include "control.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "executor.h"
 #include "mps.h"
 
 #include <getopt.h>
@@ -29,6 +30,9 @@ static void usage(FILE *f)
             "                          names; off time-slices the GPU between tenants\n"
             "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
+            "  --warm N                executors kept started ahead of tenants, with the\n"
+            "                          device open, so that connecting takes milliseconds\n"
+            "                          (default 1; 0 starts each when its tenant connects)\n"
             "  --spin-us N             executors poll N microseconds for a tenant's next call,\n"
             "                          and for the GPU in a synchronisation, before sleeping\n"
             "                          (default 50; 0 never polls)\n"
@@ -107,15 +111,20 @@ int main(int argc, char **argv)
         { "spin-us", required_argument, NULL, 'u' },
         { "mps", required_argument, NULL, 'M' },
         { "mps-dir", required_argument, NULL, 'D' },
+        { "warm", required_argument, NULL, 'w' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50 };
+    struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
+                                   .warm = 1 };
     enum ds_mps_mode mps_mode = DS_MPS_START;
     const char *device = "auto", *mps_dir = NULL;
     struct ds_mps mps;
     int c, rc;
 
+    /* An executor is this program started by the control process (exec_spawn.h). */
+    if (argc == 3 && strcmp(argv[1], "--executor") == 0)
+        return ds_executor_main(argv[2]);
     ds_log_set_prefix("detshare-server");
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -163,6 +172,13 @@ int main(int argc, char **argv)
             break;
         case 'D':
             mps_dir = optarg;
+            break;
+        case 'w':
+            cfg.warm = atoi(optarg);
+            if (cfg.warm < 0 || cfg.warm > DS_MAX_WARM) {
+                fprintf(stderr, "detshare-server: --warm must be 0..%d\n", DS_MAX_WARM);
+                return 2;
+            }
             break;
         case 'h':
             usage(stdout);

@@ -1,20 +1,52 @@
+#define _GNU_SOURCE
 #include "shm.h"
 
 #include "ds_error.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-struct ds_shm *ds_shm_map(uint64_t sim_mem_total)
+static struct ds_shm *map_fd(int fd)
 {
-    struct ds_shm *shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE,
-                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, sizeof(struct ds_shm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
-    if (shm == MAP_FAILED)
+    return p == MAP_FAILED ? NULL : p;
+}
+
+struct ds_shm *ds_shm_create(uint64_t sim_mem_total, int *fd)
+{
+    struct ds_shm *shm = NULL;
+    int mfd = memfd_create("detshare-control", MFD_CLOEXEC), err;
+
+    if (mfd < 0)
         return NULL;
+    if (ftruncate(mfd, sizeof(*shm)) != 0 || (shm = map_fd(mfd)) == NULL) {
+        err = errno;
+        close(mfd);
+        errno = err;
+        return NULL;
+    }
+    *fd = mfd;
     shm->version = DS_SHM_VERSION;
     shm->nslots = DS_SHM_SLOTS;
     shm->sim_mem_total = sim_mem_total;
+    return shm;
+}
+
+struct ds_shm *ds_shm_attach(int fd)
+{
+    struct ds_shm *shm;
+    struct stat st;
+
+    if (fstat(fd, &st) != 0 || st.st_size != (off_t)sizeof(*shm) || (shm = map_fd(fd)) == NULL)
+        return NULL;
+    if (shm->version != DS_SHM_VERSION || shm->nslots != DS_SHM_SLOTS) {
+        ds_shm_unmap(shm);
+        return NULL;
+    }
     return shm;
 }
 

@@ -1,7 +1,8 @@
 /*
- * The control block shared by the control process and every executor: one slot per
- * tenant.  It is an anonymous MAP_SHARED mapping made before the first fork, so it needs
- * no file and disappears with the server.  The control process owns slot assignment
+ * The control block shared by the control process and every executor: the server's
+ * settings and one slot per tenant.  It lives in a memfd that the control process hands
+ * to each executor it spawns (and that the scheduler and admin API will map too), so it
+ * needs no file name and disappears with the server.  The control process owns slot assignment
  * (state, pid) and clears a slot when it reaps the executor, which is what returns a
  * dead tenant's share of the sim device's memory; an executor writes only its own
  * slot.  Versioned with reserved space so later fields (gates, bindings) fit.
@@ -15,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 1
+#define DS_SHM_VERSION 2
 #define DS_SHM_SLOTS 64
 
 struct ds_shm_slot {
@@ -26,16 +27,29 @@ struct ds_shm_slot {
     uint64_t reserved[8];
 };
 
+enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
+
 struct ds_shm {
     uint32_t version;
     uint32_t nslots;
     uint64_t sim_mem_total;
-    uint64_t reserved[8];
+    /* Written once by the control process before any executor starts. */
+    uint32_t device; /* enum ds_shm_device */
+    int32_t gpu;
+    int32_t sim_sms;
+    uint32_t spin_us;
+    uint64_t reserved[6];
     struct ds_shm_slot slots[DS_SHM_SLOTS];
 };
 
-/* Map a zeroed block.  Returns NULL on failure (errno set).  Free with ds_shm_unmap. */
-struct ds_shm *ds_shm_map(uint64_t sim_mem_total);
+/* Create and map a zeroed block in a new memfd (close-on-exec), returned in *fd.
+ * Returns NULL on failure (errno set).  Free with ds_shm_unmap. */
+struct ds_shm *ds_shm_create(uint64_t sim_mem_total, int *fd);
+
+/* Map the block in memfd `fd` made by ds_shm_create in another process.  Returns NULL
+ * when fd is not a control block of this version. */
+struct ds_shm *ds_shm_attach(int fd);
+
 void ds_shm_unmap(struct ds_shm *shm);
 
 /* Take a free slot; returns its index or -1 when all are taken. */

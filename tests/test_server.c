@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,4 +93,120 @@ Test(server, sigterm_closes_connected_tenants_and_exits_zero)
     ds_test_server_stop(&s); /* asserts exit status 0 */
     CU_IS(cuMemAlloc(&d, 1 << 20), CUDA_ERROR_DEVICE_UNAVAILABLE);
     CU_IS(cuCtxSynchronize(), CUDA_ERROR_DEVICE_UNAVAILABLE);
+}
+
+/* One tenant in a child process: 0 when it got a context and memory. */
+static int tenant_status(void)
+{
+    pid_t pid = fork();
+    int status;
+
+    if (pid == 0) {
+        CUcontext ctx;
+        CUdeviceptr d;
+
+        _exit(cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS &&
+                      cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
+                      cuMemAlloc(&d, 4096) == CUDA_SUCCESS
+                  ? 0
+                  : 1);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int count_lines(const struct ds_test_server *s, const char *needle)
+{
+    char line[1024];
+    FILE *f = fopen(s->log, "r");
+    int n = 0;
+
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+/* The executor of a tenant was started before it connected, and the pool is refilled
+ * for the next one (the fixture's own probes of the socket are connections too). */
+Test(server, tenants_get_executors_started_ahead)
+{
+    struct ds_test_server s;
+
+    ds_test_server_start(&s, 0, NULL);
+    cr_assert_eq(tenant_status(), 0);
+    cr_assert_eq(tenant_status(), 0);
+    cr_assert_geq(count_lines(&s, "started ahead"), 2);
+    cr_assert_eq(count_lines(&s, "started for it"), 0);
+    ds_test_server_stop(&s);
+}
+
+Test(server, without_a_pool_each_executor_starts_at_its_connection)
+{
+    struct ds_test_server s;
+
+    ds_test_server_start(&s, 0, "--warm 0");
+    cr_assert_eq(tenant_status(), 0);
+    cr_assert_geq(count_lines(&s, "started for it"), 1);
+    cr_assert_eq(count_lines(&s, "started ahead"), 0);
+    ds_test_server_stop(&s);
+}
+
+/* The executors of server `server`, newest first; returns how many. */
+static int executors(pid_t server, pid_t *pids, int max)
+{
+    char cmd[128], line[32];
+    FILE *p;
+    int n = 0;
+
+    snprintf(cmd, sizeof(cmd), "pgrep -P %d -f -- '--executor' | sort -rn", (int)server);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    while (n < max && fgets(line, sizeof(line), p) != NULL)
+        pids[n++] = (pid_t)atoi(line);
+    pclose(p);
+    return n;
+}
+
+/* pid of the executor waiting in the pool: the only one left once the executors that
+ * served the fixture's probes of the socket (connections too) have exited. */
+static pid_t warm_executor(pid_t server)
+{
+    pid_t pids[8];
+
+    for (int i = 0; i < 500; i++) {
+        if (executors(server, pids, 8) == 1) {
+            usleep(50000);
+            if (executors(server, pids, 8) == 1)
+                return pids[0];
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
+Test(server, a_dead_warm_executor_is_reported_and_the_next_tenant_still_served)
+{
+    struct ds_test_server s;
+    pid_t victim;
+
+    ds_test_server_start(&s, 0, NULL);
+    victim = warm_executor(s.pid);
+    cr_assert_gt(victim, 0, "no executor waits in the pool");
+    cr_assert_eq(kill(victim, SIGKILL), 0);
+    for (int i = 0; i < 200 && !ds_test_log_has(&s, "exited before any tenant came"); i++)
+        usleep(10000);
+    cr_assert(ds_test_log_has(&s, "exited before any tenant came: executor killed by signal 9"));
+    cr_assert_eq(tenant_status(), 0);
+    cr_assert(ds_test_log_has(&s, "started for it"));
+    ds_test_server_stop(&s);
+}
+
+Test(server, an_executor_started_by_hand_refuses_to_run)
+{
+    char out[4096];
+
+    cr_assert_eq(run("--executor 0 3</dev/null", out, sizeof(out)), 1);
+    cr_assert(strstr(out, "without a valid control block"), "%s", out);
 }

@@ -1,13 +1,16 @@
+#define _GNU_SOURCE
 #include "ds_error.h"
 #include "shm.h"
 
 #include <criterion/criterion.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 Test(shm, reservations_never_overcommit)
 {
-    struct ds_shm *shm = ds_shm_map(1000);
+    int fd;
+    struct ds_shm *shm = ds_shm_create(1000, &fd);
     int a = ds_shm_slot_take(shm), b = ds_shm_slot_take(shm);
 
     cr_assert(a >= 0 && b >= 0 && a != b);
@@ -19,11 +22,13 @@ Test(shm, reservations_never_overcommit)
     cr_assert_eq(ds_shm_sim_used(shm), 400, "a cleared slot gives back all it held");
     cr_assert_eq(ds_shm_slot_take(shm), a, "and can be taken again");
     ds_shm_unmap(shm);
+    close(fd);
 }
 
 Test(shm, shared_across_fork)
 {
-    struct ds_shm *shm = ds_shm_map(1 << 20);
+    int fd;
+    struct ds_shm *shm = ds_shm_create(1 << 20, &fd);
     int slot = ds_shm_slot_take(shm), status;
     pid_t pid = fork();
 
@@ -33,14 +38,53 @@ Test(shm, shared_across_fork)
     cr_assert_eq(WEXITSTATUS(status), 0);
     cr_assert_eq(ds_shm_sim_used(shm), 4096);
     ds_shm_unmap(shm);
+    close(fd);
 }
 
 Test(shm, slots_run_out_cleanly)
 {
-    struct ds_shm *shm = ds_shm_map(1);
+    int fd;
+    struct ds_shm *shm = ds_shm_create(1, &fd);
 
     for (int i = 0; i < DS_SHM_SLOTS; i++)
         cr_assert_eq(ds_shm_slot_take(shm), i);
     cr_assert_eq(ds_shm_slot_take(shm), -1);
     ds_shm_unmap(shm);
+    close(fd);
+}
+
+Test(shm, another_process_attaches_by_descriptor)
+{
+    int fd, slot, status;
+    struct ds_shm *shm = ds_shm_create(1 << 20, &fd);
+    pid_t pid;
+
+    shm->gpu = 3;
+    slot = ds_shm_slot_take(shm);
+    pid = fork();
+    if (pid == 0) {
+        struct ds_shm *mine = ds_shm_attach(fd);
+
+        _exit(mine != NULL && mine->gpu == 3 && ds_shm_sim_reserve(mine, slot, 100) == 0 ? 0
+                                                                                       : 1);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert_eq(WEXITSTATUS(status), 0);
+    cr_assert_eq(ds_shm_sim_used(shm), 100);
+    ds_shm_unmap(shm);
+    close(fd);
+}
+
+Test(shm, a_descriptor_that_is_not_a_control_block_is_refused)
+{
+    int fd;
+    struct ds_shm *shm = ds_shm_create(1, &fd);
+    int other = memfd_create("other", 0);
+
+    cr_assert_null(ds_shm_attach(other), "wrong size");
+    shm->version = DS_SHM_VERSION + 1;
+    cr_assert_null(ds_shm_attach(fd), "another version");
+    ds_shm_unmap(shm);
+    close(fd);
+    close(other);
 }

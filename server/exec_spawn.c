@@ -1,0 +1,132 @@
+#define _GNU_SOURCE
+#include "exec_spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* posix_spawn's dup2 leaves a descriptor alone when source and target are the same
+ * number, keeping its close-on-exec flag; sources above the fixed numbers avoid that and
+ * the clobbering of one source by the other's dup2. */
+#define HIGH_FD 16
+
+static int move_high(int fd)
+{
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD), err = errno;
+
+    close(fd);
+    errno = err;
+    return high;
+}
+
+static int start(int shm_fd, int child_ctl, int slot, pid_t *pid)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    char slot_arg[16];
+    char *argv[] = { "detshare-server", "--executor", slot_arg, NULL };
+    int rc;
+
+    snprintf(slot_arg, sizeof(slot_arg), "%d", slot);
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, shm_fd, DS_EXEC_SHM_FD);
+    posix_spawn_file_actions_adddup2(&fa, child_ctl, DS_EXEC_CTL_FD);
+    /* The control process handles SIGCHLD/SIGTERM through libuv and ignores SIGPIPE;
+     * none of that is the executor's. */
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    rc = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out)
+{
+    int sv[2], high_shm, rc;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    high_shm = fcntl(shm_fd, F_DUPFD_CLOEXEC, HIGH_FD);
+    sv[1] = move_high(sv[1]);
+    if (high_shm < 0 || sv[1] < 0) {
+        rc = errno;
+    } else {
+        rc = start(high_shm, sv[1], slot, &out->pid);
+    }
+    if (high_shm >= 0)
+        close(high_shm);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        errno = rc;
+        return -1;
+    }
+    out->ctl = sv[0];
+    out->slot = slot;
+    return 0;
+}
+
+int ds_spawn_handover(struct ds_spawned *e, int tenant_fd)
+{
+    char byte = 'T';
+    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    ssize_t n;
+    int err;
+
+    memset(&u, 0, sizeof(u));
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &tenant_fd, sizeof(int));
+    do
+        n = sendmsg(e->ctl, &m, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    err = errno;
+    close(e->ctl);
+    e->ctl = -1;
+    errno = err;
+    return n == 1 ? 0 : -1;
+}
+
+int ds_spawn_await_tenant(void)
+{
+    char byte;
+    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+                        .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+    struct cmsghdr *c;
+    int fd = -1;
+
+    if (recvmsg(DS_EXEC_CTL_FD, &m, MSG_CMSG_CLOEXEC) != 1)
+        return -1;
+    c = CMSG_FIRSTHDR(&m);
+    if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int)))
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
+}

@@ -1,0 +1,37 @@
+/*
+ * Executors are separate programs: `detshare-server --executor SLOT`, started with
+ * posix_spawn by the control process, never forked from it (the control process runs
+ * libuv and, later, scheduler and admin threads; a fork of such a process may inherit
+ * locks held by threads that do not exist in the child).  An executor gets two
+ * descriptors at fixed numbers: the control block (shm.h) and one end of a socket pair
+ * on which the control process later hands it its tenant's connection.  Starting an
+ * executor before a tenant arrives lets it initialise the device ahead of time.
+ */
+#ifndef DS_EXEC_SPAWN_H
+#define DS_EXEC_SPAWN_H
+
+#include <sys/types.h>
+
+#define DS_EXEC_SHM_FD 3 /* the control block's memfd */
+#define DS_EXEC_CTL_FD 4 /* socket pair end on which the tenant's connection arrives */
+
+struct ds_spawned {
+    pid_t pid;
+    int ctl; /* the control process's end of the socket pair, -1 once handed over */
+    int slot;
+};
+
+/* Start an executor for control block slot `slot`.  Returns 0, or -1 with errno set. */
+int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out);
+
+/* Give the executor its tenant's connection and close the control end.  The executor
+ * need not have finished starting: the descriptor waits in the socket.  Returns 0, or
+ * -1 with errno set (the executor has died). */
+int ds_spawn_handover(struct ds_spawned *e, int tenant_fd);
+
+/* Executor side: wait for the tenant's connection on DS_EXEC_CTL_FD.  Returns its
+ * descriptor (close-on-exec), or -1 when the control process closed the pair without
+ * one (it stops, or has died) or a signal interrupted the wait. */
+int ds_spawn_await_tenant(void);
+
+#endif
