@@ -329,6 +329,13 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
     return 0;
 }
 
+static int tenant_waiting(void)
+{
+    struct pollfd p = { .fd = DS_EXEC_CTL_FD, .events = POLLIN };
+
+    return poll(&p, 1, 0) != 0;
+}
+
 int ds_executor_main(const char *slot_arg)
 {
     const struct ds_backend_ops *ops;
@@ -353,8 +360,11 @@ int ds_executor_main(const char *slot_arg)
     ds__tenant_init(&tenant, ops, &be);
     /* Opening the device (for CUDA: driver, context, green context, hundreds of
      * milliseconds) happens before the tenant connects, so that its connection does not
-     * wait for it.  A failure is reported to the tenant when it says hello. */
-    if (ds__tenant_open(&tenant) != 0)
+     * wait for it.  When the tenant is already there (no pool, or a burst of
+     * connections), the device opens at its hello instead, so that a connection that
+     * never says hello (a liveness probe) costs no device context.  A failure is
+     * reported to the tenant at its hello. */
+    if (!tenant_waiting() && ds__tenant_open(&tenant) != 0)
         ds_debug("the device did not open ahead of the tenant; trying again at its hello");
     fd = ds_spawn_await_tenant();
     close(DS_EXEC_CTL_FD);

@@ -134,7 +134,7 @@ Test(server, tenants_get_executors_started_ahead)
 {
     struct ds_test_server s;
 
-    ds_test_server_start(&s, 0, NULL);
+    ds_test_server_start(&s, 0, "--warm 1");
     cr_assert_eq(tenant_status(), 0);
     cr_assert_eq(tenant_status(), 0);
     cr_assert_geq(count_lines(&s, "started ahead"), 2);
@@ -191,7 +191,7 @@ Test(server, a_dead_warm_executor_is_reported_and_the_next_tenant_still_served)
     struct ds_test_server s;
     pid_t victim;
 
-    ds_test_server_start(&s, 0, NULL);
+    ds_test_server_start(&s, 0, "--warm 1");
     victim = warm_executor(s.pid);
     cr_assert_gt(victim, 0, "no executor waits in the pool");
     cr_assert_eq(kill(victim, SIGKILL), 0);

@@ -58,9 +58,11 @@ static void spawn(struct ds_test_server *s, const char *args)
     char cmd[1024];
 
     /* sh splits `args` like a user's command line would.  --mps off: test servers run in
-     * parallel, and one GPU has one MPS daemon (test_mps covers the daemon's life). */
+     * parallel, and one GPU has one MPS daemon (test_mps covers the daemon's life).
+     * --warm 0: an executor starting ahead would open a device context while a test
+     * measures the GPU's free memory (test_server covers the pool). */
     snprintf(cmd, sizeof(cmd),
-             "exec %s --device %s --mps off --listen unix:%s %s%s %s >/dev/null 2>>%s",
+             "exec %s --device %s --mps off --warm 0 --listen unix:%s %s%s %s >/dev/null 2>>%s",
              DS_SERVER_BIN, ds_test_device(), s->sock, s->tcp_addr[0] ? "--listen " : "", s->tcp_addr,
              args ? args : "", s->log);
     s->pid = fork();
