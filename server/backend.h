@@ -132,6 +132,14 @@ struct ds_backend_ops {
     /* l: shape and shared memory of the launch (no parameters); cluster: its cluster. */
     int (*occupancy_clusters)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                               const unsigned cluster[3], int *clusters);
+    /* Physical contexts.  Run this tenant's work, from its next piece on, on the SMs of
+     * `groups` (bit i: SM group i of ds_sm_groups; 0: the whole device), with no memory
+     * copied and every stream's order kept; work already submitted finishes where it
+     * is.  The tenant's view of the device never changes.  Returns 0, DS_EBUSY when it
+     * cannot happen now (a stream is being captured: try again at a later kernel
+     * boundary) or DS_EINVAL for groups the device does not have. */
+    int (*bind)(struct ds_backend *b, uint64_t groups);
+
     /* The launch's shape and parameters are the executor's checked copy of the
      * tenant's; the backend passes them to the device unchanged. */
     int (*launch)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
@@ -153,9 +161,22 @@ struct ds_backend_ops {
 extern const struct ds_backend_ops ds_sim_backend;
 extern const struct ds_backend_ops ds_cuda_backend;
 
-/* Whether GPU `gpu` can be served by the cuda backend: 0, or a DS_E* code with the reason
- * in why.  Runs the check in a short-lived child process, so that the caller never
- * initialises CUDA itself (CUDA does not survive a fork after cuInit). */
-int ds_cuda_probe(int gpu, char *why, size_t len);
+/* How a device's SMs are handed out: in `count` aligned groups of `size` SMs (an H100's
+ * 132 SMs: 16 groups of 8, and 4 SMs no partition uses).  The same group index names
+ * the same SMs in every executor, MPS clients included. */
+struct ds_sm_groups {
+    unsigned sms;   /* the whole device */
+    unsigned size;  /* SMs per group */
+    unsigned count; /* at most 64 */
+};
+
+/* The sim's groups: the H100's granularity of 8 SMs. */
+void ds_sim_sm_groups(int sms, struct ds_sm_groups *out);
+
+/* Whether GPU `gpu` can be served by the cuda backend: 0 with its SM groups in *groups,
+ * or a DS_E* code with the reason in why.  Runs the check in a short-lived child
+ * process, so that the caller never initialises CUDA itself (CUDA does not survive a
+ * fork after cuInit). */
+int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, char *why, size_t len);
 
 #endif

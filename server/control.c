@@ -42,6 +42,8 @@ struct control {
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
     int nwarm;
+    struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
+    int ntenants;
     int live;
     int stopping;
 };
@@ -99,6 +101,58 @@ static int is_warm(const struct control *c, pid_t pid)
     return -1;
 }
 
+/* Hand the policy's decisions to the executors (shm.h), saying what changed. */
+static void apply(struct control *c)
+{
+    char what[200];
+
+    for (int i = 0; i < c->ntenants; i++) {
+        struct ds_sched_tenant *t = &c->tenants[i];
+
+        if (t->groups == atomic_load(&c->shm->slots[t->id].groups))
+            continue;
+        ds_shm_bind(c->shm, t->id, t->groups);
+        ds_groups_format(t->groups, c->cfg->sm.size, what, sizeof(what));
+        ds_info("policy %s: tenant #%d runs on %s", c->cfg->policy->name, t->id, what);
+    }
+}
+
+static struct ds_sched_view view_of(struct control *c)
+{
+    struct ds_sched_view v = { .sm_groups = c->cfg->sm.count, .sm_group_size = c->cfg->sm.size,
+                               .n = c->ntenants, .t = c->tenants };
+
+    return v;
+}
+
+static void tenant_joined(struct control *c, int slot)
+{
+    struct ds_sched_view v;
+
+    c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot, .groups = 0 };
+    v = view_of(c);
+    c->cfg->policy->on_tenant_join(&v, c->ntenants - 1);
+    apply(c);
+}
+
+/* A tenant's executor was reaped: its SM groups go back to the policy. */
+static void tenant_left(struct control *c, int slot)
+{
+    struct ds_sched_view v;
+    int i = 0;
+
+    while (i < c->ntenants && c->tenants[i].id != slot)
+        i++;
+    if (i == c->ntenants)
+        return;
+    memmove(&c->tenants[i], &c->tenants[i + 1],
+            (size_t)(c->ntenants - i - 1) * sizeof(c->tenants[0]));
+    c->ntenants--;
+    v = view_of(c);
+    c->cfg->policy->on_tenant_leave(&v);
+    apply(c);
+}
+
 static void free_handle(uv_handle_t *h)
 {
     free(h);
@@ -154,6 +208,9 @@ static void on_connection(uv_stream_t *server, int status)
     } else {
         ds_info("tenant #%d connected on %s (executor pid %d, %s)", e.slot, where, (int)e.pid,
                 warm ? "started ahead" : "started for it");
+        /* Placed before it is handed over, so its first kernel runs where the policy
+         * wants it. */
+        tenant_joined(c, e.slot);
         if (ds_spawn_handover(&e, fd) != 0) {
             ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
             kill(e.pid, SIGKILL);
@@ -234,6 +291,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
                     (unsigned long long)atomic_load(&s->sim_mem_used));
             ds_shm_slot_clear(c->shm, i);
             c->live--;
+            if (!c->stopping)
+                tenant_left(c, i);
         }
     }
     if (c->stopping && c->live == 0)
@@ -386,6 +445,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->gpu = cfg->gpu;
     c.shm->sim_sms = cfg->sim_sms;
     c.shm->spin_us = cfg->spin_us;
+    c.shm->sm_group_size = cfg->sm.size;
+    c.shm->sm_groups = cfg->sm.count;
     if (start_signals(&c) != 0)
         failed = 1;
     for (int i = 0; i < cfg->nlisten && !failed; i++)
@@ -394,7 +455,8 @@ int ds_control_run(const struct ds_server_config *cfg)
         close_listeners(&c);
         close_all(&c);
     } else {
-        ds_info("ready: device %s, %d SMs", cfg->backend->name, cfg->sim_sms);
+        ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s", cfg->backend->name,
+                cfg->sm.sms, cfg->sm.count, cfg->sm.size, cfg->policy->name);
         fill_pool(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "ds_addr.h"
+#include "policy.h"
 
 #include <sys/types.h>
 
@@ -22,6 +23,8 @@ struct ds_server_config {
     uint64_t sim_memory;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
     int warm;         /* executors kept started ahead of tenants, 0..DS_MAX_WARM */
+    const struct ds_policy *policy;
+    struct ds_sm_groups sm;
     pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;

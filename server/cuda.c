@@ -107,17 +107,29 @@ static int whole_device_pctx(struct ds_backend *b)
     return ds__cuda_err(r);
 }
 
-static int init_stream(struct ds_backend *b, struct ds_bstream *s, int blocking, int prio)
+/* New streams go to the pCtx the tenant is bound to now.  Their tail event is made in
+ * that pCtx's context: the driver records an event only on streams of its own context. */
+int ds__cuda_stream_init(struct ds_backend *b, struct ds_bstream *s, int blocking, int prio)
 {
-    CUresult r = b->cu.cuGreenCtxStreamCreate(&s->s, b->green, CU_STREAM_NON_BLOCKING, prio);
+    CUgreenCtx g = b->pc.bound;
+    CUcontext gc = b->ctx;
+    CUresult r = CUDA_SUCCESS;
 
+    s->s = NULL;
+    if (g != b->green && (r = b->cu.cuCtxFromGreenCtx(&gc, g)) == CUDA_SUCCESS)
+        r = b->cu.cuCtxSetCurrent(gc);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuGreenCtxStreamCreate(&s->s, g, CU_STREAM_NON_BLOCKING, prio);
     if (r == CUDA_SUCCESS)
         r = b->cu.cuEventCreate(&s->tail, CU_EVENT_DISABLE_TIMING);
+    if (gc != b->ctx)
+        b->cu.cuCtxSetCurrent(b->ctx);
     if (r != CUDA_SUCCESS && s->s != NULL) {
         b->cu.cuStreamDestroy(s->s);
         s->s = NULL;
     }
     s->blocking = blocking;
+    s->prio = prio;
     return ds__cuda_err(r);
 }
 
@@ -156,9 +168,11 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
     b->spin_us = cfg->spin_us;
     if (rc == 0)
         rc = whole_device_pctx(b);
+    if (rc == 0)
+        rc = ds__cuda_pctx_init(b);
     if (rc == 0) {
         log_sharing(b);
-        rc = init_stream(b, &b->legacy, 0, 0);
+        rc = ds__cuda_stream_init(b, &b->legacy, 0, 0);
     }
     if (rc != 0) {
         if (b->green != NULL)
@@ -185,6 +199,7 @@ static void cuda_close(struct ds_backend *b)
         free(s);
     }
     fini_stream(b, &b->legacy);
+    ds__cuda_pctx_fini(b);
     b->cu.cuGreenCtxDestroy(b->green);
     free(b);
 }
@@ -213,7 +228,7 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s)
     return s ? s : &b->legacy;
 }
 
-static int record_tail(struct ds_backend *b, struct ds_bstream *s)
+int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s)
 {
     CUresult r = CUDA_SUCCESS;
 
@@ -235,13 +250,13 @@ int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s)
         for (struct ds_bstream *o = b->streams.next; o != &b->streams && rc == 0; o = o->next) {
             if (!o->blocking || o->capturing || o->legacy_given == o->seq)
                 continue;
-            rc = record_tail(b, o);
+            rc = ds__cuda_record_tail(b, o);
             if (rc == 0)
                 rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, o->tail, 0));
             o->legacy_given = o->seq;
         }
     } else if (s->blocking && !s->capturing && s->legacy_seen != b->legacy.seq) {
-        rc = record_tail(b, &b->legacy);
+        rc = ds__cuda_record_tail(b, &b->legacy);
         if (rc == 0)
             rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, b->legacy.tail, 0));
         s->legacy_seen = b->legacy.seq;
@@ -383,7 +398,7 @@ static int cuda_stream_create(struct ds_backend *b, unsigned flags, int priority
 
     if (s == NULL)
         return DS_ENOMEM;
-    rc = init_stream(b, s, !(flags & CU_STREAM_NON_BLOCKING), priority);
+    rc = ds__cuda_stream_init(b, s, !(flags & CU_STREAM_NON_BLOCKING), priority);
     if (rc != 0) {
         free(s);
         return rc;
@@ -564,6 +579,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .open = cuda_open,
     .close = cuda_close,
     .describe = cuda_describe,
+    .bind = ds__cuda_bind,
     .dev_alloc = cuda_mem_alloc,
     .dev_free = cuda_mem_free,
     .dev_info = cuda_mem_info,
@@ -611,8 +627,26 @@ const struct ds_backend_ops ds_cuda_backend = {
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */
 enum { PROBE_OK, PROBE_NO_DRIVER, PROBE_INIT, PROBE_NO_GPU, PROBE_NO_GREEN };
 
-static int probe_child(int gpu)
+CUresult ds__cuda_sm_groups(struct driver *cu, CUdevice dev, CUdevResource *sms,
+                            struct ds_sm_groups *out)
 {
+    unsigned n = 0;
+    CUresult r = cu->cuDeviceGetDevResource(dev, sms, CU_DEV_RESOURCE_TYPE_SM);
+
+    if (r == CUDA_SUCCESS)
+        r = cu->cuDevSmResourceSplitByCount(NULL, &n, sms, NULL, 0,
+                                            sms->sm.minSmPartitionSize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    out->sms = sms->sm.smCount;
+    out->size = sms->sm.minSmPartitionSize;
+    out->count = n > 64 ? 64 : n;
+    return CUDA_SUCCESS;
+}
+
+static int probe_child(int gpu, int report)
+{
+    struct ds_sm_groups g;
     struct driver cu;
     CUdevResource sms;
     CUdevice dev;
@@ -624,12 +658,14 @@ static int probe_child(int gpu)
         return PROBE_INIT;
     if (cu.cuDeviceGet(&dev, gpu) != CUDA_SUCCESS)
         return PROBE_NO_GPU;
-    if (cu.cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
+    if (ds__cuda_sm_groups(&cu, dev, &sms, &g) != CUDA_SUCCESS)
+        return PROBE_NO_GREEN;
+    if (write(report, &g, sizeof(g)) != (ssize_t)sizeof(g))
         return PROBE_NO_GREEN;
     return PROBE_OK;
 }
 
-int ds_cuda_probe(int gpu, char *why, size_t len)
+int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, char *why, size_t len)
 {
     static const char *const reasons[] = {
         [PROBE_NO_DRIVER] = "no usable CUDA driver (libcuda.so.1)",
@@ -637,11 +673,11 @@ int ds_cuda_probe(int gpu, char *why, size_t len)
         [PROBE_NO_GPU] = "no such GPU",
         [PROBE_NO_GREEN] = "green contexts are not supported",
     };
-    int status, code;
-    pid_t pid = fork();
+    int status, code, report[2];
+    pid_t pid;
 
-    if (pid < 0) {
-        snprintf(why, len, "cannot fork the probe");
+    if (pipe(report) != 0 || (pid = fork()) < 0) {
+        snprintf(why, len, "cannot start the probe");
         return DS_EIO;
     }
     if (pid == 0) {
@@ -650,13 +686,18 @@ int ds_cuda_probe(int gpu, char *why, size_t len)
 
         if (null >= 0)
             dup2(null, STDERR_FILENO);
-        _exit(probe_child(gpu));
+        close(report[0]);
+        _exit(probe_child(gpu, report[1]));
     }
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    close(report[1]);
+    code = waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == PROBE_OK && read(report[0], groups, sizeof(*groups)) != sizeof(*groups))
+        code = PROBE_NO_GREEN;
+    close(report[0]);
+    if (code < 0) {
         snprintf(why, len, "the probe crashed");
         return DS_EDEVICE;
     }
-    code = WEXITSTATUS(status);
     if (code == PROBE_OK)
         return 0;
     snprintf(why, len, "%s", code < (int)(sizeof(reasons) / sizeof(reasons[0])) && reasons[code]

@@ -29,6 +29,7 @@
     X(cuGreenCtxDestroy, cuGreenCtxDestroy) \
     X(cuCtxFromGreenCtx, cuCtxFromGreenCtx) \
     X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate) \
+    X(cuDevSmResourceSplitByCount, cuDevSmResourceSplitByCount) \
     X(cuCtxSetCurrent, cuCtxSetCurrent) \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
@@ -96,6 +97,7 @@ struct ds_bstream {
     uint64_t legacy_seen;  /* blocking: legacy seq this stream already waits for */
     uint64_t legacy_given; /* blocking: own seq the legacy stream already waits for */
     int capturing;         /* its work goes into a graph, not to the device */
+    int prio;
     struct ds_bstream *prev, *next;
 };
 
@@ -124,11 +126,27 @@ struct ds_bmodule {
     struct ds_bfunc *funcs;
 };
 
+/* Green contexts over sets of SM groups, made on first use and kept (cuda_pctx.c). */
+#define DS_PCTX_MAX 32
+
+struct ds_pctx_pool {
+    struct ds_sm_groups sm;
+    CUdevResource groups[64]; /* one split of the device, so any subset can be combined */
+    struct {
+        uint64_t mask;
+        CUgreenCtx g;
+    } cached[DS_PCTX_MAX];
+    int ncached;
+    uint64_t bound_mask; /* 0: the whole device */
+    CUgreenCtx bound;    /* where new streams go */
+};
+
 struct ds_backend {
     struct driver cu;
     CUdevice dev;
-    CUgreenCtx green;
+    CUgreenCtx green; /* the whole device */
     CUcontext ctx; /* the green context as a CUcontext, current in this executor */
+    struct ds_pctx_pool pc;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
@@ -138,6 +156,22 @@ struct ds_backend {
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
  * kernels) and cuda_graph.c (capture and graphs). */
+
+/* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
+int ds__cuda_pctx_init(struct ds_backend *b);
+int ds__cuda_bind(struct ds_backend *b, uint64_t groups);
+void ds__cuda_pctx_fini(struct ds_backend *b);
+
+/* The device's SM groups, as ds_cuda_probe reports them; sms receives the whole device's
+ * SM resource. */
+CUresult ds__cuda_sm_groups(struct driver *cu, CUdevice dev, CUdevResource *sms,
+                            struct ds_sm_groups *out);
+
+/* Set a stream up on green context g (non-blocking, as green-context streams are). */
+int ds__cuda_stream_init(struct ds_backend *b, struct ds_bstream *s, int blocking, int prio);
+
+/* Record s's tail event after its last work, unless it already is. */
+int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s);
 
 /* 0 for CUDA_SUCCESS, else the driver's CUresult as a DS_ECU code. */
 int ds__cuda_err(CUresult r);

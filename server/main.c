@@ -4,6 +4,7 @@
 #include "ds_log.h"
 #include "executor.h"
 #include "mps.h"
+#include "policy.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -30,6 +31,10 @@ static void usage(FILE *f)
             "                          names; off time-slices the GPU between tenants\n"
             "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
+            "  --policy NAME           who runs on which SMs (default shared):\n");
+    for (int i = 0; ds_policies[i] != NULL; i++)
+        fprintf(f, "                            %-8s %s\n", ds_policies[i]->name, ds_policies[i]->about);
+    fprintf(f,
             "  --warm N                executors kept started ahead of tenants, with the\n"
             "                          device open, so that connecting takes milliseconds\n"
             "                          (default 1; 0 starts each when its tenant connects)\n"
@@ -76,6 +81,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     char why[160];
     int usable;
 
+    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
     if (strcmp(want, "sim") == 0) {
         cfg->backend = &ds_sim_backend;
         log_sim(cfg, "asked for");
@@ -85,7 +91,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
         ds_error("--device %s: expected sim, cuda or auto", want);
         return -1;
     }
-    usable = ds_cuda_probe(cfg->gpu, why, sizeof(why)) == 0;
+    usable = ds_cuda_probe(cfg->gpu, &cfg->sm, why, sizeof(why)) == 0;
     if (usable) {
         cfg->backend = &ds_cuda_backend;
         ds_info("device: cuda, GPU %d", cfg->gpu);
@@ -96,6 +102,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
         return -1;
     }
     cfg->backend = &ds_sim_backend;
+    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
     log_sim(cfg, why);
     return 0;
 }
@@ -112,11 +119,12 @@ int main(int argc, char **argv)
         { "mps", required_argument, NULL, 'M' },
         { "mps-dir", required_argument, NULL, 'D' },
         { "warm", required_argument, NULL, 'w' },
+        { "policy", required_argument, NULL, 'p' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
-                                   .warm = 1 };
+                                   .warm = 1, .policy = &ds_policy_shared };
     enum ds_mps_mode mps_mode = DS_MPS_START;
     const char *device = "auto", *mps_dir = NULL;
     struct ds_mps mps;
@@ -172,6 +180,13 @@ int main(int argc, char **argv)
             break;
         case 'D':
             mps_dir = optarg;
+            break;
+        case 'p':
+            cfg.policy = ds_policy_find(optarg);
+            if (cfg.policy == NULL) {
+                fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", optarg);
+                return 2;
+            }
             break;
         case 'w':
             cfg.warm = atoi(optarg);

@@ -310,5 +310,6 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.shared_mem = a->shared_mem;
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
+    ds__tenant_follow_binding(t);
     return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
 }

@@ -71,9 +71,20 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     struct ds_shm_slot *s = &shm->slots[idx];
 
     atomic_store(&s->sim_mem_used, 0);
+    atomic_store(&s->groups, 0);
+    atomic_store(&s->bound_groups, 0);
+    atomic_store(&s->migrations, 0);
     s->pid = 0;
     memset(s->tenant, 0, sizeof(s->tenant));
     atomic_store(&s->state, 0);
+}
+
+void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups)
+{
+    struct ds_shm_slot *s = &shm->slots[idx];
+
+    atomic_store(&s->groups, groups);
+    atomic_fetch_add_explicit(&s->bind_gen, 1, memory_order_release);
 }
 
 uint64_t ds_shm_sim_used(const struct ds_shm *shm)

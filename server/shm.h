@@ -16,15 +16,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 2
+#define DS_SHM_VERSION 3
 #define DS_SHM_SLOTS 64
 
+/* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
+ * device), then bumps `bind_gen`; the executor reads both at its next kernel boundary,
+ * rebinds, and reports what it runs on in `bound_groups`. */
 struct ds_shm_slot {
     atomic_uint state; /* 0 free, 1 taken */
     pid_t pid;
     char tenant[DS_NAME_MAX + 1];
     atomic_uint_fast64_t sim_mem_used;
-    uint64_t reserved[8];
+    atomic_uint_fast64_t groups;
+    atomic_uint bind_gen;
+    atomic_uint migrations;
+    atomic_uint_fast64_t bound_groups;
+    uint64_t reserved[5];
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
@@ -38,7 +45,8 @@ struct ds_shm {
     int32_t gpu;
     int32_t sim_sms;
     uint32_t spin_us;
-    uint64_t reserved[6];
+    uint32_t sm_group_size, sm_groups; /* ds_sm_groups of the device */
+    uint64_t reserved[5];
     struct ds_shm_slot slots[DS_SHM_SLOTS];
 };
 
@@ -63,6 +71,9 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx);
  * adds first and backs out if the sum went over. */
 int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size);
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
+
+/* Ask slot idx's executor to run on SM groups `groups` from its next kernel on. */
+void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups);
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

@@ -178,7 +178,27 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
     b->va_end = b->va_base + SIM_VA_REGION;
     b->streams.next = b->streams.prev = &b->streams;
+    ds_sim_sm_groups(cfg->sim_sms, &b->groups);
+    b->sms = (unsigned)cfg->sim_sms;
     *out = b;
+    return 0;
+}
+
+void ds_sim_sm_groups(int sms, struct ds_sm_groups *out)
+{
+    out->sms = (unsigned)sms;
+    out->size = sms < 8 ? (unsigned)sms : 8;
+    out->count = out->sms / out->size > 64 ? 64 : out->sms / out->size;
+}
+
+/* A partition's SMs decide how many waves a kernel takes (sim_module.c). */
+static int sim_bind(struct ds_backend *b, uint64_t groups)
+{
+    int n = __builtin_popcountll(groups);
+
+    if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
+        return DS_EINVAL;
+    b->sms = groups == 0 ? b->groups.sms : (unsigned)n * b->groups.size;
     return 0;
 }
 
@@ -551,6 +571,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .open = sim_open,
     .close = sim_close,
     .describe = sim_describe,
+    .bind = sim_bind,
     .dev_alloc = ds__sim_mem_alloc,
     .dev_free = ds__sim_mem_free,
     .dev_info = sim_mem_info,

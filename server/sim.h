@@ -97,6 +97,8 @@ struct ds_backend {
     uint64_t va_base, va_end;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head of created streams */
+    struct ds_sm_groups groups;
+    unsigned sms;          /* of the partition the tenant is bound to */
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and

@@ -256,7 +256,7 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
 {
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-    uint64_t per_wave = (uint64_t)b->cfg.sim_sms * SIM_BLOCKS_PER_SM;
+    uint64_t per_wave = (uint64_t)b->sms * SIM_BLOCKS_PER_SM;
     uint64_t waves = (blocks + per_wave - 1) / per_wave;
 
     struct sim_work w = { .kind = W_KERNEL };

@@ -2,6 +2,9 @@
 
 #include "ds_arena.h"
 #include "ds_error.h"
+#include "ds_log.h"
+#include "policy.h"
+#include "shm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +179,36 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;
+}
+
+void ds__tenant_follow_binding(struct ds_tenant *t)
+{
+    struct ds_shm_slot *s = &t->shm->slots[t->slot];
+    unsigned gen = atomic_load_explicit(&s->bind_gen, memory_order_acquire);
+    uint64_t want;
+    char what[200];
+    int rc;
+
+    if (gen == t->bind_gen)
+        return;
+    want = atomic_load(&s->groups);
+    if (want == t->bound) {
+        t->bind_gen = gen;
+        return;
+    }
+    rc = t->ops->bind(t->be, want);
+    if (rc == DS_EBUSY)
+        return;
+    t->bind_gen = gen;
+    ds_groups_format(want, t->shm->sm_group_size, what, sizeof(what));
+    if (rc != 0) {
+        ds_warn("cannot move to %s: %s; staying where it runs", what, ds_strerror(rc));
+        return;
+    }
+    t->bound = want;
+    atomic_store(&s->bound_groups, want);
+    atomic_fetch_add(&s->migrations, 1);
+    ds_info("now runs on %s", what);
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)

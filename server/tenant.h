@@ -78,6 +78,8 @@ struct ds_tenant {
     uint64_t arena_len;
     struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
                                  * owner = device address */
+    unsigned bind_gen;          /* the control block's bind_gen last acted on */
+    uint64_t bound;             /* SM groups the tenant runs on, 0 for all */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
@@ -98,6 +100,11 @@ int ds__tenant_arena(struct ds_tenant *t, int fd);
 
 /* Undo one host mapping: its device range, then the backend's mapping. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
+
+/* At a kernel boundary: when the control process has asked for another binding since
+ * the last one, move the tenant's work there (backend bind) and report it in the control
+ * block.  One atomic load when nothing changed. */
+void ds__tenant_follow_binding(struct ds_tenant *t);
 
 /* The active context behind handle h, or NULL. */
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);

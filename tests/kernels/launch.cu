@@ -52,3 +52,11 @@ extern "C" __global__ void read_global(int *out)
 {
     *out = g_value;
 }
+
+// One link of a chain: *x goes from k to k + 1 only if every earlier link ran first, so
+// work reordered (across a migration, say) leaves a negative value behind.
+extern "C" __global__ void step(int *x, int k)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *x = *x == k ? k + 1 : -1000000;
+}

@@ -1,0 +1,60 @@
+/*
+ * The baselines every other policy is compared with, in the same build:
+ * - shared: every tenant on every SM, no control (what MPS alone gives);
+ * - static: equal disjoint partitions, recomputed when a tenant joins or leaves (what a
+ *   MIG-like split gives, without MIG's fixed sizes).
+ */
+#include "policy.h"
+
+static void everyone_everywhere(struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++)
+        v->t[i].groups = 0;
+}
+
+static void shared_join(struct ds_sched_view *v, int joined)
+{
+    (void)joined;
+    everyone_everywhere(v);
+}
+
+/* Tenant i gets groups [i*k, i*k+k) with k = groups / tenants.  A lone tenant gets the
+ * whole device, including the SMs no group holds.  With more tenants than groups,
+ * partitions can no longer be disjoint: tenants then share groups round-robin. */
+static void split_equally(struct ds_sched_view *v)
+{
+    unsigned k;
+
+    if (v->n <= 1 || v->sm_groups == 0) {
+        everyone_everywhere(v);
+        return;
+    }
+    k = v->sm_groups / (unsigned)v->n;
+    for (int i = 0; i < v->n; i++) {
+        unsigned first = k > 0 ? (unsigned)i * k : (unsigned)i % v->sm_groups;
+        unsigned count = k > 0 ? k : 1;
+        uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
+
+        v->t[i].groups = mask << first;
+    }
+}
+
+static void static_join(struct ds_sched_view *v, int joined)
+{
+    (void)joined;
+    split_equally(v);
+}
+
+const struct ds_policy ds_policy_shared = {
+    .name = "shared",
+    .about = "every tenant on every SM, no control (MPS-like)",
+    .on_tenant_join = shared_join,
+    .on_tenant_leave = everyone_everywhere,
+};
+
+const struct ds_policy ds_policy_static = {
+    .name = "static",
+    .about = "equal disjoint SM partitions, redrawn when a tenant joins or leaves",
+    .on_tenant_join = static_join,
+    .on_tenant_leave = split_equally,
+};

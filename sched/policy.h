@@ -1,0 +1,45 @@
+/*
+ * Scheduling policies: the part of detshare that decides, for every tenant, which SM
+ * groups it runs on.  The mechanism (binding a tenant's work to a set of SM groups at
+ * its next kernel boundary) lives in the server; a policy only sees tenants and returns
+ * their groups.  A policy is chosen at start (`detshare-server --policy NAME`).
+ *
+ * So far the interface has the join and leave hooks, which is all the baselines need;
+ * launch, completion and tick hooks come with the policies that watch running work.
+ */
+#ifndef DS_SCHED_POLICY_H
+#define DS_SCHED_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ds_sched_tenant {
+    int id;          /* the tenant's slot in the control block */
+    uint64_t groups; /* in: what it was given last; out: bit i = SM group i, 0 = all SMs */
+};
+
+struct ds_sched_view {
+    unsigned sm_groups;     /* groups the device has (at most 64) */
+    unsigned sm_group_size; /* SMs per group */
+    int n;                  /* tenants, in the order they joined */
+    struct ds_sched_tenant *t;
+};
+
+struct ds_policy {
+    const char *name;
+    const char *about; /* one line for --help */
+    void (*on_tenant_join)(struct ds_sched_view *v, int joined);
+    void (*on_tenant_leave)(struct ds_sched_view *v);
+};
+
+/* The policy called `name`, or NULL. */
+const struct ds_policy *ds_policy_find(const char *name);
+
+/* Every built-in policy, NULL-terminated; the baselines by name. */
+extern const struct ds_policy *const ds_policies[];
+extern const struct ds_policy ds_policy_shared, ds_policy_static;
+
+/* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
+void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);
+
+#endif

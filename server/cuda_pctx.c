@@ -1,0 +1,138 @@
+/*
+ * The pCtx pool of the cuda backend: green contexts over sets of SM groups, and moving
+ * a tenant's streams between them.
+ *
+ * The device is split once, at open, into groups of the driver's minimum partition size
+ * (an H100: 16 groups of 8 SMs and 4 SMs left over); a green context for any set of
+ * groups is made from that one split (the driver combines resources of one split only)
+ * on first use, about a millisecond, and kept.  Memory and libraries belong to the
+ * process, so moving work copies nothing: each stream gets a new real stream on the new
+ * green context that waits for an event at the tail of the old one, and the old one is
+ * destroyed (its work still finishes).  An event is recorded only on streams of the
+ * context it was made in, as the driver documents, so each tail event is made anew with
+ * its stream.
+ */
+#include "cuda_backend.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+
+int ds__cuda_pctx_init(struct ds_backend *b)
+{
+    CUdevResource sms;
+    unsigned n;
+    CUresult r = ds__cuda_sm_groups(&b->cu, b->dev, &sms, &b->pc.sm);
+
+    n = b->pc.sm.count;
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuDevSmResourceSplitByCount(b->pc.groups, &n, &sms, NULL, 0, b->pc.sm.size);
+    if (r != CUDA_SUCCESS) {
+        ds_error("cannot split the device's SMs into groups (CUresult %d)", r);
+        return ds__cuda_err(r);
+    }
+    b->pc.sm.count = n;
+    b->pc.bound = b->green;
+    b->pc.bound_mask = 0;
+    return 0;
+}
+
+void ds__cuda_pctx_fini(struct ds_backend *b)
+{
+    for (int i = 0; i < b->pc.ncached; i++)
+        b->cu.cuGreenCtxDestroy(b->pc.cached[i].g);
+    b->pc.ncached = 0;
+}
+
+static int pctx_create(struct ds_backend *b, uint64_t mask, CUgreenCtx *out)
+{
+    CUdevResource res[64];
+    CUdevResourceDesc desc;
+    unsigned n = 0;
+    CUresult r;
+
+    for (unsigned i = 0; i < b->pc.sm.count; i++)
+        if (mask >> i & 1)
+            res[n++] = b->pc.groups[i];
+    r = b->cu.cuDevResourceGenerateDesc(&desc, res, n);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuGreenCtxCreate(out, desc, b->dev, CU_GREEN_CTX_DEFAULT_STREAM);
+    return ds__cuda_err(r);
+}
+
+/* The green context for `mask`, from the pool or new. */
+static int pctx_get(struct ds_backend *b, uint64_t mask, CUgreenCtx *out)
+{
+    int rc;
+
+    if (mask == 0) {
+        *out = b->green;
+        return 0;
+    }
+    for (int i = 0; i < b->pc.ncached; i++)
+        if (b->pc.cached[i].mask == mask) {
+            *out = b->pc.cached[i].g;
+            return 0;
+        }
+    if (b->pc.ncached == DS_PCTX_MAX)
+        return DS_ENOMEM;
+    rc = pctx_create(b, mask, out);
+    if (rc == 0) {
+        b->pc.cached[b->pc.ncached].mask = mask;
+        b->pc.cached[b->pc.ncached++].g = *out;
+    }
+    return rc;
+}
+
+/* Continue stream s on the pCtx bound now, after everything already submitted to it. */
+static int move_stream(struct ds_backend *b, struct ds_bstream *s)
+{
+    struct ds_bstream next = *s;
+    CUresult r;
+    int rc = ds__cuda_record_tail(b, s);
+
+    if (rc == 0)
+        rc = ds__cuda_stream_init(b, &next, s->blocking, s->prio);
+    if (rc != 0)
+        return rc;
+    if (s->seq != 0 && (r = b->cu.cuStreamWaitEvent(next.s, s->tail, 0)) != CUDA_SUCCESS) {
+        b->cu.cuEventDestroy(next.tail);
+        b->cu.cuStreamDestroy(next.s);
+        return ds__cuda_err(r);
+    }
+    /* The new tail stands for the same work as the old one (through the wait just
+     * made), so streams that waited for the old tail keep their bookkeeping. */
+    if (s->seq != 0)
+        b->cu.cuEventRecord(next.tail, next.s);
+    b->cu.cuEventDestroy(s->tail);
+    b->cu.cuStreamDestroy(s->s);
+    s->s = next.s;
+    s->tail = next.tail;
+    return 0;
+}
+
+int ds__cuda_bind(struct ds_backend *b, uint64_t groups)
+{
+    CUgreenCtx was = b->pc.bound;
+    int rc;
+
+    if (b->pc.sm.count < 64 && (groups >> b->pc.sm.count) != 0)
+        return DS_EINVAL;
+    if (groups == b->pc.bound_mask)
+        return 0;
+    for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
+        if (s->capturing)
+            return DS_EBUSY;
+    rc = pctx_get(b, groups, &b->pc.bound);
+    if (rc == 0)
+        rc = move_stream(b, &b->legacy);
+    for (struct ds_bstream *s = b->streams.next; s != &b->streams && rc == 0; s = s->next)
+        rc = move_stream(b, s);
+    if (rc != 0) {
+        /* Streams that moved run on the new pCtx, the others on the old one, each in
+         * order; the binding is tried again when the control process next asks. */
+        b->pc.bound = was;
+        return rc;
+    }
+    b->pc.bound_mask = groups;
+    return 0;
+}
