@@ -48,6 +48,7 @@ static void static_join(struct ds_sched_view *v, int joined)
 const struct ds_policy ds_policy_shared = {
     .name = "shared",
     .about = "every tenant on every SM, no control (MPS-like)",
+    .on_start = everyone_everywhere,
     .on_tenant_join = shared_join,
     .on_tenant_leave = everyone_everywhere,
 };
@@ -55,6 +56,7 @@ const struct ds_policy ds_policy_shared = {
 const struct ds_policy ds_policy_static = {
     .name = "static",
     .about = "equal disjoint SM partitions, redrawn when a tenant joins or leaves",
+    .on_start = split_equally,
     .on_tenant_join = static_join,
     .on_tenant_leave = split_equally,
 };

@@ -2,10 +2,12 @@
  * Scheduling policies: the part of detshare that decides, for every tenant, which SM
  * groups it runs on.  The mechanism (binding a tenant's work to a set of SM groups at
  * its next kernel boundary) lives in the server; a policy only sees tenants and returns
- * their groups.  A policy is chosen at start (`detshare-server --policy NAME`).
+ * their groups.  A policy is chosen at start (`detshare-server --policy NAME`) and can be
+ * switched at run time (`detshare-ctl policy NAME`).
  *
- * So far the interface has the join and leave hooks, which is all the baselines need;
- * launch, completion and tick hooks come with the policies that watch running work.
+ * So far the interface has the start, join and leave hooks, which is all the baselines
+ * need; launch, completion and tick hooks come with the policies that watch running
+ * work.
  */
 #ifndef DS_SCHED_POLICY_H
 #define DS_SCHED_POLICY_H
@@ -28,6 +30,8 @@ struct ds_sched_view {
 struct ds_policy {
     const char *name;
     const char *about; /* one line for --help */
+    /* The policy takes over these tenants: at start, or switched to at run time. */
+    void (*on_start)(struct ds_sched_view *v);
     void (*on_tenant_join)(struct ds_sched_view *v, int joined);
     void (*on_tenant_leave)(struct ds_sched_view *v);
 };

@@ -1,10 +1,13 @@
 #define _GNU_SOURCE
 #include "control.h"
 
+#include "admin.h"
+
 #include "ds_log.h"
 #include "executor.h"
 #include "shm.h"
 #include "exec_spawn.h"
+#include "status.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -44,6 +47,8 @@ struct control {
     int nwarm;
     struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
     int ntenants;
+    const struct ds_policy *policy;
+    struct ds_admin *admin;
     int live;
     int stopping;
 };
@@ -113,7 +118,7 @@ static void apply(struct control *c)
             continue;
         ds_shm_bind(c->shm, t->id, t->groups);
         ds_groups_format(t->groups, c->cfg->sm.size, what, sizeof(what));
-        ds_info("policy %s: tenant #%d runs on %s", c->cfg->policy->name, t->id, what);
+        ds_info("policy %s: tenant #%d runs on %s", c->policy->name, t->id, what);
     }
 }
 
@@ -131,7 +136,7 @@ static void tenant_joined(struct control *c, int slot)
 
     c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot, .groups = 0 };
     v = view_of(c);
-    c->cfg->policy->on_tenant_join(&v, c->ntenants - 1);
+    c->policy->on_tenant_join(&v, c->ntenants - 1);
     apply(c);
 }
 
@@ -149,8 +154,45 @@ static void tenant_left(struct control *c, int slot)
             (size_t)(c->ntenants - i - 1) * sizeof(c->tenants[0]));
     c->ntenants--;
     v = view_of(c);
-    c->cfg->policy->on_tenant_leave(&v);
+    c->policy->on_tenant_leave(&v);
     apply(c);
+}
+
+static void admin_status(void *ctx, msgpack_packer *pk)
+{
+    struct control *c = ctx;
+
+    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, c->tenants, c->ntenants);
+}
+
+/* A run-time switch: the new policy places every tenant served now. */
+static const char *admin_policy(void *ctx, const char *name)
+{
+    struct control *c = ctx;
+    const struct ds_policy *p;
+    struct ds_sched_view v;
+
+    if (name == NULL)
+        return c->policy->name;
+    if ((p = ds_policy_find(name)) == NULL)
+        return NULL;
+    if (p != c->policy) {
+        ds_info("policy: %s, switched from %s", p->name, c->policy->name);
+        c->policy = p;
+        v = view_of(c);
+        p->on_start(&v);
+        apply(c);
+    }
+    return c->policy->name;
+}
+
+static void open_admin(struct control *c)
+{
+    struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
+                                    .policy = admin_policy };
+
+    if (c->cfg->admin[0] != '\0')
+        ds_admin_open(c->loop, c->cfg->admin, &hooks, &c->admin);
 }
 
 static void free_handle(uv_handle_t *h)
@@ -312,6 +354,9 @@ static void on_grace_over(uv_timer_t *t)
 
 static void close_listeners(struct control *c)
 {
+    if (c->admin != NULL)
+        ds_admin_close(c->admin);
+    c->admin = NULL;
     for (int i = 0; i < c->nls; i++) {
         uv_close(&c->ls[i].h.handle, NULL);
         if (c->ls[i].addr.kind == DS_ADDR_UNIX)
@@ -436,6 +481,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     memset(&c, 0, sizeof(c));
     c.cfg = cfg;
     c.loop = uv_default_loop();
+    c.policy = cfg->policy;
     c.shm = ds_shm_create(cfg->sim_memory, &c.shm_fd);
     if (c.shm == NULL) {
         ds_error("cannot create the shared control block: %s", strerror(errno));
@@ -449,6 +495,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->sm_groups = cfg->sm.count;
     if (start_signals(&c) != 0)
         failed = 1;
+    /* The admin socket first: once tenants can connect, their status can be asked. */
+    open_admin(&c);
     for (int i = 0; i < cfg->nlisten && !failed; i++)
         failed = open_listener(&c, &cfg->listen[i]) != 0;
     if (failed) {
@@ -456,7 +504,7 @@ int ds_control_run(const struct ds_server_config *cfg)
         close_all(&c);
     } else {
         ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s", cfg->backend->name,
-                cfg->sm.sms, cfg->sm.count, cfg->sm.size, cfg->policy->name);
+                cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name);
         fill_pool(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);

@@ -23,8 +23,10 @@ struct ds_server_config {
     uint64_t sim_memory;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
     int warm;         /* executors kept started ahead of tenants, 0..DS_MAX_WARM */
-    const struct ds_policy *policy;
+    const struct ds_policy *policy; /* at start; detshare-ctl may switch it */
     struct ds_sm_groups sm;
+    char mps[64];     /* for status: how executors share the GPU */
+    char admin[108];  /* admin socket path, empty for none */
     pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;

@@ -115,6 +115,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     copy_name(t->name, a->tenant);
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
+    atomic_store(&t->shm->slots[t->slot].klass, (int)a->klass);
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
     ds_log_set_prefix(prefix);
     ds_info("joined as %s on the %s device",

@@ -35,6 +35,8 @@ static void usage(FILE *f)
     for (int i = 0; ds_policies[i] != NULL; i++)
         fprintf(f, "                            %-8s %s\n", ds_policies[i]->name, ds_policies[i]->about);
     fprintf(f,
+            "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
+            "                          the first Unix listener's path with .admin added)\n"
             "  --warm N                executors kept started ahead of tenants, with the\n"
             "                          device open, so that connecting takes milliseconds\n"
             "                          (default 1; 0 starts each when its tenant connects)\n"
@@ -107,6 +109,35 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     return 0;
 }
 
+static int set_admin(const char *arg, struct ds_server_config *cfg)
+{
+    struct ds_addr a;
+
+    if (strcmp(arg, "none") == 0) {
+        snprintf(cfg->admin, sizeof(cfg->admin), "%s", "-");
+        return 0;
+    }
+    if (ds_addr_parse(arg, &a) != 0 || a.kind != DS_ADDR_UNIX) {
+        fprintf(stderr, "detshare-server: --admin takes unix:PATH or none, not %s\n", arg);
+        return -1;
+    }
+    snprintf(cfg->admin, sizeof(cfg->admin), "%s", a.path);
+    return 0;
+}
+
+/* Beside the first Unix listener, unless --admin said otherwise. */
+static void default_admin(struct ds_server_config *cfg)
+{
+    if (strcmp(cfg->admin, "-") == 0) {
+        cfg->admin[0] = '\0';
+        return;
+    }
+    for (int i = 0; i < cfg->nlisten && cfg->admin[0] == '\0'; i++)
+        if (cfg->listen[i].kind == DS_ADDR_UNIX &&
+            strlen(cfg->listen[i].path) + sizeof(".admin") <= sizeof(cfg->admin))
+            snprintf(cfg->admin, sizeof(cfg->admin), "%s.admin", cfg->listen[i].path);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -120,6 +151,7 @@ int main(int argc, char **argv)
         { "mps-dir", required_argument, NULL, 'D' },
         { "warm", required_argument, NULL, 'w' },
         { "policy", required_argument, NULL, 'p' },
+        { "admin", required_argument, NULL, 'a' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -181,6 +213,10 @@ int main(int argc, char **argv)
         case 'D':
             mps_dir = optarg;
             break;
+        case 'a':
+            if (set_admin(optarg, &cfg) != 0)
+                return 2;
+            break;
         case 'p':
             cfg.policy = ds_policy_find(optarg);
             if (cfg.policy == NULL) {
@@ -209,17 +245,24 @@ int main(int argc, char **argv)
     }
     if (cfg.nlisten == 0)
         ds_addr_default(&cfg.listen[cfg.nlisten++]);
+    default_admin(&cfg);
     if (choose_device(device, &cfg) != 0)
         return 2;
     /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
     if (cfg.backend == &ds_sim_backend) {
         ds_info("MPS: not needed on the sim device (it models shared SMs)");
+        snprintf(cfg.mps, sizeof(cfg.mps), "not needed (sim)");
         return ds_control_run(&cfg);
     }
     /* Before any listener or thread exists: the daemon is forked from this process. */
     if (ds_mps_start(&mps, mps_mode, cfg.gpu, mps_dir) != 0)
         return 1;
     cfg.mps_daemon = mps.daemon;
+    if (mps.daemon > 0)
+        snprintf(cfg.mps, sizeof(cfg.mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
+                 (int)mps.daemon);
+    else
+        snprintf(cfg.mps, sizeof(cfg.mps), "%s", ds_mps_mode_name(mps_mode));
     rc = ds_control_run(&cfg);
     ds_mps_stop(&mps);
     return rc;

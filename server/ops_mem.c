@@ -25,6 +25,7 @@ CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc
         t->ops->dev_free(t->be, e.base);
         return ds_error_to_cu(rc == DS_ENOMEM ? rc : DS_EDEVICE);
     }
+    ds__tenant_mem_account(t, (int64_t)e.size);
     r->ds_alloc_res_u.ptr = e.base;
     return CUDA_SUCCESS;
 }
@@ -37,6 +38,7 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     /* Only what cuMemAlloc returned, not a module's global. */
     if (e == NULL || e->base != *p || e->data != NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    ds__tenant_mem_account(t, -(int64_t)e->size);
     if (ds_memtab_remove(&t->mem, *p, NULL) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->dev_free(t->be, *p));

@@ -1,4 +1,5 @@
 #include "ops.h"
+#include "shm.h"
 
 #include "ds_error.h"
 #include "ds_image.h"
@@ -311,5 +312,6 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
     ds__tenant_follow_binding(t);
+    atomic_fetch_add_explicit(&t->shm->slots[t->slot].launches, 1, memory_order_relaxed);
     return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
 }

@@ -74,6 +74,9 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->groups, 0);
     atomic_store(&s->bound_groups, 0);
     atomic_store(&s->migrations, 0);
+    atomic_store(&s->launches, 0);
+    atomic_store(&s->mem_used, 0);
+    atomic_store(&s->klass, 0);
     s->pid = 0;
     memset(s->tenant, 0, sizeof(s->tenant));
     atomic_store(&s->state, 0);

@@ -31,7 +31,12 @@ struct ds_shm_slot {
     atomic_uint bind_gen;
     atomic_uint migrations;
     atomic_uint_fast64_t bound_groups;
-    uint64_t reserved[5];
+    /* Written by the executor for status: its tenant's class (DS_CLASS_*, from the
+     * handshake), kernels launched, device memory allocated. */
+    atomic_int klass;
+    atomic_uint_fast64_t launches;
+    atomic_uint_fast64_t mem_used;
+    uint64_t reserved[2];
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };

@@ -121,6 +121,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
         if (t->mem.v[i].data == NULL && (all || t->mem.v[i].owner == ctx)) {
             uint64_t base = t->mem.v[i].base;
 
+            ds__tenant_mem_account(t, -(int64_t)t->mem.v[i].size);
             t->ops->dev_free(t->be, base);
             ds_memtab_remove(&t->mem, base, NULL);
         }
@@ -179,6 +180,12 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;
+}
+
+void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)
+{
+    atomic_fetch_add_explicit(&t->shm->slots[t->slot].mem_used, (uint64_t)delta,
+                              memory_order_relaxed);
 }
 
 void ds__tenant_follow_binding(struct ds_tenant *t)

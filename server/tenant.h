@@ -106,6 +106,10 @@ void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *ma
  * block.  One atomic load when nothing changed. */
 void ds__tenant_follow_binding(struct ds_tenant *t);
 
+/* Device memory the tenant holds went up (or down, delta < 0) by delta bytes: shown in
+ * the control block for status. */
+void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta);
+
 /* The active context behind handle h, or NULL. */
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);
 

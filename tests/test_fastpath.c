@@ -22,25 +22,9 @@ static double now_s(void)
 
 static CUfunction fill_kernel(void)
 {
-    char path[512];
-    CUmodule m;
     CUfunction f;
-    FILE *fp;
-    char *buf;
-    long n;
 
-    snprintf(path, sizeof(path), "%s/launch.fatbin", DS_KERNEL_DIR);
-    fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "%s", path);
-    fseek(fp, 0, SEEK_END);
-    n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    buf = malloc((size_t)n);
-    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    CU_OK(cuModuleLoadData(&m, buf));
-    free(buf);
-    CU_OK(cuModuleGetFunction(&f, m, "fill"));
+    CU_OK(cuModuleGetFunction(&f, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
     return f;
 }
 

@@ -119,10 +119,6 @@ Test(graph, a_replay_after_free_is_an_illegal_address_on_the_sim)
 
 Test(graph, kernels_in_a_graph)
 {
-    char path[512];
-    FILE *f;
-    long n;
-    char *image;
     CUmodule m;
     CUfunction fill;
     CUdeviceptr out;
@@ -131,17 +127,7 @@ Test(graph, kernels_in_a_graph)
     int v = 100, count = 256, host[256];
     void *params[] = { &out, &v, &count };
 
-    snprintf(path, sizeof(path), "%s/launch.fatbin", DS_KERNEL_DIR);
-    f = fopen(path, "rb");
-    cr_assert_not_null(f);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    image = malloc((size_t)n);
-    cr_assert_eq(fread(image, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    CU_OK(cuModuleLoadData(&m, image));
-    free(image);
+    m = ds_test_module(DS_KERNEL_DIR "/launch.fatbin");
     CU_OK(cuModuleGetFunction(&fill, m, "fill"));
     CU_OK(cuMemAlloc(&out, sizeof(host)));
     CU_OK(cuMemsetD32(out, 0, 256));

@@ -14,24 +14,7 @@ static struct ds_test_server srv;
 
 static CUmodule load(void)
 {
-    char path[512];
-    CUmodule m;
-    FILE *fp;
-    char *buf;
-    long n;
-
-    snprintf(path, sizeof(path), "%s/launch.fatbin", DS_KERNEL_DIR);
-    fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "%s", path);
-    fseek(fp, 0, SEEK_END);
-    n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    buf = malloc((size_t)n);
-    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    fclose(fp);
-    CU_OK(cuModuleLoadData(&m, buf));
-    free(buf);
-    return m;
+    return ds_test_module(DS_KERNEL_DIR "/launch.fatbin");
 }
 
 /* Milliseconds four wide kernels take (modelled, on the sim).  Timed from the end of a
@@ -46,7 +29,7 @@ static float wide_kernels_ms(CUfunction fill, CUdeviceptr d)
     CU_OK(cuEventCreate(&a, 0));
     CU_OK(cuEventCreate(&b, 0));
     for (int i = 0; i < 5; i++) {
-        CU_OK(cuLaunchKernel(fill, 132 * 2 * 500, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        CU_OK(cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
         if (i == 0)
             CU_OK(cuEventRecord(a, NULL));
     }
@@ -68,77 +51,24 @@ static void chain(CUfunction step, CUdeviceptr x, int k, int count)
     }
 }
 
-/* A second tenant, forked before the test connects (a forked child of a connected
- * tenant has no connection): joins when `go` closes, runs a kernel, says so on `up`,
- * leaves when `down` closes. */
-static int neighbour(int go, int up, int down)
+/* The second tenant: joins and runs a kernel. */
+static int neighbour(void *arg)
 {
     CUcontext ctx;
-    CUmodule m;
     CUfunction fill;
     CUdeviceptr d;
     int v = 2, n = 1;
     void *params[] = { &d, &v, &n };
-    char c;
 
-    if (read(go, &c, 1) != 0)
-        return 5;
+    (void)arg;
     if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
         cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS)
         return 1;
-    m = load();
-    if (cuModuleGetFunction(&fill, m, "fill") != CUDA_SUCCESS ||
+    if (cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS ||
         cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS ||
         cuCtxSynchronize() != CUDA_SUCCESS)
         return 2;
-    if (write(up, "r", 1) != 1)
-        return 3;
-    return read(down, &c, 1) == 0 ? 0 : 4;
-}
-
-struct neighbour {
-    pid_t pid;
-    int go, up, down; /* our ends */
-};
-
-static void neighbour_fork(struct neighbour *nb)
-{
-    int go[2], up[2], down[2];
-
-    cr_assert(pipe(go) == 0 && pipe(up) == 0 && pipe(down) == 0);
-    nb->pid = fork();
-    cr_assert(nb->pid >= 0);
-    if (nb->pid == 0) {
-        close(go[1]);
-        close(up[0]);
-        close(down[1]);
-        _exit(neighbour(go[0], up[1], down[0]));
-    }
-    close(go[0]);
-    close(up[1]);
-    close(down[0]);
-    nb->go = go[1];
-    nb->up = up[0];
-    nb->down = down[1];
-}
-
-/* Let it join and wait until it has run its kernel. */
-static void neighbour_join(struct neighbour *nb)
-{
-    char c;
-
-    close(nb->go);
-    cr_assert_eq(read(nb->up, &c, 1), 1, "the second tenant did not start");
-}
-
-static void neighbour_leave(struct neighbour *nb)
-{
-    int status;
-
-    close(nb->down);
-    cr_assert_eq(waitpid(nb->pid, &status, 0), nb->pid);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "second tenant: 0x%x", status);
-    close(nb->up);
+    return 0;
 }
 
 static int log_count(const char *needle)
@@ -169,7 +99,7 @@ static void wait_log(const char *needle)
 
 Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
 {
-    struct neighbour nb;
+    struct ds_test_peer nb;
     float alone, shared, again;
     CUfunction fill, step;
     CUdeviceptr d, chain_x;
@@ -177,7 +107,7 @@ Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
     int x, whole;
 
     ds_test_server_start(&srv, 0, "--policy static");
-    neighbour_fork(&nb);
+    ds_test_peer_fork(&nb, neighbour, NULL);
     ds_test_ctx();
     m = load();
     CU_OK(cuModuleGetFunction(&fill, m, "fill"));
@@ -188,7 +118,7 @@ Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
     chain(step, chain_x, 0, 100);
     alone = wide_kernels_ms(fill, d);
 
-    neighbour_join(&nb);
+    ds_test_peer_join(&nb);
     /* The first tenant joined first: the lower half, from its next kernel on; the
      * second one ran its first kernel on the upper half already. */
     chain(step, chain_x, 100, 100);
@@ -203,7 +133,7 @@ Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
     }
 
     whole = log_count("runs on the whole device");
-    neighbour_leave(&nb);
+    ds_test_peer_leave(&nb);
     /* The first tenant alone again (the server's own probes of the socket, which are
      * tenants for a moment, may have said so before). */
     wait_log_after(whole, "runs on the whole device");
@@ -224,14 +154,14 @@ Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
 
 Test(partition, the_shared_policy_leaves_everyone_on_every_sm)
 {
-    struct neighbour nb;
+    struct ds_test_peer nb;
 
     ds_test_server_start(&srv, 0, NULL);
     cr_assert(ds_test_log_has(&srv, "policy shared"));
-    neighbour_fork(&nb);
+    ds_test_peer_fork(&nb, neighbour, NULL);
     ds_test_ctx();
-    neighbour_join(&nb);
-    neighbour_leave(&nb);
+    ds_test_peer_join(&nb);
+    ds_test_peer_leave(&nb);
     cr_assert_not(ds_test_log_has(&srv, "runs on SM groups"));
     ds_test_server_stop(&srv);
 }

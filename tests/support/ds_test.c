@@ -76,8 +76,24 @@ static void spawn(struct ds_test_server *s, const char *args)
     }
 }
 
+static int log_count(const struct ds_test_server *s, const char *needle)
+{
+    char line[1024];
+    FILE *f = fopen(s->log, "r");
+    int n = 0;
+
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
 void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args)
 {
+    int up = 0;
+
     memset(s, 0, sizeof(*s));
     snprintf(s->dir, sizeof(s->dir), "/tmp/dstest.XXXXXX");
     cr_assert_not_null(mkdtemp(s->dir));
@@ -87,13 +103,17 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
     if (with_tcp)
         snprintf(s->tcp_addr, sizeof(s->tcp_addr), "tcp:127.0.0.1:%d", free_tcp_port());
     spawn(s, args);
-    for (int i = 0; i < 500 && !can_connect(s->sock); i++) {
+    for (int i = 0; i < 500 && !(up = can_connect(s->sock)); i++) {
         int status;
 
         cr_assert_eq(waitpid(s->pid, &status, WNOHANG), 0, "detshare-server exited at start");
         usleep(10000);
     }
-    cr_assert(can_connect(s->sock), "detshare-server did not start listening");
+    cr_assert(up, "detshare-server did not start listening");
+    /* That probe was a tenant for a moment: let the server see it come and go, so a
+     * test's first tenant is alone (policies place tenants by who is there). */
+    for (int i = 0; i < 500 && log_count(s, " left: ") < 1; i++)
+        usleep(10000);
     setenv("DETSHARE_SERVER", s->unix_addr, 1);
 }
 
@@ -169,4 +189,77 @@ const char *ds_test_cu_name(CUresult rc)
     if (cuGetErrorName(rc, &name) != CUDA_SUCCESS || name == NULL)
         return "unknown CUresult";
     return name;
+}
+
+CUmodule ds_test_module(const char *path)
+{
+    CUmodule m;
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    CU_OK(cuModuleLoadData(&m, buf));
+    free(buf);
+    return m;
+}
+
+/* The child: wait for go, run fn, report its status, wait for down to close. */
+static int peer_main(int go, int up, int down, int (*fn)(void *), void *arg)
+{
+    char c, rc;
+
+    if (read(go, &c, 1) != 0)
+        return 10;
+    rc = (char)fn(arg);
+    if (write(up, &rc, 1) != 1)
+        return 11;
+    return read(down, &c, 1) == 0 ? 0 : 12;
+}
+
+void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg)
+{
+    int go[2], up[2], down[2];
+
+    cr_assert(pipe(go) == 0 && pipe(up) == 0 && pipe(down) == 0);
+    p->pid = fork();
+    cr_assert(p->pid >= 0);
+    if (p->pid == 0) {
+        close(go[1]);
+        close(up[0]);
+        close(down[1]);
+        _exit(peer_main(go[0], up[1], down[0], fn, arg));
+    }
+    close(go[0]);
+    close(up[1]);
+    close(down[0]);
+    p->go = go[1];
+    p->up = up[0];
+    p->down = down[1];
+}
+
+void ds_test_peer_join(struct ds_test_peer *p)
+{
+    char rc;
+
+    close(p->go);
+    cr_assert_eq(read(p->up, &rc, 1), 1, "the second tenant did not start");
+    cr_assert_eq(rc, 0, "the second tenant failed (%d)", rc);
+}
+
+void ds_test_peer_leave(struct ds_test_peer *p)
+{
+    int status;
+
+    close(p->down);
+    cr_assert_eq(waitpid(p->pid, &status, 0), p->pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "second tenant: 0x%x", status);
+    close(p->up);
 }

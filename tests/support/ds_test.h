@@ -49,6 +49,24 @@ CUcontext ds_test_ctx(void);
 
 const char *ds_test_cu_name(CUresult rc);
 
+/* Load the file at `path` (fatbin or cubin) as a module of the current context. */
+CUmodule ds_test_module(const char *path);
+
+/* A second tenant in a child process.  It is forked before the test connects (a forked
+ * child of a connected tenant has no connection), connects and runs fn(arg) when
+ * ds_test_peer_join lets it (fn returns 0 on success), then stays connected until
+ * ds_test_peer_leave. */
+struct ds_test_peer {
+    pid_t pid;
+    int go, up, down;
+};
+
+void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg);
+/* Let it run and wait until fn has returned; asserts that it succeeded. */
+void ds_test_peer_join(struct ds_test_peer *p);
+/* Let it disconnect and exit; asserts a clean exit. */
+void ds_test_peer_leave(struct ds_test_peer *p);
+
 #define CU_OK(call)                                                                    \
     do {                                                                               \
         CUresult rc_ = (call);                                                         \

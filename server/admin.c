@@ -1,0 +1,268 @@
+#include "admin.h"
+
+#include "ds_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A request is a small map; anything larger is not one. */
+#define DS_ADMIN_MAX_REQUEST (64 * 1024)
+
+struct conn {
+    uv_pipe_t pipe; /* first: libuv hands back the handle */
+    struct ds_admin *a;
+    msgpack_unpacker u;
+    size_t got;
+    int answered;
+    struct conn *prev, *next;
+};
+
+struct ds_admin {
+    uv_pipe_t listener;
+    struct ds_admin_hooks hooks;
+    char path[108];
+    struct conn conns; /* list head */
+};
+
+struct reply {
+    uv_write_t req;
+    msgpack_sbuffer buf;
+    struct conn *c;
+};
+
+static void free_conn(uv_handle_t *h)
+{
+    struct conn *c = (struct conn *)h;
+
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    msgpack_unpacker_destroy(&c->u);
+    free(c);
+}
+
+static void close_conn(struct conn *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->pipe))
+        uv_close((uv_handle_t *)&c->pipe, free_conn);
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+/* The string value of `key` in map m, or NULL (also when it is not a string). */
+static const char *get_str(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    if (m->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < m->via.map.size; i++) {
+        const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
+
+        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != strlen(key) ||
+            memcmp(k->via.str.ptr, key, k->via.str.size) != 0)
+            continue;
+        if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= len)
+            return NULL;
+        memcpy(buf, v->via.str.ptr, v->via.str.size);
+        buf[v->via.str.size] = '\0';
+        return buf;
+    }
+    return NULL;
+}
+
+static void pack_error(msgpack_packer *pk, const char *why)
+{
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, "ok");
+    msgpack_pack_false(pk);
+    pack_str(pk, "error");
+    pack_str(pk, why);
+}
+
+static void pack_policy(struct ds_admin *a, msgpack_packer *pk, const char *name)
+{
+    const char *now = a->hooks.policy(a->hooks.ctx, name);
+
+    if (now == NULL) {
+        pack_error(pk, "no such policy");
+        return;
+    }
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_str(pk, "policy");
+    pack_str(pk, now);
+}
+
+static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
+{
+    char cmd[32], name[64];
+    int has_name = get_str(req, "name", name, sizeof(name)) != NULL;
+
+    if (get_str(req, "cmd", cmd, sizeof(cmd)) == NULL) {
+        pack_error(pk, "a request is a map with a \"cmd\" string");
+    } else if (strcmp(cmd, "status") == 0) {
+        msgpack_pack_map(pk, 2);
+        pack_str(pk, "ok");
+        msgpack_pack_true(pk);
+        pack_str(pk, "status");
+        a->hooks.pack_status(a->hooks.ctx, pk);
+    } else if (strcmp(cmd, "policy") == 0) {
+        pack_policy(a, pk, has_name ? name : NULL);
+    } else {
+        pack_error(pk, "unknown command");
+    }
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct reply *r = (struct reply *)req;
+
+    (void)status;
+    msgpack_sbuffer_destroy(&r->buf);
+    close_conn(r->c);
+    free(r);
+}
+
+/* One request per connection: answer it, then close. */
+static void reply(struct conn *c, const msgpack_object *req)
+{
+    struct reply *r = calloc(1, sizeof(*r));
+    msgpack_packer pk;
+    uv_buf_t b;
+
+    c->answered = 1;
+    uv_read_stop((uv_stream_t *)&c->pipe);
+    if (r == NULL) {
+        close_conn(c);
+        return;
+    }
+    r->c = c;
+    msgpack_sbuffer_init(&r->buf);
+    msgpack_packer_init(&pk, &r->buf, msgpack_sbuffer_write);
+    if (req != NULL)
+        answer(c->a, req, &pk);
+    else
+        pack_error(&pk, "not a msgpack request");
+    b = uv_buf_init(r->buf.data, (unsigned)r->buf.size);
+    if (uv_write(&r->req, (uv_stream_t *)&c->pipe, &b, 1, on_written) != 0)
+        on_written(&r->req, -1);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *c = (struct conn *)h;
+
+    if (!msgpack_unpacker_reserve_buffer(&c->u, suggested)) {
+        *buf = uv_buf_init(NULL, 0);
+        return;
+    }
+    *buf = uv_buf_init(msgpack_unpacker_buffer(&c->u),
+                       (unsigned)msgpack_unpacker_buffer_capacity(&c->u));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct conn *c = (struct conn *)s;
+    msgpack_unpacked r;
+    msgpack_unpack_return rc;
+
+    (void)buf;
+    if (n < 0) {
+        close_conn(c);
+        return;
+    }
+    if (n == 0 || c->answered)
+        return;
+    msgpack_unpacker_buffer_consumed(&c->u, (size_t)n);
+    c->got += (size_t)n;
+    msgpack_unpacked_init(&r);
+    rc = msgpack_unpacker_next(&c->u, &r);
+    if (rc == MSGPACK_UNPACK_SUCCESS)
+        reply(c, &r.data);
+    else if (rc == MSGPACK_UNPACK_PARSE_ERROR || c->got > DS_ADMIN_MAX_REQUEST)
+        reply(c, NULL);
+    msgpack_unpacked_destroy(&r);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct ds_admin *a = server->data;
+    struct conn *c;
+
+    if (status < 0 || (c = calloc(1, sizeof(*c))) == NULL)
+        return;
+    if (!msgpack_unpacker_init(&c->u, 4096)) {
+        free(c);
+        return;
+    }
+    c->a = a;
+    c->next = a->conns.next;
+    c->prev = &a->conns;
+    a->conns.next->prev = c;
+    a->conns.next = c;
+    uv_pipe_init(server->loop, &c->pipe, 0);
+    if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0 ||
+        uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
+        close_conn(c);
+}
+
+static void free_admin(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks *hooks,
+                  struct ds_admin **out)
+{
+    struct ds_admin *a = calloc(1, sizeof(*a));
+    mode_t old;
+    int rc;
+
+    if (a == NULL)
+        return UV_ENOMEM;
+    a->hooks = *hooks;
+    a->conns.next = a->conns.prev = &a->conns;
+    snprintf(a->path, sizeof(a->path), "%s", path);
+    uv_pipe_init(loop, &a->listener, 0);
+    a->listener.data = a;
+    unlink(path);
+    /* Owner only from the moment it exists: the admin API switches policies. */
+    old = umask(0077);
+    rc = uv_pipe_bind(&a->listener, path);
+    umask(old);
+    if (rc == 0 && chmod(path, 0600) != 0)
+        rc = UV_EACCES;
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&a->listener, 16, on_connection);
+    if (rc != 0) {
+        ds_error("cannot open the admin socket %s: %s", path, uv_strerror(rc));
+        uv_close((uv_handle_t *)&a->listener, free_admin);
+        return rc;
+    }
+    ds_info("admin socket: unix:%s (detshare-ctl --admin unix:%s status)", path, path);
+    *out = a;
+    return 0;
+}
+
+void ds_admin_close(struct ds_admin *a)
+{
+    while (a->conns.next != &a->conns) {
+        struct conn *c = a->conns.next;
+
+        /* free_conn unlinks it later; move it out of the way now. */
+        c->prev->next = c->next;
+        c->next->prev = c->prev;
+        c->next = c->prev = c;
+        close_conn(c);
+    }
+    unlink(a->path);
+    uv_close((uv_handle_t *)&a->listener, free_admin);
+}

@@ -1,0 +1,34 @@
+/*
+ * The admin API: an owner-only Unix socket in the control process.  A client sends one
+ * msgpack map per request and gets one map back; detshare-ctl is its command-line client
+ * and docs/admin.md its schema.  Requests:
+ *   {"cmd": "status"}                 -> {"ok": true, "status": {...}}
+ *   {"cmd": "policy"}                 -> {"ok": true, "policy": NAME, "policies": [...]}
+ *   {"cmd": "policy", "name": NAME}   -> the same, after switching
+ * and {"ok": false, "error": TEXT} for anything else.
+ */
+#ifndef DS_ADMIN_H
+#define DS_ADMIN_H
+
+#include <msgpack.h>
+#include <uv.h>
+
+struct ds_admin;
+
+/* What the control process answers with. */
+struct ds_admin_hooks {
+    void *ctx;
+    void (*pack_status)(void *ctx, msgpack_packer *pk);
+    /* Switch to policy `name` (NULL: only tell).  Returns the policy in force, or NULL
+     * when there is no policy called `name`. */
+    const char *(*policy)(void *ctx, const char *name);
+};
+
+/* Listen on `path` (mode 0600) in `loop`.  Returns 0, or a libuv error after logging. */
+int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks *hooks,
+                  struct ds_admin **out);
+
+/* Stop listening, close every admin connection and remove the socket file. */
+void ds_admin_close(struct ds_admin *a);
+
+#endif

@@ -1,0 +1,254 @@
+/* detshare-ctl: the admin API's command-line client (server/admin.h, docs/admin.md). */
+#include "ds_addr.h"
+
+#include <errno.h>
+#include <msgpack.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REPLY_TIMEOUT_MS 5000
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: detshare-ctl [--admin unix:PATH] status [--json]\n"
+               "       detshare-ctl [--admin unix:PATH] policy [NAME]\n"
+               "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
+               "server's default one) with .admin added.\n");
+    return 2;
+}
+
+static void default_admin(struct ds_addr *a)
+{
+    const char *env = getenv("DETSHARE_SERVER");
+    size_t n;
+
+    if (env == NULL || ds_addr_parse(env, a) != 0 || a->kind != DS_ADDR_UNIX)
+        ds_addr_default(a);
+    n = strlen(a->path);
+    if (n + sizeof(".admin") <= sizeof(a->path))
+        memcpy(a->path + n, ".admin", sizeof(".admin"));
+}
+
+static void pack_str(msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str(pk, strlen(s));
+    msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* Send one request, wait for one reply object.  Returns 0 or -1 after saying why. */
+static int ask(const struct ds_addr *admin, const char *cmd, const char *name,
+               msgpack_unpacker *u, msgpack_unpacked *out)
+{
+    msgpack_sbuffer buf;
+    msgpack_packer pk;
+    int fd = ds_addr_connect(admin), rc = -1;
+
+    if (fd < 0) {
+        fprintf(stderr, "detshare-ctl: cannot reach the admin socket %s: %s\n", admin->path,
+                strerror(errno));
+        return -1;
+    }
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, name ? 2 : 1);
+    pack_str(&pk, "cmd");
+    pack_str(&pk, cmd);
+    if (name) {
+        pack_str(&pk, "name");
+        pack_str(&pk, name);
+    }
+    if (write(fd, buf.data, buf.size) == (ssize_t)buf.size) {
+        for (;;) {
+            struct pollfd p = { .fd = fd, .events = POLLIN };
+            ssize_t n;
+
+            if (poll(&p, 1, REPLY_TIMEOUT_MS) != 1 || !msgpack_unpacker_reserve_buffer(u, 4096))
+                break;
+            n = read(fd, msgpack_unpacker_buffer(u), msgpack_unpacker_buffer_capacity(u));
+            if (n <= 0)
+                break;
+            msgpack_unpacker_buffer_consumed(u, (size_t)n);
+            if (msgpack_unpacker_next(u, out) == MSGPACK_UNPACK_SUCCESS) {
+                rc = 0;
+                break;
+            }
+        }
+    }
+    if (rc != 0)
+        fprintf(stderr, "detshare-ctl: no answer from %s\n", admin->path);
+    msgpack_sbuffer_destroy(&buf);
+    close(fd);
+    return rc;
+}
+
+static const msgpack_object *get(const msgpack_object *m, const char *key)
+{
+    if (m->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    for (uint32_t i = 0; i < m->via.map.size; i++) {
+        const msgpack_object *k = &m->via.map.ptr[i].key;
+
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+            memcmp(k->via.str.ptr, key, k->via.str.size) == 0)
+            return &m->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+static void json_str(const char *s, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+/* msgpack as JSON: the admin API sends maps, arrays, strings, numbers, booleans, nil. */
+static void json(const msgpack_object *o)
+{
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL: printf("null"); break;
+    case MSGPACK_OBJECT_BOOLEAN: printf(o->via.boolean ? "true" : "false"); break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER: printf("%llu", (unsigned long long)o->via.u64); break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER: printf("%lld", (long long)o->via.i64); break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64: printf("%.17g", o->via.f64); break;
+    case MSGPACK_OBJECT_STR: json_str(o->via.str.ptr, o->via.str.size); break;
+    case MSGPACK_OBJECT_ARRAY:
+        putchar('[');
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i)
+                putchar(',');
+            json(&o->via.array.ptr[i]);
+        }
+        putchar(']');
+        break;
+    case MSGPACK_OBJECT_MAP:
+        putchar('{');
+        for (uint32_t i = 0; i < o->via.map.size; i++) {
+            if (i)
+                putchar(',');
+            json(&o->via.map.ptr[i].key);
+            putchar(':');
+            json(&o->via.map.ptr[i].val);
+        }
+        putchar('}');
+        break;
+    default: printf("null"); break;
+    }
+}
+
+static void text(const msgpack_object *o)
+{
+    if (o == NULL)
+        printf("-");
+    else if (o->type == MSGPACK_OBJECT_STR)
+        printf("%.*s", (int)o->via.str.size, o->via.str.ptr);
+    else
+        json(o);
+}
+
+static void field(const char *label, const msgpack_object *m, const char *key)
+{
+    printf("%s", label);
+    text(get(m, key));
+}
+
+static void print_status(const msgpack_object *st)
+{
+    const msgpack_object *dev = get(st, "device"), *ts = get(st, "tenants");
+
+    field("device: ", dev, "backend");
+    field(", ", dev, "sms");
+    field(" SMs in ", dev, "sm_groups");
+    field(" groups of ", dev, "sm_group_size");
+    field("\nmps: ", st, "mps");
+    field("\npolicy: ", st, "policy");
+    printf("\ntenants: %u\n", ts && ts->type == MSGPACK_OBJECT_ARRAY ? ts->via.array.size : 0);
+    for (uint32_t i = 0; ts && ts->type == MSGPACK_OBJECT_ARRAY && i < ts->via.array.size; i++) {
+        const msgpack_object *t = &ts->via.array.ptr[i];
+
+        field("  #", t, "id");
+        field(" ", t, "name");
+        field(" (", t, "class");
+        field(", pid ", t, "pid");
+        field("): ", t, "sms");
+        field(" SMs, groups ", t, "sm_groups");
+        field(", ", t, "memory_used");
+        field(" bytes, ", t, "launches");
+        field(" launches, ", t, "migrations");
+        printf(" migrations\n");
+    }
+}
+
+static int show(const msgpack_object *reply, const char *cmd, int as_json)
+{
+    const msgpack_object *ok = get(reply, "ok");
+
+    if (ok == NULL || ok->type != MSGPACK_OBJECT_BOOLEAN || !ok->via.boolean) {
+        const msgpack_object *why = get(reply, "error");
+
+        if (why != NULL && why->type == MSGPACK_OBJECT_STR)
+            fprintf(stderr, "detshare-ctl: %.*s\n", (int)why->via.str.size, why->via.str.ptr);
+        else
+            fprintf(stderr, "detshare-ctl: the server refused the request\n");
+        return 1;
+    }
+    if (strcmp(cmd, "status") != 0)
+        field("policy: ", reply, "policy");
+    else if (as_json)
+        json(get(reply, "status"));
+    else
+        print_status(get(reply, "status"));
+    putchar('\n');
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct ds_addr admin;
+    msgpack_unpacker u;
+    msgpack_unpacked r;
+    const char *cmd, *name = NULL;
+    int i = 1, as_json = 0, rc;
+
+    default_admin(&admin);
+    if (argc > 2 && strcmp(argv[1], "--admin") == 0) {
+        if (ds_addr_parse(argv[2], &admin) != 0 || admin.kind != DS_ADDR_UNIX)
+            return usage(stderr);
+        i = 3;
+    }
+    if (i >= argc)
+        return usage(stderr);
+    cmd = argv[i++];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "status") == 0 && i < argc && strcmp(argv[i], "--json") == 0)
+        as_json = i++ > 0;
+    else if (strcmp(cmd, "policy") == 0 && i < argc)
+        name = argv[i++];
+    else if (strcmp(cmd, "status") != 0 && strcmp(cmd, "policy") != 0)
+        return usage(stderr);
+    if (i != argc)
+        return usage(stderr);
+    if (!msgpack_unpacker_init(&u, 4096))
+        return 1;
+    msgpack_unpacked_init(&r);
+    rc = ask(&admin, cmd, name, &u, &r) == 0 ? show(&r.data, cmd, as_json) : 1;
+    msgpack_unpacked_destroy(&r);
+    msgpack_unpacker_destroy(&u);
+    return rc;
+}

@@ -1,0 +1,91 @@
+#include "status.h"
+
+#include "detshare.h"
+
+#include <string.h>
+
+static void key(msgpack_packer *pk, const char *s)
+{
+    size_t n = strlen(s);
+
+    msgpack_pack_str(pk, n);
+    msgpack_pack_str_body(pk, s, n);
+}
+
+static void pack_device(msgpack_packer *pk, const struct ds_server_config *cfg)
+{
+    msgpack_pack_map(pk, 5);
+    key(pk, "backend");
+    key(pk, cfg->backend->name);
+    key(pk, "sms");
+    msgpack_pack_unsigned_int(pk, cfg->sm.sms);
+    key(pk, "sm_groups");
+    msgpack_pack_unsigned_int(pk, cfg->sm.count);
+    key(pk, "sm_group_size");
+    msgpack_pack_unsigned_int(pk, cfg->sm.size);
+    key(pk, "memory");
+    /* The sim's size is the server's setting; a GPU's is known to executors only. */
+    if (cfg->backend == &ds_sim_backend)
+        msgpack_pack_uint64(pk, cfg->sim_memory);
+    else
+        msgpack_pack_nil(pk);
+}
+
+/* A tenant bound to no groups in particular runs on all of them. */
+static void pack_groups(msgpack_packer *pk, uint64_t groups, unsigned count)
+{
+    unsigned n = groups == 0 ? count : (unsigned)__builtin_popcountll(groups);
+
+    msgpack_pack_array(pk, n);
+    for (unsigned i = 0; i < count && i < 64; i++)
+        if (groups == 0 || (groups >> i & 1))
+            msgpack_pack_unsigned_int(pk, i);
+}
+
+static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
+                        const struct ds_shm_slot *s, int id)
+{
+    uint64_t groups = atomic_load(&s->bound_groups);
+    unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
+
+    msgpack_pack_map(pk, 10);
+    key(pk, "id");
+    msgpack_pack_int(pk, id);
+    key(pk, "name");
+    key(pk, s->tenant[0] ? s->tenant : "");
+    key(pk, "class");
+    key(pk, s->tenant[0] == '\0' ? "" :
+            atomic_load(&s->klass) == DS_CLASS_LATENCY ? "latency" : "best-effort");
+    key(pk, "pid");
+    msgpack_pack_int(pk, s->pid);
+    key(pk, "sms");
+    msgpack_pack_unsigned_int(pk, sms);
+    key(pk, "sm_groups");
+    pack_groups(pk, groups, cfg->sm.count);
+    key(pk, "memory_used");
+    msgpack_pack_uint64(pk, atomic_load(&s->mem_used));
+    key(pk, "launches");
+    msgpack_pack_uint64(pk, atomic_load(&s->launches));
+    key(pk, "migrations");
+    msgpack_pack_unsigned_int(pk, atomic_load(&s->migrations));
+    /* No gates exist yet: nobody is ever held. */
+    key(pk, "gated");
+    msgpack_pack_false(pk);
+}
+
+void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
+                    const struct ds_shm *shm, const char *policy,
+                    const struct ds_sched_tenant *tenants, int n)
+{
+    msgpack_pack_map(pk, 4);
+    key(pk, "device");
+    pack_device(pk, cfg);
+    key(pk, "mps");
+    key(pk, cfg->mps);
+    key(pk, "policy");
+    key(pk, policy);
+    key(pk, "tenants");
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++)
+        pack_tenant(pk, cfg, &shm->slots[tenants[i].id], tenants[i].id);
+}

@@ -1,0 +1,18 @@
+/*
+ * The server's state as the admin API shows it (`detshare-ctl status`): the device, MPS,
+ * the policy and every tenant, read from the control block.  Packed as one msgpack map;
+ * docs/admin.md names each field.
+ */
+#ifndef DS_STATUS_H
+#define DS_STATUS_H
+
+#include "control.h"
+#include "shm.h"
+
+#include <msgpack.h>
+
+void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
+                    const struct ds_shm *shm, const char *policy,
+                    const struct ds_sched_tenant *tenants, int n);
+
+#endif
