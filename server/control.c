@@ -327,10 +327,12 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
             if (s->pid != pid)
                 continue;
+            /* A clean exit has freed everything; a killed executor's count is what the
+             * tenant held when it died (the process's exit returned it to the driver). */
             ds_info("tenant #%d (%s) left: %s; it still held %llu bytes of device memory", i,
                     s->tenant[0] ? s->tenant : "before handshake",
                     exit_reason(status, buf, sizeof(buf)),
-                    (unsigned long long)atomic_load(&s->sim_mem_used));
+                    (unsigned long long)atomic_load(&s->mem_used));
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (!c->stopping)

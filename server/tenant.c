@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
@@ -182,6 +183,14 @@ void ds__tenant_fini(struct ds_tenant *t)
     t->arena = NULL;
 }
 
+static double mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)
 {
     atomic_fetch_add_explicit(&t->shm->slots[t->slot].mem_used, (uint64_t)delta,
@@ -194,6 +203,7 @@ void ds__tenant_follow_binding(struct ds_tenant *t)
     unsigned gen = atomic_load_explicit(&s->bind_gen, memory_order_acquire);
     uint64_t want;
     char what[200];
+    double t0;
     int rc;
 
     if (gen == t->bind_gen)
@@ -203,6 +213,7 @@ void ds__tenant_follow_binding(struct ds_tenant *t)
         t->bind_gen = gen;
         return;
     }
+    t0 = mono_us();
     rc = t->ops->bind(t->be, want);
     if (rc == DS_EBUSY)
         return;
@@ -215,7 +226,7 @@ void ds__tenant_follow_binding(struct ds_tenant *t)
     t->bound = want;
     atomic_store(&s->bound_groups, want);
     atomic_fetch_add(&s->migrations, 1);
-    ds_info("now runs on %s", what);
+    ds_info("now runs on %s (moved in %.0f us)", what, mono_us() - t0);
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)
