@@ -1,44 +1,21 @@
 #include "ds_arena.h"
 
 #include "ds_error.h"
+#include "ds_fdpass.h"
 
 #include <errno.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 int ds_arena_send(int sock, int fd)
 {
-    char marker = DS_ARENA_MARKER;
-    struct iovec iov = { &marker, 1 };
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                        .msg_controllen = sizeof(ctl.buf) };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-
-    memset(&ctl, 0, sizeof(ctl));
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : DS_EIO;
+    return ds_fd_send(sock, DS_ARENA_MARKER, fd);
 }
 
 int ds_arena_recv(int sock, int *fd)
 {
     char marker;
-    struct iovec iov = { &marker, 1 };
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } ctl;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                        .msg_controllen = sizeof(ctl.buf) };
-    struct cmsghdr *c;
     ssize_t n;
+    int rc;
 
     *fd = -1;
     do
@@ -49,12 +26,7 @@ int ds_arena_recv(int sock, int *fd)
     if (marker != DS_ARENA_MARKER)
         return 0;
     do
-        n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    c = n == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-    if (c == NULL || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-        c->cmsg_len != CMSG_LEN(sizeof(int)) || (m.msg_flags & MSG_CTRUNC))
-        return DS_EIO;
-    memcpy(fd, CMSG_DATA(c), sizeof(int));
-    return 0;
+        rc = ds_fd_recv(sock, &marker, fd);
+    while (rc != 0 && errno == EINTR);
+    return rc;
 }

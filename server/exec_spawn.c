@@ -1,12 +1,13 @@
 #define _GNU_SOURCE
 #include "exec_spawn.h"
 
+#include "ds_fdpass.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,51 +83,18 @@ int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out)
 
 int ds_spawn_handover(struct ds_spawned *e, int tenant_fd)
 {
-    char byte = 'T';
-    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-                        .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-    ssize_t n;
-    int err;
+    int rc = ds_fd_send(e->ctl, 'T', tenant_fd), err = errno;
 
-    memset(&u, 0, sizeof(u));
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &tenant_fd, sizeof(int));
-    do
-        n = sendmsg(e->ctl, &m, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    err = errno;
     close(e->ctl);
     e->ctl = -1;
     errno = err;
-    return n == 1 ? 0 : -1;
+    return rc == 0 ? 0 : -1;
 }
 
 int ds_spawn_await_tenant(void)
 {
-    char byte;
-    struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-                        .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-    struct cmsghdr *c;
-    int fd = -1;
+    char tag;
+    int fd;
 
-    if (recvmsg(DS_EXEC_CTL_FD, &m, MSG_CMSG_CLOEXEC) != 1)
-        return -1;
-    c = CMSG_FIRSTHDR(&m);
-    if (c != NULL && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len == CMSG_LEN(sizeof(int)))
-        memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    return fd;
+    return ds_fd_recv(DS_EXEC_CTL_FD, &tag, &fd) == 0 ? fd : -1;
 }

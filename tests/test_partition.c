@@ -71,25 +71,13 @@ static int neighbour(void *arg)
     return 0;
 }
 
-static int log_count(const char *needle)
-{
-    char line[1024];
-    FILE *f = fopen(srv.log, "r");
-    int n = 0;
-
-    cr_assert_not_null(f);
-    while (fgets(line, sizeof(line), f) != NULL)
-        n += strstr(line, needle) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* Wait until the server has logged `needle` more than `before` times. */
 static void wait_log_after(int before, const char *needle)
 {
-    for (int i = 0; i < 500 && log_count(needle) <= before; i++)
+    for (int i = 0; i < 500 && ds_test_log_count(&srv, needle) <= before; i++)
         usleep(10000);
-    cr_assert_gt(log_count(needle), before, "the server never logged \"%s\"", needle);
+    cr_assert_gt(ds_test_log_count(&srv, needle), before, "the server never logged \"%s\"",
+                 needle);
 }
 
 static void wait_log(const char *needle)
@@ -132,7 +120,7 @@ Test(partition, static_partitions_are_disjoint_moved_at_a_kernel_and_given_back)
         wait_log("now runs on SM groups 7-13 (56 SMs)");
     }
 
-    whole = log_count("runs on the whole device");
+    whole = ds_test_log_count(&srv, "runs on the whole device");
     ds_test_peer_leave(&nb);
     /* The first tenant alone again (the server's own probes of the socket, which are
      * tenants for a moment, may have said so before). */

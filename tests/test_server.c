@@ -115,19 +115,6 @@ static int tenant_status(void)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static int count_lines(const struct ds_test_server *s, const char *needle)
-{
-    char line[1024];
-    FILE *f = fopen(s->log, "r");
-    int n = 0;
-
-    cr_assert_not_null(f);
-    while (fgets(line, sizeof(line), f) != NULL)
-        n += strstr(line, needle) != NULL;
-    fclose(f);
-    return n;
-}
-
 /* The executor of a tenant was started before it connected, and the pool is refilled
  * for the next one (the fixture's own probes of the socket are connections too). */
 Test(server, tenants_get_executors_started_ahead)
@@ -137,8 +124,8 @@ Test(server, tenants_get_executors_started_ahead)
     ds_test_server_start(&s, 0, "--warm 1");
     cr_assert_eq(tenant_status(), 0);
     cr_assert_eq(tenant_status(), 0);
-    cr_assert_geq(count_lines(&s, "started ahead"), 2);
-    cr_assert_eq(count_lines(&s, "started for it"), 0);
+    cr_assert_geq(ds_test_log_count(&s, "started ahead"), 2);
+    cr_assert_eq(ds_test_log_count(&s, "started for it"), 0);
     ds_test_server_stop(&s);
 }
 
@@ -148,8 +135,8 @@ Test(server, without_a_pool_each_executor_starts_at_its_connection)
 
     ds_test_server_start(&s, 0, "--warm 0");
     cr_assert_eq(tenant_status(), 0);
-    cr_assert_geq(count_lines(&s, "started for it"), 1);
-    cr_assert_eq(count_lines(&s, "started ahead"), 0);
+    cr_assert_geq(ds_test_log_count(&s, "started for it"), 1);
+    cr_assert_eq(ds_test_log_count(&s, "started ahead"), 0);
     ds_test_server_stop(&s);
 }
 

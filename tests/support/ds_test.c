@@ -76,7 +76,7 @@ static void spawn(struct ds_test_server *s, const char *args)
     }
 }
 
-static int log_count(const struct ds_test_server *s, const char *needle)
+int ds_test_log_count(const struct ds_test_server *s, const char *needle)
 {
     char line[1024];
     FILE *f = fopen(s->log, "r");
@@ -112,7 +112,7 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
     cr_assert(up, "detshare-server did not start listening");
     /* That probe was a tenant for a moment: let the server see it come and go, so a
      * test's first tenant is alone (policies place tenants by who is there). */
-    for (int i = 0; i < 500 && log_count(s, " left: ") < 1; i++)
+    for (int i = 0; i < 500 && ds_test_log_count(s, " left: ") < 1; i++)
         usleep(10000);
     setenv("DETSHARE_SERVER", s->unix_addr, 1);
 }

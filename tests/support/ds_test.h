@@ -44,6 +44,9 @@ void ds_test_server_stop(struct ds_test_server *s);
 /* 1 when the server log contains `needle`. */
 int ds_test_log_has(const struct ds_test_server *s, const char *needle);
 
+/* How many lines of the server log contain `needle`. */
+int ds_test_log_count(const struct ds_test_server *s, const char *needle);
+
 /* cuInit + primary context made current; returns the context. */
 CUcontext ds_test_ctx(void);
 
