@@ -145,4 +145,6 @@
     EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)            \
     EP(cuOccupancyAvailableDynamicSMemPerBlock, 10020,                    \
        cuOccupancyAvailableDynamicSMemPerBlock)                           \
-    EP(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters)
+    EP(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters) \
+    EP(cuProfilerStart, 4000, cuProfilerStart)                            \
+    EP(cuProfilerStop, 4000, cuProfilerStop)
