@@ -2,14 +2,18 @@
  * The baselines every other policy is compared with, in the same build:
  * - shared: every tenant on every SM, no control (what MPS alone gives);
  * - static: equal disjoint partitions, recomputed when a tenant joins or leaves (what a
- *   MIG-like split gives, without MIG's fixed sizes).
+ *   MIG-like split gives, without MIG's fixed sizes);
+ * - temporal: one tenant's kernels at a time, each in turn for a quantum, on every SM
+ *   (what time-slicing without MPS gives, at kernel boundaries).
  */
 #include "policy.h"
 
 static void everyone_everywhere(struct ds_sched_view *v)
 {
-    for (int i = 0; i < v->n; i++)
+    for (int i = 0; i < v->n; i++) {
         v->t[i].groups = 0;
+        v->t[i].gated = 0;
+    }
 }
 
 static void shared_join(struct ds_sched_view *v, int joined)
@@ -36,6 +40,7 @@ static void split_equally(struct ds_sched_view *v)
         uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
 
         v->t[i].groups = mask << first;
+        v->t[i].gated = 0;
     }
 }
 
@@ -59,4 +64,47 @@ const struct ds_policy ds_policy_static = {
     .on_start = split_equally,
     .on_tenant_join = static_join,
     .on_tenant_leave = split_equally,
+};
+
+/* The tenant whose turn it is, by id so that joins and leaves keep the order. */
+static int turn = -1;
+
+static void gate_all_but_turn(struct ds_sched_view *v)
+{
+    int found = 0;
+
+    for (int i = 0; i < v->n; i++)
+        found |= v->t[i].id == turn;
+    if (!found)
+        turn = v->n > 0 ? v->t[0].id : -1;
+    for (int i = 0; i < v->n; i++) {
+        v->t[i].groups = 0;
+        v->t[i].gated = v->t[i].id != turn;
+    }
+}
+
+static void temporal_join(struct ds_sched_view *v, int joined)
+{
+    (void)joined;
+    gate_all_but_turn(v);
+}
+
+static void next_turn(struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (v->t[i].id == turn) {
+            turn = v->t[(i + 1) % v->n].id;
+            break;
+        }
+    gate_all_but_turn(v);
+}
+
+const struct ds_policy ds_policy_temporal = {
+    .name = "temporal",
+    .about = "one tenant's kernels at a time, 50 ms turns, every SM",
+    .on_start = gate_all_but_turn,
+    .on_tenant_join = temporal_join,
+    .on_tenant_leave = gate_all_but_turn,
+    .on_tick = next_turn,
+    .tick_ms = 50,
 };

@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static, NULL };
+const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
+                                                 &ds_policy_temporal, NULL };
 
 const struct ds_policy *ds_policy_find(const char *name)
 {

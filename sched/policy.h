@@ -5,8 +5,8 @@
  * their groups.  A policy is chosen at start (`detshare-server --policy NAME`) and can be
  * switched at run time (`detshare-ctl policy NAME`).
  *
- * So far the interface has the start, join and leave hooks, which is all the baselines
- * need; launch, completion and tick hooks come with the policies that watch running
+ * So far the interface has the start, join, leave and tick hooks, which is all the
+ * baselines need; launch and completion hooks come with the policies that watch running
  * work.
  */
 #ifndef DS_SCHED_POLICY_H
@@ -18,6 +18,7 @@
 struct ds_sched_tenant {
     int id;          /* the tenant's slot in the control block */
     uint64_t groups; /* in: what it was given last; out: bit i = SM group i, 0 = all SMs */
+    int gated;       /* in: as last decided; out: 1 holds its next kernels back */
 };
 
 struct ds_sched_view {
@@ -34,6 +35,9 @@ struct ds_policy {
     void (*on_start)(struct ds_sched_view *v);
     void (*on_tenant_join)(struct ds_sched_view *v, int joined);
     void (*on_tenant_leave)(struct ds_sched_view *v);
+    /* Called every tick_ms while the policy is in force, when not NULL. */
+    void (*on_tick)(struct ds_sched_view *v);
+    unsigned tick_ms;
 };
 
 /* The policy called `name`, or NULL. */
@@ -41,7 +45,7 @@ const struct ds_policy *ds_policy_find(const char *name);
 
 /* Every built-in policy, NULL-terminated; the baselines by name. */
 extern const struct ds_policy *const ds_policies[];
-extern const struct ds_policy ds_policy_shared, ds_policy_static;
+extern const struct ds_policy ds_policy_shared, ds_policy_static, ds_policy_temporal;
 
 /* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
 void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);

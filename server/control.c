@@ -41,6 +41,7 @@ struct control {
     int nls;
     uv_signal_t sig_chld, sig_term, sig_int;
     uv_timer_t grace;
+    uv_timer_t tick; /* the policy's on_tick */
     struct ds_shm *shm;
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
@@ -114,6 +115,11 @@ static void apply(struct control *c)
     for (int i = 0; i < c->ntenants; i++) {
         struct ds_sched_tenant *t = &c->tenants[i];
 
+        if ((unsigned)t->gated != atomic_load(&c->shm->slots[t->id].gate)) {
+            ds_shm_gate(c->shm, t->id, t->gated);
+            ds_debug("policy %s: tenant #%d %s", c->policy->name, t->id,
+                     t->gated ? "held" : "released");
+        }
         if (t->groups == atomic_load(&c->shm->slots[t->id].groups))
             continue;
         ds_shm_bind(c->shm, t->id, t->groups);
@@ -134,7 +140,7 @@ static void tenant_joined(struct control *c, int slot)
 {
     struct ds_sched_view v;
 
-    c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot, .groups = 0 };
+    c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot };
     v = view_of(c);
     c->policy->on_tenant_join(&v, c->ntenants - 1);
     apply(c);
@@ -156,6 +162,23 @@ static void tenant_left(struct control *c, int slot)
     v = view_of(c);
     c->policy->on_tenant_leave(&v);
     apply(c);
+}
+
+static void on_tick(uv_timer_t *h)
+{
+    struct control *c = h->data;
+    struct ds_sched_view v = view_of(c);
+
+    c->policy->on_tick(&v);
+    apply(c);
+}
+
+/* The policy's clock, when it has one. */
+static void start_ticks(struct control *c)
+{
+    uv_timer_stop(&c->tick);
+    if (c->policy->on_tick != NULL && c->policy->tick_ms > 0)
+        uv_timer_start(&c->tick, on_tick, c->policy->tick_ms, c->policy->tick_ms);
 }
 
 static void admin_status(void *ctx, msgpack_packer *pk)
@@ -182,6 +205,7 @@ static const char *admin_policy(void *ctx, const char *name)
         v = view_of(c);
         p->on_start(&v);
         apply(c);
+        start_ticks(c);
     }
     return c->policy->name;
 }
@@ -287,6 +311,7 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->sig_term, NULL);
     uv_close((uv_handle_t *)&c->sig_int, NULL);
     uv_close((uv_handle_t *)&c->grace, NULL);
+    uv_close((uv_handle_t *)&c->tick, NULL);
 }
 
 /* A warm executor that exits had no tenant: nothing to report unless it failed. */
@@ -376,6 +401,10 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     c->stopping = 1;
     ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live - c->nwarm);
     close_listeners(c);
+    /* Held tenants must be able to finish. */
+    uv_timer_stop(&c->tick);
+    for (int i = 0; i < c->ntenants; i++)
+        ds_shm_gate(c->shm, c->tenants[i].id, 0);
     for (int i = 0; i < DS_SHM_SLOTS; i++)
         if (c->shm->slots[i].pid > 0)
             kill(c->shm->slots[i].pid, SIGTERM);
@@ -466,7 +495,8 @@ static int start_signals(struct control *c)
     uv_signal_init(c->loop, &c->sig_term);
     uv_signal_init(c->loop, &c->sig_int);
     uv_timer_init(c->loop, &c->grace);
-    c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->grace.data = c;
+    uv_timer_init(c->loop, &c->tick);
+    c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->grace.data = c->tick.data = c;
     signal(SIGPIPE, SIG_IGN);
     if (uv_signal_start(&c->sig_chld, on_sigchld, SIGCHLD) != 0 ||
         uv_signal_start(&c->sig_term, on_stop_signal, SIGTERM) != 0 ||
@@ -508,6 +538,7 @@ int ds_control_run(const struct ds_server_config *cfg)
         ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s", cfg->backend->name,
                 cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name);
         fill_pool(&c);
+        start_ticks(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);
     uv_loop_close(c.loop);

@@ -68,6 +68,11 @@ static volatile sig_atomic_t stop_requested;
  * executor's (and tests can see which path a copy took). */
 static unsigned long long served[DS_PROC_MAX + 1], served_ns[DS_PROC_MAX + 1];
 
+int ds_executor_stopping(void)
+{
+    return stop_requested != 0;
+}
+
 static void on_term(int sig)
 {
     (void)sig;

@@ -4,7 +4,11 @@
 #include "ds_error.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -77,6 +81,8 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->launches, 0);
     atomic_store(&s->mem_used, 0);
     atomic_store(&s->klass, 0);
+    atomic_store(&s->gate, 0);
+    atomic_store(&s->gated_ns, 0);
     s->pid = 0;
     memset(s->tenant, 0, sizeof(s->tenant));
     atomic_store(&s->state, 0);
@@ -88,6 +94,45 @@ void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups)
 
     atomic_store(&s->groups, groups);
     atomic_fetch_add_explicit(&s->bind_gen, 1, memory_order_release);
+}
+
+static void futex(atomic_uint *word, int op, unsigned val, const struct timespec *timeout)
+{
+    syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
+void ds_shm_gate(struct ds_shm *shm, int idx, int closed)
+{
+    atomic_uint *g = &shm->slots[idx].gate;
+
+    atomic_store_explicit(g, closed ? 1u : 0u, memory_order_release);
+    if (!closed)
+        futex(g, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void))
+{
+    struct ds_shm_slot *s = &shm->slots[idx];
+    /* Woken at each opening; the timeout only bounds how late a stop is seen. */
+    const struct timespec tick = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
+    uint64_t t0, waited;
+
+    if (atomic_load_explicit(&s->gate, memory_order_acquire) == 0)
+        return 0;
+    t0 = mono_ns();
+    while (atomic_load_explicit(&s->gate, memory_order_acquire) != 0 && !stop())
+        futex(&s->gate, FUTEX_WAIT, 1, &tick);
+    waited = mono_ns() - t0;
+    atomic_fetch_add(&s->gated_ns, waited);
+    return waited;
 }
 
 uint64_t ds_shm_sim_used(const struct ds_shm *shm)

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 3
+#define DS_SHM_VERSION 4
 #define DS_SHM_SLOTS 64
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
@@ -36,7 +36,11 @@ struct ds_shm_slot {
     atomic_int klass;
     atomic_uint_fast64_t launches;
     atomic_uint_fast64_t mem_used;
-    uint64_t reserved[2];
+    /* The gate: while the control process holds it closed (1), the executor starts
+     * none of its tenant's kernels; it sleeps on the word (a futex) and adds the time
+     * to gated_ns.  Work already on the GPU goes on. */
+    atomic_uint gate;
+    atomic_uint_fast64_t gated_ns;
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
@@ -79,6 +83,13 @@ void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
 
 /* Ask slot idx's executor to run on SM groups `groups` from its next kernel on. */
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups);
+
+/* Close (1) or open (0) slot idx's gate, waking its executor when it opens. */
+void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
+
+/* Executor side, before a kernel: return at once while the gate is open, else sleep
+ * until it opens or stop() says to give up.  Returns the nanoseconds spent waiting. */
+uint64_t ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void));
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

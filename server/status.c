@@ -48,7 +48,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 10);
+    msgpack_pack_map(pk, 11);
     key(pk, "id");
     msgpack_pack_int(pk, id);
     key(pk, "name");
@@ -68,9 +68,13 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     msgpack_pack_uint64(pk, atomic_load(&s->launches));
     key(pk, "migrations");
     msgpack_pack_unsigned_int(pk, atomic_load(&s->migrations));
-    /* No gates exist yet: nobody is ever held. */
     key(pk, "gated");
-    msgpack_pack_false(pk);
+    if (atomic_load(&s->gate))
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+    key(pk, "gated_ms");
+    msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
 }
 
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,

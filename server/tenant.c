@@ -3,6 +3,7 @@
 #include "ds_arena.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "executor.h"
 #include "policy.h"
 #include "shm.h"
 
@@ -197,7 +198,7 @@ void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)
                               memory_order_relaxed);
 }
 
-void ds__tenant_follow_binding(struct ds_tenant *t)
+static void follow_binding(struct ds_tenant *t)
 {
     struct ds_shm_slot *s = &t->shm->slots[t->slot];
     unsigned gen = atomic_load_explicit(&s->bind_gen, memory_order_acquire);
@@ -227,6 +228,12 @@ void ds__tenant_follow_binding(struct ds_tenant *t)
     atomic_store(&s->bound_groups, want);
     atomic_fetch_add(&s->migrations, 1);
     ds_info("now runs on %s (moved in %.0f us)", what, mono_us() - t0);
+}
+
+void ds__tenant_kernel_boundary(struct ds_tenant *t)
+{
+    ds_shm_gate_pass(t->shm, t->slot, ds_executor_stopping);
+    follow_binding(t);
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)

@@ -101,10 +101,11 @@ int ds__tenant_arena(struct ds_tenant *t, int fd);
 /* Undo one host mapping: its device range, then the backend's mapping. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
 
-/* At a kernel boundary: when the control process has asked for another binding since
- * the last one, move the tenant's work there (backend bind) and report it in the control
- * block.  One atomic load when nothing changed. */
-void ds__tenant_follow_binding(struct ds_tenant *t);
+/* At a kernel boundary: wait while the control process holds the tenant's gate closed;
+ * then, when it has asked for another binding since the last one, move the tenant's
+ * work there (backend bind) and report it in the control block.  Two atomic loads when
+ * nothing changed.  Every kernel and graph launch goes through here. */
+void ds__tenant_kernel_boundary(struct ds_tenant *t);
 
 /* Device memory the tenant holds went up (or down, delta < 0) by delta bytes: shown in
  * the control block for status. */

@@ -245,11 +245,18 @@ void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg)
     p->down = down[1];
 }
 
+void ds_test_peer_go(struct ds_test_peer *p)
+{
+    if (p->go >= 0)
+        close(p->go);
+    p->go = -1;
+}
+
 void ds_test_peer_join(struct ds_test_peer *p)
 {
     char rc;
 
-    close(p->go);
+    ds_test_peer_go(p);
     cr_assert_eq(read(p->up, &rc, 1), 1, "the second tenant did not start");
     cr_assert_eq(rc, 0, "the second tenant failed (%d)", rc);
 }

@@ -65,7 +65,9 @@ struct ds_test_peer {
 };
 
 void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg);
-/* Let it run and wait until fn has returned; asserts that it succeeded. */
+/* Let it run (returns at once). */
+void ds_test_peer_go(struct ds_test_peer *p);
+/* Let it run if not yet, and wait until fn has returned; asserts that it succeeded. */
 void ds_test_peer_join(struct ds_test_peer *p);
 /* Let it disconnect and exit; asserts a clean exit. */
 void ds_test_peer_leave(struct ds_test_peer *p);
