@@ -107,4 +107,5 @@ const struct ds_policy ds_policy_temporal = {
     .on_tenant_leave = gate_all_but_turn,
     .on_tick = next_turn,
     .tick_ms = 50,
+    .gates = 1,
 };

@@ -38,6 +38,7 @@ struct ds_policy {
     /* Called every tick_ms while the policy is in force, when not NULL. */
     void (*on_tick)(struct ds_sched_view *v);
     unsigned tick_ms;
+    int gates; /* 1 when it closes gates (executors then also hold work on the GPU) */
 };
 
 /* The policy called `name`, or NULL. */

@@ -139,6 +139,10 @@ struct ds_backend_ops {
      * cannot happen now (a stream is being captured: try again at a later kernel
      * boundary) or DS_EINVAL for groups the device does not have. */
     int (*bind)(struct ds_backend *b, uint64_t groups);
+    /* Make the device itself hold stream s's next work while the 32-bit word at `word`
+     * (memory this process shares with the control process) is not 0.  Returns 0 or
+     * DS_E*; a backend whose work cannot run ahead of submission does nothing. */
+    int (*gate)(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
 
     /* The launch's shape and parameters are the executor's checked copy of the
      * tenant's; the backend passes them to the device unchanged. */

@@ -173,9 +173,10 @@ static void on_tick(uv_timer_t *h)
     apply(c);
 }
 
-/* The policy's clock, when it has one. */
+/* The policy's clock, when it has one, and whether executors gate on the GPU. */
 static void start_ticks(struct control *c)
 {
+    atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
     uv_timer_stop(&c->tick);
     if (c->policy->on_tick != NULL && c->policy->tick_ms > 0)
         uv_timer_start(&c->tick, on_tick, c->policy->tick_ms, c->policy->tick_ms);

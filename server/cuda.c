@@ -199,6 +199,8 @@ static void cuda_close(struct ds_backend *b)
         free(s);
     }
     fini_stream(b, &b->legacy);
+    if (b->gate_page != 0)
+        b->cu.cuMemHostUnregister((void *)b->gate_page);
     ds__cuda_pctx_fini(b);
     b->cu.cuGreenCtxDestroy(b->green);
     free(b);
@@ -580,6 +582,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .close = cuda_close,
     .describe = cuda_describe,
     .bind = ds__cuda_bind,
+    .gate = ds__cuda_gate,
     .dev_alloc = cuda_mem_alloc,
     .dev_free = cuda_mem_free,
     .dev_info = cuda_mem_info,

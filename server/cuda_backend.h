@@ -62,6 +62,7 @@
     X(cuStreamQuery, cuStreamQuery) \
     X(cuStreamSynchronize, cuStreamSynchronize) \
     X(cuStreamWaitEvent, cuStreamWaitEvent) \
+    X(cuStreamWaitValue32, cuStreamWaitValue32) \
     X(cuEventCreate, cuEventCreate) \
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
@@ -147,6 +148,8 @@ struct ds_backend {
     CUgreenCtx green; /* the whole device */
     CUcontext ctx; /* the green context as a CUcontext, current in this executor */
     struct ds_pctx_pool pc;
+    uintptr_t gate_page;  /* the registered page holding the gate word (cuda_gate.c) */
+    CUdeviceptr gate_dev; /* its device address */
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
@@ -156,6 +159,9 @@ struct ds_backend {
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
  * kernels) and cuda_graph.c (capture and graphs). */
+
+/* cuda_gate.c: backend.h's gate. */
+int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
 
 /* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
 int ds__cuda_pctx_init(struct ds_backend *b);

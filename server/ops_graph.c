@@ -112,7 +112,7 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
 
     if (e == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    ds__tenant_kernel_boundary(t);
+    ds__tenant_kernel_boundary(t, s);
     return ds_error_to_cu(t->ops->graph_launch(t->be, e->real, s));
 }
 

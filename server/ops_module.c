@@ -311,7 +311,7 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.shared_mem = a->shared_mem;
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
-    ds__tenant_kernel_boundary(t);
+    ds__tenant_kernel_boundary(t, s);
     atomic_fetch_add_explicit(&t->shm->slots[t->slot].launches, 1, memory_order_relaxed);
     return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
 }

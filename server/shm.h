@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 4
+#define DS_SHM_VERSION 5
 #define DS_SHM_SLOTS 64
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
@@ -55,7 +55,11 @@ struct ds_shm {
     int32_t sim_sms;
     uint32_t spin_us;
     uint32_t sm_group_size, sm_groups; /* ds_sm_groups of the device */
-    uint64_t reserved[5];
+    /* 1 while the policy in force uses gates: executors then also make the GPU wait on
+     * the gate before each kernel (backend gate), which costs a driver call. */
+    atomic_uint gating;
+    uint32_t pad;
+    uint64_t reserved[4];
     struct ds_shm_slot slots[DS_SHM_SLOTS];
 };
 

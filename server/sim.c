@@ -191,6 +191,16 @@ void ds_sim_sm_groups(int sms, struct ds_sm_groups *out)
     out->count = out->sms / out->size > 64 ? 64 : out->sms / out->size;
 }
 
+/* The executor's own gate holds the sim's work: a modelled kernel never runs ahead of
+ * its submission in a way another tenant could see. */
+static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
+{
+    (void)b;
+    (void)s;
+    (void)word;
+    return 0;
+}
+
 /* A partition's SMs decide how many waves a kernel takes (sim_module.c). */
 static int sim_bind(struct ds_backend *b, uint64_t groups)
 {
@@ -572,6 +582,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .close = sim_close,
     .describe = sim_describe,
     .bind = sim_bind,
+    .gate = sim_gate,
     .dev_alloc = ds__sim_mem_alloc,
     .dev_free = ds__sim_mem_free,
     .dev_info = sim_mem_info,

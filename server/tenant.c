@@ -230,10 +230,15 @@ static void follow_binding(struct ds_tenant *t)
     ds_info("now runs on %s (moved in %.0f us)", what, mono_us() - t0);
 }
 
-void ds__tenant_kernel_boundary(struct ds_tenant *t)
+void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
 {
+    struct ds_shm_slot *slot = &t->shm->slots[t->slot];
+
     ds_shm_gate_pass(t->shm, t->slot, ds_executor_stopping);
     follow_binding(t);
+    if (atomic_load_explicit(&t->shm->gating, memory_order_relaxed) && !t->gate_failed &&
+        t->ops->gate(t->be, s, (const volatile unsigned *)&slot->gate) != 0)
+        t->gate_failed = 1;
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)

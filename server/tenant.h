@@ -80,6 +80,7 @@ struct ds_tenant {
                                  * owner = device address */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     uint64_t bound;             /* SM groups the tenant runs on, 0 for all */
+    int gate_failed;            /* the device could not wait on the gate: host gate only */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
@@ -101,11 +102,13 @@ int ds__tenant_arena(struct ds_tenant *t, int fd);
 /* Undo one host mapping: its device range, then the backend's mapping. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
 
-/* At a kernel boundary: wait while the control process holds the tenant's gate closed;
- * then, when it has asked for another binding since the last one, move the tenant's
- * work there (backend bind) and report it in the control block.  Two atomic loads when
- * nothing changed.  Every kernel and graph launch goes through here. */
-void ds__tenant_kernel_boundary(struct ds_tenant *t);
+/* At a kernel boundary, before work on stream s: wait while the control process holds
+ * the tenant's gate closed; when it has asked for another binding since the last one,
+ * move the tenant's work there (backend bind) and report it in the control block; and,
+ * while the policy uses gates, make the GPU wait on the gate too.  Three atomic loads
+ * when nothing changed and no policy gates.  Every kernel and graph launch goes through
+ * here. */
+void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
 
 /* Device memory the tenant holds went up (or down, delta < 0) by delta bytes: shown in
  * the control block for status. */
