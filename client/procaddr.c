@@ -36,7 +36,7 @@ static void *stub_for(const char *symbol)
     return fn;
 }
 
-/* The per-thread default stream is served as the legacy stream (server/tenant.c), so
+/* The per-thread default stream is served as the legacy stream (server/exec/tenant.c), so
  * the per-thread flag selects the same functions as the legacy one. */
 static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
                        CUdriverProcAddressQueryResult *status)

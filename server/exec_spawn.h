@@ -12,6 +12,14 @@
 
 #include <sys/types.h>
 
+/* Exit statuses, read by the control process to log why a tenant left. */
+enum ds_exec_status {
+    DS_EXEC_DISCONNECTED = 0, /* the tenant closed its connection */
+    DS_EXEC_FAILED = 1,       /* the executor could not start (backend, memory) */
+    DS_EXEC_PROTOCOL = 2,     /* malformed bytes or a refused handshake */
+    DS_EXEC_STOPPED = 3,      /* the server is shutting down */
+};
+
 #define DS_EXEC_SHM_FD 3 /* the control block's memfd */
 #define DS_EXEC_CTL_FD 4 /* socket pair end on which the tenant's connection arrives */
 

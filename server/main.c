@@ -5,6 +5,7 @@
 #include "executor.h"
 #include "mps.h"
 #include "policy.h"
+#include "shm.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     int usable;
 
     ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
+    cfg->device = DS_SHM_SIM;
     if (strcmp(want, "sim") == 0) {
         cfg->backend = &ds_sim_backend;
         log_sim(cfg, "asked for");
@@ -96,6 +98,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     usable = ds_cuda_probe(cfg->gpu, &cfg->sm, why, sizeof(why)) == 0;
     if (usable) {
         cfg->backend = &ds_cuda_backend;
+        cfg->device = DS_SHM_CUDA;
         ds_info("device: cuda, GPU %d", cfg->gpu);
         return 0;
     }

@@ -1,5 +1,5 @@
 // Kernels whose only purpose is their parameter lists.  tests/test_cubin.c compares the
-// layouts that server/cubin.c reads from the compiled cubin with the ones `cuobjdump -elf`
+// layouts that server/backend/sim/cubin.c reads from the compiled cubin with the ones `cuobjdump -elf`
 // prints for it; tests/test_image.c measures the compiled images.  Nothing here runs.
 // extern "C" keeps most symbol names readable; k_tmpl keeps a mangled one on purpose.
 

@@ -7,14 +7,7 @@
 #define DS_EXECUTOR_H
 
 #include "backend.h"
-
-/* Exit statuses, read by the control process to log why a tenant left. */
-enum ds_exec_status {
-    DS_EXEC_DISCONNECTED = 0, /* the tenant closed its connection */
-    DS_EXEC_FAILED = 1,       /* the executor could not start (backend, memory) */
-    DS_EXEC_PROTOCOL = 2,     /* malformed bytes or a refused handshake */
-    DS_EXEC_STOPPED = 3,      /* the server is shutting down */
-};
+#include "exec_spawn.h"
 
 /* The executor program, `detshare-server --executor SLOT` (exec_spawn.h): open the device,
  * wait for the tenant's connection, serve it until it disconnects, breaks the protocol

@@ -4,7 +4,6 @@
 #include "admin.h"
 
 #include "ds_log.h"
-#include "executor.h"
 #include "shm.h"
 #include "exec_spawn.h"
 #include "status.h"
@@ -520,7 +519,7 @@ int ds_control_run(const struct ds_server_config *cfg)
         ds_error("cannot create the shared control block: %s", strerror(errno));
         return 1;
     }
-    c.shm->device = cfg->backend == &ds_cuda_backend ? DS_SHM_CUDA : DS_SHM_SIM;
+    c.shm->device = cfg->device;
     c.shm->gpu = cfg->gpu;
     c.shm->sim_sms = cfg->sim_sms;
     c.shm->spin_us = cfg->spin_us;

@@ -17,7 +17,8 @@
 #define DS_MAX_WARM 16
 
 struct ds_server_config {
-    const struct ds_backend_ops *backend;
+    const struct ds_backend_ops *backend; /* for its name: executors run it, not this process */
+    unsigned device;                      /* enum ds_shm_device of the backend */
     int gpu;
     int sim_sms;
     uint64_t sim_memory;

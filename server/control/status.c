@@ -25,7 +25,7 @@ static void pack_device(msgpack_packer *pk, const struct ds_server_config *cfg)
     msgpack_pack_unsigned_int(pk, cfg->sm.size);
     key(pk, "memory");
     /* The sim's size is the server's setting; a GPU's is known to executors only. */
-    if (cfg->backend == &ds_sim_backend)
+    if (cfg->device == DS_SHM_SIM)
         msgpack_pack_uint64(pk, cfg->sim_memory);
     else
         msgpack_pack_nil(pk);
