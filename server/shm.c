@@ -88,18 +88,31 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->state, 0);
 }
 
+static void futex(atomic_uint *word, int op, unsigned val, const struct timespec *timeout)
+{
+    syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups)
 {
     struct ds_shm_slot *s = &shm->slots[idx];
 
     atomic_store(&s->groups, groups);
     atomic_fetch_add_explicit(&s->bind_gen, 1, memory_order_release);
+    futex(&s->bind_gen, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
-static void futex(atomic_uint *word, int op, unsigned val, const struct timespec *timeout)
+unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeout_ms)
 {
-    syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+    atomic_uint *gen = &shm->slots[idx].bind_gen;
+    struct timespec ts = { .tv_sec = timeout_ms / 1000,
+                           .tv_nsec = (long)(timeout_ms % 1000) * 1000000 };
+
+    if (atomic_load_explicit(gen, memory_order_acquire) == seen)
+        futex(gen, FUTEX_WAIT, seen, &ts);
+    return atomic_load_explicit(gen, memory_order_acquire);
 }
+
 
 void ds_shm_gate(struct ds_shm *shm, int idx, int closed)
 {

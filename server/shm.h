@@ -85,8 +85,12 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx);
 int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size);
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
 
-/* Ask slot idx's executor to run on SM groups `groups` from its next kernel on. */
+/* Ask slot idx's executor to run on SM groups `groups` from its next kernel on (and
+ * wake whoever waits in ds_shm_bind_wait). */
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups);
+
+/* Wait up to timeout_ms for slot idx's bind_gen to differ from `seen`; returns it. */
+unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeout_ms);
 
 /* Close (1) or open (0) slot idx's gate, waking its executor when it opens. */
 void ds_shm_gate(struct ds_shm *shm, int idx, int closed);

@@ -139,6 +139,9 @@ struct ds_backend_ops {
      * cannot happen now (a stream is being captured: try again at a later kernel
      * boundary) or DS_EINVAL for groups the device does not have. */
     int (*bind)(struct ds_backend *b, uint64_t groups);
+    /* Get ready to bind to `groups` soon (make what bind needs), from another thread
+     * than the one that serves the tenant.  Returns 0 or DS_E*. */
+    int (*prepare)(struct ds_backend *b, uint64_t groups);
     /* Make the device itself hold stream s's next work while the 32-bit word at `word`
      * (memory this process shares with the control process) is not 0.  Returns 0 or
      * DS_E*; a backend whose work cannot run ahead of submission does nothing. */

@@ -167,6 +167,7 @@ void ds__tenant_fini(struct ds_tenant *t)
     uint32_t cur = 0;
     uint64_t h;
 
+    ds_binder_stop(&t->binder);
     if (t->be != NULL) {
         while (t->host_maps.n > 0)
             ds__tenant_host_unmap(t, &t->host_maps.v[0]);
@@ -234,6 +235,11 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
 {
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
 
+    if (!t->binder_tried) {
+        t->binder_tried = 1;
+        if (ds_binder_start(&t->binder, t) != 0)
+            ds_warn("cannot start the binder thread: moves will make their own contexts");
+    }
     ds_shm_gate_pass(t->shm, t->slot, ds_executor_stopping);
     follow_binding(t);
     if (atomic_load_explicit(&t->shm->gating, memory_order_relaxed) && !t->gate_failed &&

@@ -8,6 +8,7 @@
 #define DS_TENANT_H
 
 #include "backend.h"
+#include "binder.h"
 #include "detshare.h"
 #include "ds_memtab.h"
 #include "handles.h"
@@ -81,6 +82,8 @@ struct ds_tenant {
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     uint64_t bound;             /* SM groups the tenant runs on, 0 for all */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
+    struct ds_binder binder;    /* started at the first kernel boundary */
+    int binder_tried;
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */

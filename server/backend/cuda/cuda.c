@@ -582,6 +582,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .close = cuda_close,
     .describe = cuda_describe,
     .bind = ds__cuda_bind,
+    .prepare = ds__cuda_prepare,
     .gate = ds__cuda_gate,
     .dev_alloc = cuda_mem_alloc,
     .dev_free = cuda_mem_free,

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* Every driver function used here: the prototype we call it through, as cuda.h names it,
@@ -131,6 +132,7 @@ struct ds_bmodule {
 #define DS_PCTX_MAX 32
 
 struct ds_pctx_pool {
+    pthread_mutex_t lock; /* cached[] and ncached: the binder thread adds to them too */
     struct ds_sm_groups sm;
     CUdevResource groups[64]; /* one split of the device, so any subset can be combined */
     struct {
@@ -166,6 +168,7 @@ int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile uns
 /* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
 int ds__cuda_pctx_init(struct ds_backend *b);
 int ds__cuda_bind(struct ds_backend *b, uint64_t groups);
+int ds__cuda_prepare(struct ds_backend *b, uint64_t groups);
 void ds__cuda_pctx_fini(struct ds_backend *b);
 
 /* The device's SM groups, as ds_cuda_probe reports them; sms receives the whole device's

@@ -201,6 +201,14 @@ static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile u
     return 0;
 }
 
+/* A sim partition costs nothing to set up. */
+static int sim_prepare(struct ds_backend *b, uint64_t groups)
+{
+    (void)b;
+    (void)groups;
+    return 0;
+}
+
 /* A partition's SMs decide how many waves a kernel takes (sim_module.c). */
 static int sim_bind(struct ds_backend *b, uint64_t groups)
 {
@@ -582,6 +590,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .close = sim_close,
     .describe = sim_describe,
     .bind = sim_bind,
+    .prepare = sim_prepare,
     .gate = sim_gate,
     .dev_alloc = ds__sim_mem_alloc,
     .dev_free = ds__sim_mem_free,

@@ -1,0 +1,53 @@
+#include "binder.h"
+
+#include "shm.h"
+#include "tenant.h"
+
+#include <signal.h>
+
+/* How often the thread looks at `stop` while no decision comes. */
+#define BINDER_WAIT_MS 200
+
+static void *binder_main(void *arg)
+{
+    struct ds_binder *bd = arg;
+    struct ds_tenant *t = bd->t;
+    struct ds_shm_slot *slot = &t->shm->slots[t->slot];
+    unsigned seen = atomic_load(&slot->bind_gen);
+
+    while (!atomic_load(&bd->stop)) {
+        unsigned gen = ds_shm_bind_wait(t->shm, t->slot, seen, BINDER_WAIT_MS);
+
+        if (gen == seen)
+            continue;
+        seen = gen;
+        /* A failure shows, and is logged, when the serving thread binds. */
+        t->ops->prepare(t->be, atomic_load(&slot->groups));
+    }
+    return NULL;
+}
+
+int ds_binder_start(struct ds_binder *bd, struct ds_tenant *t)
+{
+    sigset_t all, old;
+    int rc;
+
+    bd->t = t;
+    atomic_store(&bd->stop, 0);
+    /* Signals (SIGTERM) are the serving thread's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&bd->thread, NULL, binder_main, bd);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    bd->running = rc == 0;
+    return rc;
+}
+
+void ds_binder_stop(struct ds_binder *bd)
+{
+    if (!bd->running)
+        return;
+    atomic_store(&bd->stop, 1);
+    pthread_join(bd->thread, NULL);
+    bd->running = 0;
+}
