@@ -136,8 +136,9 @@ struct ds_backend_ops {
      * `groups` (bit i: SM group i of ds_sm_groups; 0: the whole device), with no memory
      * copied and every stream's order kept; work already submitted finishes where it
      * is.  The tenant's view of the device never changes.  Returns 0, DS_EBUSY when it
-     * cannot happen now (a stream is being captured: try again at a later kernel
-     * boundary) or DS_EINVAL for groups the device does not have. */
+     * cannot happen now (a stream is being captured, or prepare has not made what the
+     * move needs yet: try again at a later kernel boundary) or DS_EINVAL for groups the
+     * device does not have. */
     int (*bind)(struct ds_backend *b, uint64_t groups);
     /* Get ready to bind to `groups` soon (make what bind needs), from another thread
      * than the one that serves the tenant.  Returns 0 or DS_E*. */

@@ -15,6 +15,8 @@ static void *binder_main(void *arg)
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
     unsigned seen = atomic_load(&slot->bind_gen);
 
+    /* The tenant's first binding was decided before it connected. */
+    t->ops->prepare(t->be, atomic_load(&slot->groups));
     while (!atomic_load(&bd->stop)) {
         unsigned gen = ds_shm_bind_wait(t->shm, t->slot, seen, BINDER_WAIT_MS);
 

@@ -215,6 +215,9 @@ static void follow_binding(struct ds_tenant *t)
         t->bind_gen = gen;
         return;
     }
+    /* Without the binder thread, make what the move needs here. */
+    if (!t->binder.running)
+        t->ops->prepare(t->be, want);
     t0 = mono_us();
     rc = t->ops->bind(t->be, want);
     if (rc == DS_EBUSY)

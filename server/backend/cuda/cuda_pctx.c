@@ -5,9 +5,10 @@
  * The device is split once, at open, into groups of the driver's minimum partition size
  * (an H100: 16 groups of 8 SMs and 4 SMs left over); a green context for any set of
  * groups is made from that one split (the driver combines resources of one split only)
- * on first use (2 to 95 ms measured on an H100 under MPS), and kept; the executor's
- * binder thread makes it as soon as the control process decides, so that the move at
- * the next kernel boundary finds it ready.  Memory and libraries belong to the
+ * on first use (2 to 95 ms measured on an H100 under MPS), and kept.  The executor's
+ * binder thread makes it (prepare) as soon as the control process decides; the serving
+ * thread moves only once it is ready (bind says DS_EBUSY until then), so a tenant never
+ * stalls on it: its kernels run where they ran for those milliseconds.  Memory and libraries belong to the
  * process, so moving work copies nothing: each stream gets a new real stream on the new
  * green context that waits for an event at the tail of the old one, and the old one is
  * destroyed (its work still finishes).  An event is recorded only on streams of the
@@ -65,26 +66,30 @@ static int pctx_create(struct ds_backend *b, uint64_t mask, CUgreenCtx *out)
     return ds__cuda_err(r);
 }
 
-/* The green context for `mask`, from the pool or new.  The executor's binder thread
- * (ds__cuda_prepare) may be creating the same one: the pool's lock makes the second
- * caller wait for it instead of creating it twice. */
-static int pctx_get(struct ds_backend *b, uint64_t mask, CUgreenCtx *out)
+/* The green context for `mask`, from the pool, or new when `make`.  Without `make` it
+ * never waits: DS_EBUSY when the context is not ready (the binder thread is making it,
+ * or will). */
+static int pctx_get(struct ds_backend *b, uint64_t mask, int make, CUgreenCtx *out)
 {
-    int rc = 0, found = 0;
+    int rc = DS_EBUSY, found = 0;
 
     if (mask == 0) {
         *out = b->green;
         return 0;
     }
-    pthread_mutex_lock(&b->pc.lock);
+    if (make)
+        pthread_mutex_lock(&b->pc.lock);
+    else if (pthread_mutex_trylock(&b->pc.lock) != 0)
+        return DS_EBUSY;
     for (int i = 0; i < b->pc.ncached && !found; i++)
         if (b->pc.cached[i].mask == mask) {
             *out = b->pc.cached[i].g;
             found = 1;
+            rc = 0;
         }
-    if (!found && b->pc.ncached == DS_PCTX_MAX)
+    if (!found && make && b->pc.ncached == DS_PCTX_MAX)
         rc = DS_ENOMEM;
-    else if (!found && (rc = pctx_create(b, mask, out)) == 0) {
+    else if (!found && make && (rc = pctx_create(b, mask, out)) == 0) {
         b->pc.cached[b->pc.ncached].mask = mask;
         b->pc.cached[b->pc.ncached++].g = *out;
     }
@@ -98,7 +103,7 @@ int ds__cuda_prepare(struct ds_backend *b, uint64_t groups)
 
     if (b->pc.sm.count < 64 && (groups >> b->pc.sm.count) != 0)
         return DS_EINVAL;
-    return pctx_get(b, groups, &g);
+    return pctx_get(b, groups, 1, &g);
 }
 
 /* Continue stream s on the pCtx bound now, after everything already submitted to it. */
@@ -140,7 +145,7 @@ int ds__cuda_bind(struct ds_backend *b, uint64_t groups)
     for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
         if (s->capturing)
             return DS_EBUSY;
-    rc = pctx_get(b, groups, &b->pc.bound);
+    rc = pctx_get(b, groups, 0, &b->pc.bound);
     if (rc == 0)
         rc = move_stream(b, &b->legacy);
     for (struct ds_bstream *s = b->streams.next; s != &b->streams && rc == 0; s = s->next)
