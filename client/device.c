@@ -102,3 +102,44 @@ CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
         rc = cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     return rc;
 }
+
+/* "DDDD:BB:DD.0" from the device's PCI attributes, upper-case hex as the driver writes
+ * it: the GPU the server serves, so a program matching it against NVML or sysfs finds
+ * the real device. */
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
+{
+    const ds_device_desc *d;
+
+    DS_NEED_INIT();
+    if (id == NULL || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    d = ds__rpc_device();
+    snprintf(id, (size_t)len, "%04X:%02X:%02X.0",
+             (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
+             (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
+             (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+    return CUDA_SUCCESS;
+}
+
+/* The one device, when `id` names it (either case; the domain may be left out). */
+CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
+{
+    const ds_device_desc *d;
+    unsigned domain = 0, bus, slot, fn = 0;
+
+    DS_NEED_INIT();
+    if (dev == NULL || id == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sscanf(id, "%x:%x:%x.%x", &domain, &bus, &slot, &fn) < 3 &&
+        (domain = 0, sscanf(id, "%x:%x.%x", &bus, &slot, &fn) < 2))
+        return CUDA_ERROR_INVALID_VALUE;
+    d = ds__rpc_device();
+    if (domain != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] ||
+        bus != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] ||
+        slot != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] || fn != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}

@@ -22,6 +22,8 @@
     EP(cuDeviceGetUuid, 9020, cuDeviceGetUuid)                            \
     EP(cuDeviceGetUuid, 11040, cuDeviceGetUuid_v2)                        \
     EP(cuDeviceComputeCapability, 2000, cuDeviceComputeCapability)        \
+    EP(cuDeviceGetPCIBusId, 4010, cuDeviceGetPCIBusId)                    \
+    EP(cuDeviceGetByPCIBusId, 4010, cuDeviceGetByPCIBusId)                \
     EP(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain)          \
     EP(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease)        \
     EP(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2)    \

@@ -47,6 +47,27 @@ Test(device, profiler_start_and_stop_exist_and_succeed)
     dlclose(lib);
 }
 
+/* What JAX asks to enumerate devices: the bus id is the device's own, and names it. */
+Test(device, pci_bus_id_names_the_device)
+{
+    char id[32], bad[32];
+    int bus, domain, slot;
+    CUdevice dev = 7;
+
+    ds_test_ctx();
+    CU_OK(cuDeviceGetPCIBusId(id, sizeof(id), 0));
+    CU_OK(cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0));
+    CU_OK(cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0));
+    CU_OK(cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0));
+    snprintf(bad, sizeof(bad), "%04X:%02X:%02X.0", domain, bus, slot);
+    cr_assert_str_eq(id, bad);
+    CU_OK(cuDeviceGetByPCIBusId(&dev, id));
+    cr_assert_eq(dev, 0);
+    snprintf(bad, sizeof(bad), "%04x:%02x:%02x.0", domain, bus + 1, slot);
+    CU_IS(cuDeviceGetByPCIBusId(&dev, bad), CUDA_ERROR_INVALID_DEVICE);
+    CU_IS(cuDeviceGetPCIBusId(id, sizeof(id), 1), CUDA_ERROR_INVALID_DEVICE);
+}
+
 Test(device, queries_describe_the_sim_device)
 {
     char name[256];
