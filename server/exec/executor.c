@@ -285,6 +285,9 @@ static void log_served(void)
         if (served[p] > 0)
             ds_debug("served %s: %llu, %.2f us each", ds_proc_name(p), served[p],
                      (double)served_ns[p] / (double)served[p] / 1e3);
+    if (served[DS_LAUNCH] > 0)
+        ds_debug("of each launch, %.2f us in the backend's launch",
+                 (double)tenant.launch_backend_ns / (double)served[DS_LAUNCH] / 1e3);
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
@@ -364,6 +367,7 @@ int ds_executor_main(const char *slot_arg)
     }
     close(DS_EXEC_SHM_FD);
     ds__tenant_init(&tenant, ops, &be);
+    tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     /* Opening the device (for CUDA: driver, context, green context, hundreds of
      * milliseconds) happens before the tenant connects, so that its connection does not
      * wait for it.  When the tenant is already there (no pool, or a burst of

@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A global's memtab entry carries this in `data`: not freeable with cuMemFree. */
 static char global_mark;
@@ -288,6 +289,26 @@ static CUresult launch_attrs(struct ds_tenant *t, const ds_launch_args *a, CUlau
     return CUDA_SUCCESS;
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The backend's part of a launch (the driver's, on a GPU), against which the executor's
+ * whole time serving a launch shows its own cost. */
+static CUresult timed_launch(struct ds_tenant *t, struct ds_vfunc *f, const struct ds_launch *l,
+                             struct ds_bstream *s)
+{
+    uint64_t t0 = mono_ns();
+    int rc = t->ops->launch(t->be, f->real, l, s);
+
+    t->launch_backend_ns += mono_ns() - t0;
+    return ds_error_to_cu(rc);
+}
+
 CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
 {
     struct ds_vfunc *f = function(t, a->fn);
@@ -313,5 +334,7 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.param_bytes = a->params.params_len;
     ds__tenant_kernel_boundary(t, s);
     atomic_fetch_add_explicit(&t->shm->slots[t->slot].launches, 1, memory_order_relaxed);
+    if (t->timing)
+        return timed_launch(t, f, &l, s);
     return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
 }

@@ -84,6 +84,8 @@ struct ds_tenant {
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     struct ds_binder binder;    /* started at the first kernel boundary */
     int binder_tried;
+    int timing;                 /* DETSHARE_LOG=debug: time the backend's launches */
+    uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
