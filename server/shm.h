@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 5
+#define DS_SHM_VERSION 6
 #define DS_SHM_SLOTS 64
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
@@ -41,6 +41,9 @@ struct ds_shm_slot {
      * to gated_ns.  Work already on the GPU goes on. */
     atomic_uint gate;
     atomic_uint_fast64_t gated_ns;
+    /* Sim: CLOCK_MONOTONIC time at which the tenant's queued kernels end, so that
+     * tenants on overlapping SMs slow each other down (docs/sim-device.md). */
+    atomic_uint_fast64_t sim_busy_until;
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };

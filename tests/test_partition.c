@@ -171,3 +171,80 @@ Test(partition, the_shared_policy_leaves_everyone_on_every_sm)
     cr_assert_not(ds_test_log_has(&srv, "runs on SM groups"));
     ds_test_server_stop(&srv);
 }
+
+/* A second tenant that keeps its SMs busy for a while: wide kernels queued, no wait. */
+static int busy_neighbour(void *arg)
+{
+    CUcontext ctx;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 2, n = 0;
+    void *params[] = { &d, &v, &n };
+
+    (void)arg;
+    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+        cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS)
+        return 1;
+    for (int i = 0; i < 400; i++)
+        if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
+            CUDA_SUCCESS)
+            return 2;
+    return cuStreamQuery(NULL) == CUDA_ERROR_NOT_READY ? 0 : 3;
+}
+
+/* The sim's contention: beside another tenant's kernels on the same SMs a kernel gets
+ * half of them. */
+Test(partition, tenants_on_the_same_sms_slow_each_other_on_the_sim)
+{
+    struct ds_test_peer nb;
+    float alone, contended;
+    CUfunction fill;
+    CUdeviceptr d;
+
+    DS_SIM_ONLY();
+    ds_test_server_start(&srv, 0, NULL);
+    ds_test_peer_fork(&nb, busy_neighbour, NULL);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&fill, load(), "fill"));
+    CU_OK(cuMemAlloc(&d, 4096));
+    alone = wide_kernels_ms(fill, d);
+    ds_test_peer_join(&nb);
+    contended = wide_kernels_ms(fill, d);
+    cr_expect(contended > 1.6f * alone && contended < 2.4f * alone,
+              "alone %.3f ms, beside a busy tenant on the same SMs %.3f", (double)alone,
+              (double)contended);
+    ds_test_peer_leave(&nb);
+    ds_test_server_stop(&srv);
+}
+
+/* On disjoint partitions a busy neighbour costs nothing: half the SMs, half the speed. */
+Test(partition, disjoint_partitions_do_not_slow_each_other_on_the_sim)
+{
+    struct ds_test_peer nb;
+    float alone, half;
+    CUfunction fill, step;
+    CUdeviceptr d, x;
+    CUmodule m;
+    int k = 0;
+
+    DS_SIM_ONLY();
+    ds_test_server_start(&srv, 0, "--policy static");
+    ds_test_peer_fork(&nb, busy_neighbour, NULL);
+    ds_test_ctx();
+    m = load();
+    CU_OK(cuModuleGetFunction(&fill, m, "fill"));
+    CU_OK(cuModuleGetFunction(&step, m, "step"));
+    CU_OK(cuMemAlloc(&d, 4096));
+    CU_OK(cuMemAlloc(&x, sizeof(int)));
+    CU_OK(cuMemsetD32(x, 0, 1));
+    alone = wide_kernels_ms(fill, d);
+    ds_test_peer_join(&nb);
+    chain_until(step, x, &k, 0, "now runs on SM groups 0-7 (64 SMs)");
+    half = wide_kernels_ms(fill, d);
+    cr_expect(half > 1.8f * alone && half < 2.2f * alone,
+              "alone %.3f ms, on half the SMs beside a busy tenant on the other half %.3f",
+              (double)alone, (double)half);
+    ds_test_peer_leave(&nb);
+    ds_test_server_stop(&srv);
+}

@@ -217,7 +217,46 @@ static int sim_bind(struct ds_backend *b, uint64_t groups)
     if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
         return DS_EINVAL;
     b->sms = groups == 0 ? b->groups.sms : (unsigned)n * b->groups.size;
+    b->bound = groups;
     return 0;
+}
+
+static uint64_t all_groups(const struct ds_backend *b)
+{
+    return b->groups.count >= 64 ? ~0ull : (1ull << b->groups.count) - 1;
+}
+
+/* Contention: two tenants whose kernels are on the same SMs at once each get half of
+ * them.  Other tenants are seen through the control block: their groups and until when
+ * their queued kernels run. */
+unsigned ds__sim_sms_now(struct ds_backend *b)
+{
+    const struct ds_shm *shm = b->cfg.shm;
+    uint64_t mine = b->bound ? b->bound : all_groups(b), now = mono_ns();
+    unsigned shared = 0;
+
+    for (int i = 0; i < (int)shm->nslots; i++) {
+        const struct ds_shm_slot *o = &shm->slots[i];
+        uint64_t theirs;
+
+        if (i == b->cfg.slot || atomic_load(&o->state) == 0 ||
+            atomic_load(&o->sim_busy_until) <= now)
+            continue;
+        theirs = atomic_load(&o->bound_groups);
+        shared += (unsigned)__builtin_popcountll(mine & (theirs ? theirs : all_groups(b))) *
+                  b->groups.size;
+    }
+    shared = shared > b->sms ? b->sms : shared;
+    return b->sms - shared / 2;
+}
+
+void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s)
+{
+    atomic_uint_fast64_t *until = &b->cfg.shm->slots[b->cfg.slot].sim_busy_until;
+    uint64_t end = stream_or_legacy(b, s)->ready_ns + b->stalled_ns;
+
+    if (end > atomic_load(until))
+        atomic_store(until, end);
 }
 
 static void sim_close(struct ds_backend *b)

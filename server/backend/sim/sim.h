@@ -99,6 +99,7 @@ struct ds_backend {
     struct ds_bstream streams; /* list head of created streams */
     struct ds_sm_groups groups;
     unsigned sms;          /* of the partition the tenant is bound to */
+    uint64_t bound;        /* its groups, 0 for all */
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
@@ -110,6 +111,11 @@ int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct si
 void ds__sim_free_work(struct sim_work *w);
 int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
 int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
+/* SMs a kernel launched now gets: its partition's, less half of those other tenants'
+ * queued kernels occupy too. */
+unsigned ds__sim_sms_now(struct ds_backend *b);
+/* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
+void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
 
 int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
                         struct ds_bmodule **out);
