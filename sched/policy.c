@@ -4,7 +4,8 @@
 #include <string.h>
 
 const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
-                                                 &ds_policy_temporal, NULL };
+                                                 &ds_policy_temporal, &ds_policy_slo_aware,
+                                                 NULL };
 
 const struct ds_policy *ds_policy_find(const char *name)
 {

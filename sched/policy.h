@@ -15,10 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+enum ds_sched_class { DS_SCHED_LATENCY = 0, DS_SCHED_BEST_EFFORT = 1 };
+
 struct ds_sched_tenant {
     int id;          /* the tenant's slot in the control block */
     uint64_t groups; /* in: what it was given last; out: bit i = SM group i, 0 = all SMs */
     int gated;       /* in: as last decided; out: 1 holds its next kernels back */
+    int klass;       /* in: enum ds_sched_class, from the tenant's handshake */
+    uint64_t launches; /* in: kernels it has launched so far */
 };
 
 struct ds_sched_view {
@@ -46,7 +50,8 @@ const struct ds_policy *ds_policy_find(const char *name);
 
 /* Every built-in policy, NULL-terminated; the baselines by name. */
 extern const struct ds_policy *const ds_policies[];
-extern const struct ds_policy ds_policy_shared, ds_policy_static, ds_policy_temporal;
+extern const struct ds_policy ds_policy_shared, ds_policy_static, ds_policy_temporal,
+    ds_policy_slo_aware;
 
 /* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
 void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);

@@ -1,8 +1,11 @@
-/* The temporal baseline: tenants take turns at kernel boundaries, each held while the
- * other has its turn, and a held tenant shows as gated. */
+/* Policies with a clock: the temporal baseline (tenants take turns at kernel boundaries,
+ * each held while the other has its turn) and slo-aware (a running latency-critical
+ * tenant fences best-effort ones onto a few SM groups, and lends them back when it
+ * stops). */
 #include "ds_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +72,64 @@ Test(policy, temporal_tenants_take_turns)
     longest = longest_wait_ms(1200);
     cr_expect_geq(longest, 30, "the longest wait was %.1f ms", longest);
     ds_test_peer_join(&peer);
+    ds_test_peer_leave(&peer);
+    ds_test_server_stop(&srv);
+}
+
+/* A best-effort tenant that launches a little and stays. */
+static int best_effort(void *arg)
+{
+    CUcontext ctx;
+
+    (void)arg;
+    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
+        cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+        return 1;
+    return longest_wait_ms(50) >= 0 ? 0 : 2;
+}
+
+static int log_has_after(int before, const char *needle)
+{
+    for (int i = 0; i < 300 && ds_test_log_count(&srv, needle) <= before; i++)
+        usleep(10000);
+    return ds_test_log_count(&srv, needle) > before;
+}
+
+/* The policy's latest decision in the server log. */
+static void last_policy_line(char *line, size_t len)
+{
+    char buf[1024];
+    FILE *f = fopen(srv.log, "r");
+
+    cr_assert_not_null(f);
+    line[0] = '\0';
+    while (fgets(buf, sizeof(buf), f) != NULL)
+        if (strstr(buf, "policy slo-aware: tenant") != NULL)
+            snprintf(line, len, "%s", buf);
+    fclose(f);
+}
+
+Test(policy, slo_aware_fences_best_effort_while_latency_work_runs)
+{
+    struct ds_test_peer peer;
+    char line[1024];
+
+    DS_SIM_ONLY(); /* the groups below are the sim's 16 */
+    ds_test_server_start(&srv, 0, "--policy slo-aware");
+    ds_test_peer_fork(&peer, best_effort, NULL);
+    ds_test_peer_join(&peer);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    ds_test_ctx();
+    cr_assert_geq(longest_wait_ms(300), 0);
+    cr_expect(ds_test_log_has(&srv, "runs on SM groups 0-1 (16 SMs)"),
+              "best-effort work was not fenced while latency-critical work ran");
+    cr_expect(log_has_after(0, "now runs on SM groups 2-15 (112 SMs)"),
+              "the latency-critical tenant did not get the other groups");
+    /* Idle now: everything is lent back within a few ticks. */
+    usleep(300000);
+    last_policy_line(line, sizeof(line));
+    cr_expect(strstr(line, "runs on the whole device"),
+              "the SMs were not lent back when latency-critical work stopped: %s", line);
     ds_test_peer_leave(&peer);
     ds_test_server_stop(&srv);
 }

@@ -127,8 +127,18 @@ static void apply(struct control *c)
     }
 }
 
+/* The policy's view, with what executors reported since the last one. */
 static struct ds_sched_view view_of(struct control *c)
 {
+    for (int i = 0; i < c->ntenants; i++) {
+        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
+
+        /* Best-effort until its handshake says otherwise. */
+        c->tenants[i].klass = s->tenant[0] != '\0' && atomic_load(&s->klass) == DS_CLASS_LATENCY
+                                  ? DS_SCHED_LATENCY
+                                  : DS_SCHED_BEST_EFFORT;
+        c->tenants[i].launches = atomic_load(&s->launches);
+    }
     struct ds_sched_view v = { .sm_groups = c->cfg->sm.count, .sm_group_size = c->cfg->sm.size,
                                .n = c->ntenants, .t = c->tenants };
 
