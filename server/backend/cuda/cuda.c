@@ -199,6 +199,10 @@ static void cuda_close(struct ds_backend *b)
         free(s);
     }
     fini_stream(b, &b->legacy);
+    if (b->spill != NULL) {
+        b->cu.cuEventDestroy(b->spill_done);
+        b->cu.cuStreamDestroy(b->spill);
+    }
     if (b->gate_page != 0)
         b->cu.cuMemHostUnregister((void *)b->gate_page);
     ds__cuda_pctx_fini(b);

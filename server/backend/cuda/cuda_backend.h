@@ -150,6 +150,8 @@ struct ds_backend {
     CUgreenCtx green; /* the whole device */
     CUcontext ctx; /* the green context as a CUcontext, current in this executor */
     struct ds_pctx_pool pc;
+    CUstream spill;       /* whole device, for kernels a partition cannot hold */
+    CUevent spill_done;
     uintptr_t gate_page;  /* the registered page holding the gate word (cuda_gate.c) */
     CUdeviceptr gate_dev; /* its device address */
     struct ds_bstream legacy;

@@ -4,6 +4,7 @@
 #include "cuda_backend.h"
 
 #include "ds_error.h"
+#include "ds_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -143,30 +144,74 @@ int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
     return ds__cuda_err(b->cu.cuOccupancyMaxActiveClusters(clusters, (CUfunction)f->k, &cfg));
 }
 
-int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
-                    struct ds_bstream *s)
+static CUresult launch_on(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                          CUstream st)
 {
     size_t bytes = l->param_bytes;
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)l->params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+
+    /* A CUkernel stands for its CUfunction in the stream's (green) context. */
+    if (l->nattrs > 0) {
+        CUlaunchConfig cfg = {
+            .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+            .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+            .sharedMemBytes = l->shared_mem, .hStream = st,
+            .attrs = (CUlaunchAttribute *)l->attrs, .numAttrs = l->nattrs,
+        };
+
+        return b->cu.cuLaunchKernelEx(&cfg, (CUfunction)f->k, NULL, bytes ? extra : NULL);
+    }
+    return b->cu.cuLaunchKernel((CUfunction)f->k, l->grid[0], l->grid[1], l->grid[2],
+                                l->block[0], l->block[1], l->block[2], l->shared_mem, st, NULL,
+                                bytes ? extra : NULL);
+}
+
+/*
+ * A kernel whose thread-block clusters cannot be placed on the tenant's partition (too
+ * few SMs, or not enough of them in one GPC, for the cluster size it was built or
+ * launched with: cuDNN's and cuBLAS's Hopper kernels use clusters) runs on the whole
+ * device instead, in the stream's order: its placement changes, never its launch.  Seen
+ * on an H100: ResNet-50 training on a 16-SM partition.
+ */
+static CUresult spill(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                      struct ds_bstream *s)
+{
+    CUresult r = CUDA_SUCCESS;
+
+    if (b->spill == NULL) {
+        r = b->cu.cuGreenCtxStreamCreate(&b->spill, b->green, CU_STREAM_NON_BLOCKING, 0);
+        if (r == CUDA_SUCCESS)
+            r = b->cu.cuEventCreate(&b->spill_done, CU_EVENT_DISABLE_TIMING);
+        if (r != CUDA_SUCCESS)
+            return r;
+        ds_info("a kernel's clusters do not fit its partition: such kernels run on the "
+                "whole device");
+    }
+    if (ds__cuda_record_tail(b, s) != 0)
+        return CUDA_ERROR_UNKNOWN;
+    r = b->cu.cuStreamWaitEvent(b->spill, s->tail, 0);
+    if (r == CUDA_SUCCESS)
+        r = launch_on(b, f, l, b->spill);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuEventRecord(b->spill_done, b->spill);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuStreamWaitEvent(s->s, b->spill_done, 0);
+    return r;
+}
+
+int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                    struct ds_bstream *s)
+{
+    CUresult r;
     int rc;
 
     s = ds__cuda_real(b, s);
     rc = ds__cuda_order(b, s);
     if (rc != 0)
         return rc;
-    /* A CUkernel stands for its CUfunction in the current (green) context. */
-    if (l->nattrs > 0) {
-        CUlaunchConfig cfg = {
-            .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
-            .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
-            .sharedMemBytes = l->shared_mem, .hStream = s->s,
-            .attrs = (CUlaunchAttribute *)l->attrs, .numAttrs = l->nattrs,
-        };
-
-        return ds__cuda_err(b->cu.cuLaunchKernelEx(&cfg, (CUfunction)f->k, NULL, bytes ? extra : NULL));
-    }
-    return ds__cuda_err(b->cu.cuLaunchKernel((CUfunction)f->k, l->grid[0], l->grid[1], l->grid[2],
-                        l->block[0], l->block[1], l->block[2], l->shared_mem,
-                        s->s, NULL, bytes ? extra : NULL));
+    r = launch_on(b, f, l, s->s);
+    if (r == CUDA_ERROR_INVALID_CLUSTER_SIZE && b->pc.bound != b->green && !s->capturing)
+        r = spill(b, f, l, s);
+    return ds__cuda_err(r);
 }
