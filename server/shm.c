@@ -103,6 +103,11 @@ void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups)
     futex(&s->bind_gen, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
+void ds_shm_bind_wake(struct ds_shm *shm, int idx)
+{
+    futex(&shm->slots[idx].bind_gen, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
 unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeout_ms)
 {
     atomic_uint *gen = &shm->slots[idx].bind_gen;

@@ -92,6 +92,9 @@ void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
  * wake whoever waits in ds_shm_bind_wait). */
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups);
 
+/* Wake whoever waits in ds_shm_bind_wait on slot idx, with nothing new. */
+void ds_shm_bind_wake(struct ds_shm *shm, int idx);
+
 /* Wait up to timeout_ms for slot idx's bind_gen to differ from `seen`; returns it. */
 unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeout_ms);
 

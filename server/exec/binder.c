@@ -50,6 +50,7 @@ void ds_binder_stop(struct ds_binder *bd)
     if (!bd->running)
         return;
     atomic_store(&bd->stop, 1);
+    ds_shm_bind_wake(bd->t->shm, bd->t->slot);
     pthread_join(bd->thread, NULL);
     bd->running = 0;
 }
