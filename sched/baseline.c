@@ -52,7 +52,7 @@ static void static_join(struct ds_sched_view *v, int joined)
 
 const struct ds_policy ds_policy_shared = {
     .name = "shared",
-    .about = "every tenant on every SM, no control (MPS-like)",
+    .about = "every tenant on every SM (MPS-like)",
     .on_start = everyone_everywhere,
     .on_tenant_join = shared_join,
     .on_tenant_leave = everyone_everywhere,
@@ -60,7 +60,7 @@ const struct ds_policy ds_policy_shared = {
 
 const struct ds_policy ds_policy_static = {
     .name = "static",
-    .about = "equal disjoint SM partitions, redrawn when a tenant joins or leaves",
+    .about = "equal disjoint SM partitions, redrawn as tenants come and go",
     .on_start = split_equally,
     .on_tenant_join = static_join,
     .on_tenant_leave = split_equally,
@@ -101,7 +101,7 @@ static void next_turn(struct ds_sched_view *v)
 
 const struct ds_policy ds_policy_temporal = {
     .name = "temporal",
-    .about = "one tenant's kernels at a time, 50 ms turns, every SM",
+    .about = "one tenant's kernels at a time, 50 ms turns",
     .on_start = gate_all_but_turn,
     .on_tenant_join = temporal_join,
     .on_tenant_leave = gate_all_but_turn,

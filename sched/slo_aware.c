@@ -89,8 +89,7 @@ static void leave(struct ds_sched_view *v)
 
 const struct ds_policy ds_policy_slo_aware = {
     .name = "slo-aware",
-    .about = "latency-critical tenants fence best-effort ones onto 2 SM groups while "
-             "they run (first version)",
+    .about = "best-effort fenced while latency-critical work runs (first version)",
     .on_start = start,
     .on_tenant_join = join,
     .on_tenant_leave = leave,

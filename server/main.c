@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
             "  --policy NAME           who runs on which SMs (default shared):\n");
     for (int i = 0; ds_policies[i] != NULL; i++)
-        fprintf(f, "                            %-8s %s\n", ds_policies[i]->name, ds_policies[i]->about);
+        fprintf(f, "                            %-9s %s\n", ds_policies[i]->name,
+                ds_policies[i]->about);
     fprintf(f,
             "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
             "                          the first Unix listener's path with .admin added)\n"
