@@ -37,6 +37,8 @@ int ds__tenant_open(struct ds_tenant *t)
         return rc;
     }
     t->ops->describe(t->be, &t->view);
+    if (ds_binder_start(&t->binder, t) != 0)
+        ds_warn("cannot start the binder thread: moves will make their own contexts");
     return 0;
 }
 
@@ -238,11 +240,6 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
 {
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
 
-    if (!t->binder_tried) {
-        t->binder_tried = 1;
-        if (ds_binder_start(&t->binder, t) != 0)
-            ds_warn("cannot start the binder thread: moves will make their own contexts");
-    }
     ds_shm_gate_pass(t->shm, t->slot, ds_executor_stopping);
     follow_binding(t);
     if (atomic_load_explicit(&t->shm->gating, memory_order_relaxed) && !t->gate_failed &&

@@ -82,8 +82,8 @@ struct ds_tenant {
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     uint64_t bound;             /* SM groups the tenant runs on, 0 for all */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
-    struct ds_binder binder;    /* started at the first kernel boundary */
-    int binder_tried;
+    struct ds_binder binder;    /* runs while the device is open */
+    uint64_t launches;          /* kernels launched, published in the control block */
     int timing;                 /* DETSHARE_LOG=debug: time the backend's launches */
     uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
 };
