@@ -8,6 +8,7 @@
 #include "ds_log.h"
 #include "stats.h"
 #include "wire.h"
+#include "ds_clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -58,7 +59,7 @@ uint64_t ds__rpc_my_last(void)
 /* Called with the lock held, for every call sent. */
 static void count_call(unsigned long proc, uint64_t t0)
 {
-    ds__stats_add(proc, ds__stats_now() - t0);
+    ds__stats_add(proc, ds_now_ns() - t0);
     my_last = atomic_fetch_add_explicit(&conn.calls, 1, memory_order_acq_rel) + 1;
 }
 
@@ -211,7 +212,7 @@ static void *flusher(void *unused)
             conn.flusher_idle = 0;
             continue;
         }
-        if (ds__stats_now() - since >= DS_IDLE_FLUSH_NS) {
+        if (ds_now_ns() - since >= DS_IDLE_FLUSH_NS) {
             int err = ds__wire_flush(conn.wire);
 
             if (err != 0)
@@ -340,7 +341,7 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
         pthread_mutex_unlock(&conn.lock);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
-    t0 = ds__stats_now();
+    t0 = ds_now_ns();
     err = ds__wire_call(conn.wire, proc, xarg, arg, xres, res);
     count_call(proc, t0);
     /* The transport status decides whether res holds anything at all. */
@@ -357,7 +358,7 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
     if (conn.lost) {
         rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
     } else {
-        uint64_t t0 = ds__stats_now();
+        uint64_t t0 = ds_now_ns();
         uint64_t since = ds__wire_queued_since(conn.wire);
         int err = ds__wire_queue(conn.wire, proc, xarg, arg);
 

@@ -2,18 +2,10 @@
 
 #include "ds_log.h"
 #include "ds_procs.h"
+#include "ds_clock.h"
 
-#include <time.h>
 
 static struct ds_proc_stats table[DS_PROC_MAX + 1];
-
-uint64_t ds__stats_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void ds__stats_add(unsigned long proc, uint64_t ns)
 {

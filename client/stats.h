@@ -20,7 +20,4 @@ void ds__stats_add(unsigned long proc, uint64_t ns);
 /* Copy procedure `proc`'s counters into *out.  Returns 0, or -1 for an unknown number. */
 int ds__stats_get(unsigned long proc, struct ds_proc_stats *out);
 
-/* A monotonic clock in nanoseconds. */
-uint64_t ds__stats_now(void);
-
 #endif

@@ -4,6 +4,7 @@
 #include "ds_error.h"
 #include "ds_procs.h"
 #include "stats.h"
+#include "ds_clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -46,8 +47,8 @@ static int read_fd(void *h, void *buf, int len)
             return -1;
         /* The clock starts at the first empty read: most reads find data at once. */
         if (until == 0)
-            until = ds__stats_now() + (uint64_t)w->spin_us * 1000u;
-        if (spinning && ds__stats_now() >= until) {
+            until = ds_now_ns() + (uint64_t)w->spin_us * 1000u;
+        if (spinning && ds_now_ns() >= until) {
             struct pollfd p = { .fd = w->fd, .events = POLLIN };
 
             spinning = 0;
@@ -140,7 +141,7 @@ int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *
     if (encode(w, proc, xarg, arg) != 0)
         return DS_EIO;
     if (w->queued_since == 0)
-        w->queued_since = ds__stats_now();
+        w->queued_since = ds_now_ns();
     return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "shm.h"
 
 #include "ds_error.h"
+#include "ds_clock.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -129,14 +130,6 @@ void ds_shm_gate(struct ds_shm *shm, int idx, int closed)
         futex(g, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void))
 {
     struct ds_shm_slot *s = &shm->slots[idx];
@@ -146,10 +139,10 @@ uint64_t ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void))
 
     if (atomic_load_explicit(&s->gate, memory_order_acquire) == 0)
         return 0;
-    t0 = mono_ns();
+    t0 = ds_now_ns();
     while (atomic_load_explicit(&s->gate, memory_order_acquire) != 0 && !stop())
         futex(&s->gate, FUTEX_WAIT, 1, &tick);
-    waited = mono_ns() - t0;
+    waited = ds_now_ns() - t0;
     atomic_fetch_add(&s->gated_ns, waited);
     return waited;
 }

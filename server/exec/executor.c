@@ -6,6 +6,7 @@
 #include "ops.h"
 #include "shm.h"
 #include "exec_spawn.h"
+#include "ds_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Receive and send buffers of the record stream; larger records are streamed. */
@@ -174,14 +174,6 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long
         xdr_free(e->xdr_res, (char *)&r);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
 {
     unsigned long proc = rq->rq_proc;
@@ -200,7 +192,7 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
     }
     /* Only under DETSHARE_LOG=debug: two clock reads on every call otherwise. */
     if (tenant.timing)
-        t0 = now_ns();
+        t0 = ds_now_ns();
     memset(&a, 0, sizeof(a));
     if (!svc_getargs(xprt, e->xdr_arg, (char *)&a)) {
         ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
@@ -212,7 +204,7 @@ static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
     serve(&tenant, e, proc, xprt, &a);
     svc_freeargs(xprt, e->xdr_arg, (char *)&a);
     if (tenant.timing)
-        served_ns[proc] += now_ns() - t0;
+        served_ns[proc] += ds_now_ns() - t0;
 }
 
 static void install_term_handler(void)
@@ -244,14 +236,14 @@ static int peer_closed(int fd)
 static int wait_readable(int fd, unsigned spin_us)
 {
     struct pollfd p = { .fd = fd, .events = POLLIN };
-    uint64_t until = now_ns() + (uint64_t)spin_us * 1000u;
+    uint64_t until = ds_now_ns() + (uint64_t)spin_us * 1000u;
     int n;
 
     do {
         n = poll(&p, 1, 0);
         if (n != 0)
             return n;
-    } while (spin_us > 0 && now_ns() < until && !stop_requested);
+    } while (spin_us > 0 && ds_now_ns() < until && !stop_requested);
     return poll(&p, 1, -1);
 }
 

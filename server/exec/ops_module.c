@@ -4,10 +4,10 @@
 #include "ds_error.h"
 #include "ds_image.h"
 #include "ds_log.h"
+#include "ds_clock.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A global's memtab entry carries this in `data`: not freeable with cuMemFree. */
 static char global_mark;
@@ -289,23 +289,15 @@ static CUresult launch_attrs(struct ds_tenant *t, const ds_launch_args *a, CUlau
     return CUDA_SUCCESS;
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The backend's part of a launch (the driver's, on a GPU), against which the executor's
  * whole time serving a launch shows its own cost. */
 static CUresult timed_launch(struct ds_tenant *t, struct ds_vfunc *f, const struct ds_launch *l,
                              struct ds_bstream *s)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ds_now_ns();
     int rc = t->ops->launch(t->be, f->real, l, s);
 
-    t->launch_backend_ns += mono_ns() - t0;
+    t->launch_backend_ns += ds_now_ns() - t0;
     return ds_error_to_cu(rc);
 }
 

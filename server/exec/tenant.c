@@ -6,12 +6,12 @@
 #include "executor.h"
 #include "policy.h"
 #include "shm.h"
+#include "ds_clock.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
@@ -187,14 +187,6 @@ void ds__tenant_fini(struct ds_tenant *t)
     t->arena = NULL;
 }
 
-static double mono_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)
 {
     atomic_fetch_add_explicit(&t->shm->slots[t->slot].mem_used, (uint64_t)delta,
@@ -207,7 +199,7 @@ static void follow_binding(struct ds_tenant *t)
     unsigned gen = atomic_load_explicit(&s->bind_gen, memory_order_acquire);
     uint64_t want;
     char what[200];
-    double t0;
+    uint64_t t0;
     int rc;
 
     if (gen == t->bind_gen)
@@ -220,7 +212,7 @@ static void follow_binding(struct ds_tenant *t)
     /* Without the binder thread, make what the move needs here. */
     if (!t->binder.running)
         t->ops->prepare(t->be, want);
-    t0 = mono_us();
+    t0 = ds_now_ns();
     rc = t->ops->bind(t->be, want);
     if (rc == DS_EBUSY)
         return;
@@ -233,7 +225,7 @@ static void follow_binding(struct ds_tenant *t)
     t->bound = want;
     atomic_store(&s->bound_groups, want);
     atomic_fetch_add(&s->migrations, 1);
-    ds_info("now runs on %s (moved in %.0f us)", what, mono_us() - t0);
+    ds_info("now runs on %s (moved in %.0f us)", what, (double)(ds_now_ns() - t0) / 1e3);
 }
 
 void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)

@@ -17,6 +17,7 @@
 
 #include "ds_error.h"
 #include "ds_log.h"
+#include "ds_clock.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -24,20 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 int ds__cuda_err(CUresult r)
 {
     return r == CUDA_SUCCESS ? 0 : DS_ECU(r);
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -49,14 +41,14 @@ static uint64_t mono_ns(void)
  */
 static CUresult wait_done(struct ds_backend *b, CUstream s, CUevent e)
 {
-    uint64_t until = mono_ns() + (uint64_t)b->spin_us * 1000u;
+    uint64_t until = ds_now_ns() + (uint64_t)b->spin_us * 1000u;
     CUresult r;
 
     do {
         r = s != NULL ? b->cu.cuStreamQuery(s) : b->cu.cuEventQuery(e);
         if (r != CUDA_ERROR_NOT_READY)
             return r;
-    } while (mono_ns() < until);
+    } while (ds_now_ns() < until);
     return s != NULL ? b->cu.cuStreamSynchronize(s) : b->cu.cuEventSynchronize(e);
 }
 

@@ -18,6 +18,7 @@
 #include "ds_image.h"
 #include "ds_memtab.h"
 #include "shm.h"
+#include "ds_clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,25 +37,17 @@ void ds__sim_free_work(struct sim_work *w)
     }
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Device time.  The device's clock stands still while the host copies bytes to apply a
  * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's
  * memmove of the same bytes, or the model would measure the host. */
 static uint64_t now_ns(struct ds_backend *b)
 {
-    return mono_ns() - b->stalled_ns;
+    return ds_now_ns() - b->stalled_ns;
 }
 
 static void stall_from(struct ds_backend *b, uint64_t host_start)
 {
-    b->stalled_ns += mono_ns() - host_start;
+    b->stalled_ns += ds_now_ns() - host_start;
 }
 
 static void sleep_until(struct ds_backend *b, uint64_t t)
@@ -232,7 +225,7 @@ static uint64_t all_groups(const struct ds_backend *b)
 unsigned ds__sim_sms_now(struct ds_backend *b)
 {
     const struct ds_shm *shm = b->cfg.shm;
-    uint64_t mine = b->bound ? b->bound : all_groups(b), now = mono_ns();
+    uint64_t mine = b->bound ? b->bound : all_groups(b), now = ds_now_ns();
     unsigned shared = 0;
 
     for (int i = 0; i < (int)shm->nslots; i++) {
@@ -365,7 +358,7 @@ static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *t
 static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
                            struct ds_bstream *s)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ds_now_ns();
 
     memcpy(ds__sim_host_of(b, dst), src, n);
     stall_from(b, t0);
@@ -376,7 +369,7 @@ static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, 
 static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
                            struct ds_bstream *s)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ds_now_ns();
 
     memcpy(dst, ds__sim_host_of(b, src), n);
     stall_from(b, t0);
@@ -389,7 +382,7 @@ static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t
 static int sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
                                  struct ds_bstream *s)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ds_now_ns();
 
     memcpy(dst, ds__sim_host_of(b, src), n);
     stall_from(b, t0);
@@ -430,7 +423,7 @@ static int work_valid(const struct ds_backend *b, const struct sim_work *w)
 /* Apply w's data effects now; returns its modelled duration. */
 static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = ds_now_ns();
 
     if (w->kind == W_COPY) {
         memmove(ds__sim_host_of(b, w->dst), ds__sim_host_of(b, w->src), w->n);
