@@ -62,15 +62,10 @@ static void launches(CUfunction f, CUdeviceptr d, int count)
 
 static int beta(void *arg)
 {
-    CUcontext ctx;
-
     (void)arg;
     setenv("DETSHARE_TENANT", "beta", 1);
     setenv("DETSHARE_CLASS", "latency", 1);
-    return cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS &&
-                   cuCtxSetCurrent(ctx) == CUDA_SUCCESS
-               ? 0
-               : 1;
+    return ds_test_connect() == CUDA_SUCCESS ? 0 : 1;
 }
 
 static void wait_log(const char *needle)

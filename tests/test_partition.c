@@ -65,15 +65,13 @@ static void chain_until(CUfunction step, CUdeviceptr x, int *k, int before, cons
 /* The second tenant: joins and runs kernels for a while. */
 static int neighbour(void *arg)
 {
-    CUcontext ctx;
     CUfunction fill;
     CUdeviceptr d;
     int v = 2, n = 1;
     void *params[] = { &d, &v, &n };
 
     (void)arg;
-    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
-        cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS)
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS)
         return 1;
     if (cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS)
         return 2;
@@ -175,15 +173,13 @@ Test(partition, the_shared_policy_leaves_everyone_on_every_sm)
 /* A second tenant that keeps its SMs busy for a while: wide kernels queued, no wait. */
 static int busy_neighbour(void *arg)
 {
-    CUcontext ctx;
     CUfunction fill;
     CUdeviceptr d;
     int v = 2, n = 0;
     void *params[] = { &d, &v, &n };
 
     (void)arg;
-    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
-        cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS ||
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS ||
         cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS)
         return 1;
     for (int i = 0; i < 400; i++)

@@ -50,11 +50,8 @@ static double longest_wait_ms(double ms)
 /* The second tenant: the same loop; it must have been held for a turn of the other. */
 static int other(void *arg)
 {
-    CUcontext ctx;
-
     (void)arg;
-    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
-        cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+    if (ds_test_connect() != CUDA_SUCCESS)
         return 1;
     return longest_wait_ms(1200) >= 30 ? 0 : 2;
 }
@@ -79,11 +76,8 @@ Test(policy, temporal_tenants_take_turns)
 /* A best-effort tenant that launches a little and stays. */
 static int best_effort(void *arg)
 {
-    CUcontext ctx;
-
     (void)arg;
-    if (cuInit(0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS ||
-        cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+    if (ds_test_connect() != CUDA_SUCCESS)
         return 1;
     return longest_wait_ms(50) >= 0 ? 0 : 2;
 }

@@ -102,14 +102,9 @@ static int tenant_status(void)
     int status;
 
     if (pid == 0) {
-        CUcontext ctx;
         CUdeviceptr d;
 
-        _exit(cuInit(0) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS &&
-                      cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
-                      cuMemAlloc(&d, 4096) == CUDA_SUCCESS
-                  ? 0
-                  : 1);
+        _exit(ds_test_connect() == CUDA_SUCCESS && cuMemAlloc(&d, 4096) == CUDA_SUCCESS ? 0 : 1);
     }
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -182,6 +182,18 @@ CUcontext ds_test_ctx(void)
     return ctx;
 }
 
+CUresult ds_test_connect(void)
+{
+    CUcontext ctx;
+    CUresult rc = cuInit(0);
+
+    if (rc == CUDA_SUCCESS)
+        rc = cuDevicePrimaryCtxRetain(&ctx, 0);
+    if (rc == CUDA_SUCCESS)
+        rc = cuCtxSetCurrent(ctx);
+    return rc;
+}
+
 const char *ds_test_cu_name(CUresult rc)
 {
     const char *name = NULL;

@@ -50,6 +50,10 @@ int ds_test_log_count(const struct ds_test_server *s, const char *needle);
 /* cuInit + primary context made current; returns the context. */
 CUcontext ds_test_ctx(void);
 
+/* The same for a tenant in a child process, where an assertion cannot stop the test:
+ * returns the first failure, or CUDA_SUCCESS. */
+CUresult ds_test_connect(void);
+
 const char *ds_test_cu_name(CUresult rc);
 
 /* Load the file at `path` (fatbin or cubin) as a module of the current context. */
