@@ -102,8 +102,8 @@ unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeou
 void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
 
 /* Executor side, before a kernel: return at once while the gate is open, else sleep
- * until it opens or stop() says to give up.  Returns the nanoseconds spent waiting. */
-uint64_t ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void));
+ * until it opens or stop() says to give up, adding the time to the slot's gated_ns. */
+void ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void));
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

@@ -205,7 +205,7 @@ static void follow_binding(struct ds_tenant *t)
     if (gen == t->bind_gen)
         return;
     want = atomic_load(&s->groups);
-    if (want == t->bound) {
+    if (want == atomic_load(&s->bound_groups)) {
         t->bind_gen = gen;
         return;
     }
@@ -222,7 +222,6 @@ static void follow_binding(struct ds_tenant *t)
         ds_warn("cannot move to %s: %s; staying where it runs", what, ds_strerror(rc));
         return;
     }
-    t->bound = want;
     atomic_store(&s->bound_groups, want);
     atomic_fetch_add(&s->migrations, 1);
     ds_info("now runs on %s (moved in %.0f us)", what, (double)(ds_now_ns() - t0) / 1e3);

@@ -80,7 +80,6 @@ struct ds_tenant {
     struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
                                  * owner = device address */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
-    uint64_t bound;             /* SM groups the tenant runs on, 0 for all */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     struct ds_binder binder;    /* runs while the device is open */
     uint64_t launches;          /* kernels launched, published in the control block */
