@@ -119,11 +119,41 @@ Test(policy, slo_aware_fences_best_effort_while_latency_work_runs)
               "best-effort work was not fenced while latency-critical work ran");
     cr_expect(log_has_after(0, "now runs on SM groups 2-15 (112 SMs)"),
               "the latency-critical tenant did not get the other groups");
-    /* Idle now: everything is lent back within a few ticks. */
-    usleep(300000);
-    last_policy_line(line, sizeof(line));
+    /* Idle now: everything is lent back once the hold (200 ms) has passed. */
+    for (int i = 0; i < 150; i++) {
+        last_policy_line(line, sizeof(line));
+        if (strstr(line, "runs on the whole device"))
+            break;
+        usleep(10000);
+    }
     cr_expect(strstr(line, "runs on the whole device"),
               "the SMs were not lent back when latency-critical work stopped: %s", line);
+    ds_test_peer_leave(&peer);
+    ds_test_server_stop(&srv);
+}
+
+/* A decoding service pauses between requests; a pause shorter than the hold must not drop
+ * and raise the fence again, since every change moves every tenant. */
+Test(policy, slo_aware_holds_the_fence_through_short_pauses)
+{
+    struct ds_test_peer peer;
+    int before;
+
+    DS_SIM_ONLY();
+    ds_test_server_start(&srv, 0, "--policy slo-aware");
+    ds_test_peer_fork(&peer, best_effort, NULL);
+    ds_test_peer_join(&peer);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    ds_test_ctx();
+    cr_assert_geq(longest_wait_ms(100), 0);
+    cr_assert(log_has_after(0, "now runs on SM groups 2-15 (112 SMs)"));
+    before = ds_test_log_count(&srv, "policy slo-aware: tenant");
+    for (int i = 0; i < 6; i++) {
+        usleep(60000);
+        cr_assert_geq(longest_wait_ms(20), 0);
+    }
+    cr_expect_eq(ds_test_log_count(&srv, "policy slo-aware: tenant"), before,
+                 "the fence changed during 60 ms pauses");
     ds_test_peer_leave(&peer);
     ds_test_server_stop(&srv);
 }
