@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct ds_test_server srv;
@@ -243,4 +245,89 @@ Test(partition, disjoint_partitions_do_not_slow_each_other_on_the_sim)
               (double)alone, (double)half);
     ds_test_peer_leave(&nb);
     ds_test_server_stop(&srv);
+}
+
+/* A best-effort tenant that keeps the GPU busy for 3 s, a wide kernel at a time (so each
+ * goes where the policy puts it now), and sets *arg once it is under way; it must finish
+ * some. */
+static int flooding_neighbour(void *arg)
+{
+    volatile int *running = arg;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 2, n = 0, done = 0;
+    void *params[] = { &d, &v, &n };
+    uint64_t end;
+    struct timespec ts;
+
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS)
+        return 1;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    end = (uint64_t)ts.tv_sec + 3;
+    do {
+        if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
+                CUDA_SUCCESS ||
+            cuCtxSynchronize() != CUDA_SUCCESS)
+            return 2;
+        *running = ++done;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    } while ((uint64_t)ts.tv_sec < end);
+    return done >= 3 ? 0 : 3;
+}
+
+/* A latency-critical tenant's kernel time beside the flooding one, over its time alone. */
+static float latency_ratio(const char *policy, const char *fenced)
+{
+    volatile int *running = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct ds_test_peer be;
+    CUfunction fill;
+    CUdeviceptr d;
+    float alone, beside;
+
+    cr_assert(running != MAP_FAILED);
+    ds_test_server_start(&srv, 0, policy);
+    ds_test_peer_fork(&be, flooding_neighbour, (void *)running);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&fill, load(), "fill"));
+    CU_OK(cuMemAlloc(&d, 4096));
+    wide_kernels_ms(fill, d); /* under slo-aware, the first kernels raise the fence */
+    alone = wide_kernels_ms(fill, d);
+    ds_test_peer_go(&be);
+    for (int i = 0; i < 1000 && *running < 2; i++)
+        usleep(2000);
+    cr_assert_geq(*running, 2, "the best-effort tenant did not start");
+    if (fenced != NULL)
+        wait_log(fenced);
+    beside = wide_kernels_ms(fill, d);
+    ds_test_peer_join(&be);
+    ds_test_peer_leave(&be);
+    ds_test_server_stop(&srv);
+    munmap((void *)running, sizeof(int));
+    cr_log_info("%s: alone %.2f ms, beside a flooding best-effort tenant %.2f ms", policy,
+                (double)alone, (double)beside);
+    return beside / alone;
+}
+
+/* Issue 9's contention check on the sim's model: sharing every SM with a best-effort flood
+ * halves a latency-critical tenant's SMs; slo-aware's fence keeps it near its own speed,
+ * and the best-effort tenant still gets work done on its two groups. */
+Test(partition, under_shared_a_flood_slows_latency_work_on_the_sim)
+{
+    float r;
+
+    DS_SIM_ONLY();
+    r = latency_ratio("--policy shared", NULL);
+    cr_expect(r > 1.6f, "beside the flood, latency work took %.2fx its time alone", (double)r);
+}
+
+Test(partition, slo_aware_keeps_latency_work_near_its_alone_speed_on_the_sim)
+{
+    float r;
+
+    DS_SIM_ONLY();
+    r = latency_ratio("--policy slo-aware", "runs on SM groups 0-1 (16 SMs)");
+    cr_expect(r < 1.5f, "beside the flood, latency work took %.2fx its time alone", (double)r);
 }
