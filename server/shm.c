@@ -86,6 +86,9 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->gated_ns, 0);
     atomic_store(&s->sim_busy_until, 0);
     s->pid = 0;
+    s->peer_pid = 0;
+    s->peer_uid = 0;
+    s->peer_gid = 0;
     memset(s->tenant, 0, sizeof(s->tenant));
     atomic_store(&s->state, 0);
 }

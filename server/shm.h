@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 6
+#define DS_SHM_VERSION 7
 #define DS_SHM_SLOTS 64
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
@@ -44,6 +44,12 @@ struct ds_shm_slot {
     /* Sim: CLOCK_MONOTONIC time at which the tenant's queued kernels end, so that
      * tenants on overlapping SMs slow each other down (docs/sim-device.md). */
     atomic_uint_fast64_t sim_busy_until;
+    /* Who connected, from the Unix socket's peer credentials (SO_PEERCRED), written by
+     * the control process before the handover; peer_pid 0 for a TCP tenant, whose
+     * identity the kernel cannot vouch for. */
+    pid_t peer_pid;
+    uid_t peer_uid;
+    gid_t peer_gid;
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };

@@ -77,7 +77,7 @@ static void wait_log(const char *needle)
 
 Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
 {
-    char out[16384], obj[2048];
+    char out[16384], obj[2048], peer_json[128];
     struct ds_test_peer peer;
     CUfunction f;
     CUdeviceptr d;
@@ -102,6 +102,11 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     tenant_json(out, "beta", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"class\":\"latency\""), "%s", obj);
     cr_expect(strstr(obj, "\"launches\":0"), "%s", obj);
+    /* Unix tenants are named by the kernel: this process, its user and group. */
+    snprintf(peer_json, sizeof(peer_json), "\"peer\":{\"pid\":%d,\"uid\":%u,\"gid\":%u", (int)getpid(),
+             (unsigned)getuid(), (unsigned)getgid());
+    tenant_json(out, "alpha", obj, sizeof(obj));
+    cr_expect(strstr(obj, peer_json), "expected %s in %s", peer_json, obj);
 
     cr_assert_eq(ctl("policy shared", out, sizeof(out)), 0, "%s", out);
     cr_assert(strstr(out, "policy: shared"), "%s", out);
@@ -113,6 +118,9 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     cr_expect(strstr(obj, "\"launches\":8,\"migrations\":2"), "%s", obj);
     cr_assert_eq(ctl("status", out, sizeof(out)), 0, "%s", out);
     cr_expect(strstr(out, "policy: shared") && strstr(out, "tenants: 2"), "%s", out);
+    snprintf(peer_json, sizeof(peer_json), "process %d of uid %u", (int)getpid(),
+             (unsigned)getuid());
+    cr_expect(strstr(out, peer_json), "expected \"%s\" in %s", peer_json, out);
 
     ds_test_peer_leave(&peer);
     ds_test_server_stop(&srv);

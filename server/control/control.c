@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -259,6 +260,21 @@ static uv_stream_t *new_client(struct listener *l)
     return s;
 }
 
+/* A Unix tenant's process, user and group, as the kernel vouches for them at connect. */
+static int record_peer(struct ds_shm_slot *s, int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    s->peer_pid = 0;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+        return -1;
+    s->peer_pid = cred.pid;
+    s->peer_uid = cred.uid;
+    s->peer_gid = cred.gid;
+    return 0;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct listener *l = server->data;
@@ -282,8 +298,14 @@ static void on_connection(uv_stream_t *server, int status)
         ds_warn("refusing a tenant on %s: %s", where,
                 errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
     } else {
-        ds_info("tenant #%d connected on %s (executor pid %d, %s)", e.slot, where, (int)e.pid,
-                warm ? "started ahead" : "started for it");
+        char who[64] = "";
+
+        if (record_peer(&c->shm->slots[e.slot], fd) == 0)
+            snprintf(who, sizeof(who), ", from process %d of uid %u",
+                     (int)c->shm->slots[e.slot].peer_pid,
+                     (unsigned)c->shm->slots[e.slot].peer_uid);
+        ds_info("tenant #%d connected on %s (executor pid %d, %s)%s", e.slot, where, (int)e.pid,
+                warm ? "started ahead" : "started for it", who);
         /* Placed before it is handed over, so its first kernel runs where the policy
          * wants it. */
         tenant_joined(c, e.slot);

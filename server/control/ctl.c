@@ -165,6 +165,20 @@ static void field(const char *label, const msgpack_object *m, const char *key)
     text(get(m, key));
 }
 
+/* Who the tenant is: its process as the kernel named it at connect, or that it came over
+ * TCP, where nothing vouches for it. */
+static void print_peer(const msgpack_object *t)
+{
+    const msgpack_object *p = get(t, "peer");
+
+    if (p == NULL || p->type != MSGPACK_OBJECT_MAP) {
+        printf(", over TCP");
+        return;
+    }
+    field(", process ", p, "pid");
+    field(" of uid ", p, "uid");
+}
+
 static void print_status(const msgpack_object *st)
 {
     const msgpack_object *dev = get(st, "device"), *ts = get(st, "tenants");
@@ -182,7 +196,8 @@ static void print_status(const msgpack_object *st)
         field("  #", t, "id");
         field(" ", t, "name");
         field(" (", t, "class");
-        field(", pid ", t, "pid");
+        field(", executor pid ", t, "pid");
+        print_peer(t);
         field("): ", t, "sms");
         field(" SMs, groups ", t, "sm_groups");
         field(", ", t, "memory_used");

@@ -42,13 +42,29 @@ static void pack_groups(msgpack_packer *pk, uint64_t groups, unsigned count)
             msgpack_pack_unsigned_int(pk, i);
 }
 
+/* The connecting process as the kernel saw it, or nil for a TCP tenant. */
+static void pack_peer(msgpack_packer *pk, const struct ds_shm_slot *s)
+{
+    if (s->peer_pid == 0) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 3);
+    key(pk, "pid");
+    msgpack_pack_int(pk, s->peer_pid);
+    key(pk, "uid");
+    msgpack_pack_unsigned_int(pk, s->peer_uid);
+    key(pk, "gid");
+    msgpack_pack_unsigned_int(pk, s->peer_gid);
+}
+
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
                         const struct ds_shm_slot *s, int id)
 {
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     key(pk, "id");
     msgpack_pack_int(pk, id);
     key(pk, "name");
@@ -75,6 +91,8 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     key(pk, "gated_ms");
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
+    key(pk, "peer");
+    pack_peer(pk, s);
 }
 
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
