@@ -623,6 +623,48 @@ static const slot_t unknown_1734dc26[17] = {
     (slot_t)UNKNOWN_1734DC26_stub_15, (slot_t)UNKNOWN_1734DC26_stub_16,
 };
 
+/* ---- 6e163fbe... (module functions; docs/export-tables.md 4.12) ----
+ *
+ * cuFFT loads each of its kernels as a module of one kernel and takes the kernel through
+ * slot 7 without naming it: it refuses to start when the table is missing, and counts any
+ * answer but 1 as a failure [measured].  Slot 7 calls back once per kernel with the
+ * handle cuModuleGetFunction gives, and returns how many.  The context argument is where
+ * the module was loaded; module handles here are the tenant's in every context. */
+SLOT_STUB(MODULE_FUNCTIONS, 1)
+SLOT_STUB(MODULE_FUNCTIONS, 2)
+SLOT_STUB(MODULE_FUNCTIONS, 3)
+SLOT_STUB(MODULE_FUNCTIONS, 4)
+SLOT_STUB(MODULE_FUNCTIONS, 5)
+SLOT_STUB(MODULE_FUNCTIONS, 6)
+
+typedef void (*each_function)(void *user, CUfunction f, void *unknown);
+
+static int module_functions_each(CUcontext ctx, CUmodule mod, each_function cb, void *user)
+{
+    CUfunction *f;
+    unsigned n = 0;
+
+    (void)ctx;
+    if (cb == NULL || cuModuleGetFunctionCount(&n, mod) != CUDA_SUCCESS || n == 0 ||
+        (f = calloc(n, sizeof(*f))) == NULL)
+        return 0;
+    if (cuModuleEnumerateFunctions(f, n, mod) != CUDA_SUCCESS)
+        n = 0;
+    for (unsigned i = 0; i < n; i++)
+        cb(user, f[i], NULL);
+    free(f);
+    return (int)n;
+}
+
+/* Eight words: cuFFT checks for at least seven before it calls slot 7. */
+static const slot_t module_functions[8] = {
+    (slot_t)(uintptr_t)(8 * sizeof(slot_t)),
+    (slot_t)MODULE_FUNCTIONS_stub_1, (slot_t)MODULE_FUNCTIONS_stub_2,
+    (slot_t)MODULE_FUNCTIONS_stub_3, (slot_t)MODULE_FUNCTIONS_stub_4,
+    (slot_t)MODULE_FUNCTIONS_stub_5, (slot_t)MODULE_FUNCTIONS_stub_6,
+    (slot_t)module_functions_each,
+};
+
 /* ---- the lookup ---- */
 
 struct table {
@@ -650,6 +692,8 @@ static const struct table tables[] = {
       "1734dc26 (unknown)", unknown_1734dc26 },
     { { 0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3, 0x28 },
       "NVRTC_CACHE", ds__nvrtc_cache },
+    { { 0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e },
+      "MODULE_FUNCTIONS", module_functions },
 };
 
 static void log_unknown(const CUuuid *id)

@@ -283,6 +283,52 @@ CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *nam
     return cuModuleGetFunction((CUfunction *)kernel, (CUmodule)library, name);
 }
 
+/* The module's kernels, each as cuModuleGetFunction hands it out: up to max of them into
+ * out (none when out is NULL); their number in *count. */
+static CUresult enumerate(CUmodule module, CUfunction *out, unsigned max, unsigned *count)
+{
+    ds_handle h = (ds_handle)(uintptr_t)module;
+    ds_names_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    memset(&r, 0, sizeof(r));
+    rc = ds_rpc_module_kernels(&h, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *count = r.ds_names_res_u.names.names_len;
+    for (unsigned i = 0; out != NULL && i < max && i < *count && rc == CUDA_SUCCESS; i++)
+        rc = cuModuleGetFunction(&out[i], module, r.ds_names_res_u.names.names_val[i]);
+    ds__rpc_free((xdrproc_t)xdr_ds_names_res, &r);
+    return rc;
+}
+
+CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule module)
+{
+    if (count == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return enumerate(module, NULL, 0, count);
+}
+
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned num, CUmodule module)
+{
+    unsigned count;
+
+    if (functions == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return enumerate(module, functions, num, &count);
+}
+
+CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary library)
+{
+    return cuModuleGetFunctionCount(count, (CUmodule)library);
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned num, CUlibrary library)
+{
+    return cuModuleEnumerateFunctions((CUfunction *)kernels, num, (CUmodule)library);
+}
+
 CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
 {
     return cuModuleGetGlobal_v2(dptr, bytes, (CUmodule)library, name);

@@ -60,6 +60,7 @@
     S(func_get_attribute, DS_FUNC_GET_ATTRIBUTE, ds_func_attr_args, ds_int_res) \
     S(func_set_attribute, DS_FUNC_SET_ATTRIBUTE, ds_func_attr_args, ds_void_res) \
     S(occupancy, DS_OCCUPANCY, ds_occupancy_args, ds_int_res)                 \
+    S(module_kernels, DS_MODULE_KERNELS, ds_handle, ds_names_res)             \
     B(launch, DS_LAUNCH, ds_launch_args)                                      \
     S(capture_begin, DS_CAPTURE_BEGIN, ds_capture_args, ds_void_res)          \
     S(capture_end, DS_CAPTURE_END, ds_handle, ds_handle_res)                  \

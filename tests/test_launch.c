@@ -3,6 +3,7 @@
 #include "ds_test.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,4 +452,70 @@ Test(launch, per_thread_default_streams_are_each_threads_own)
     CU_OK(cuEventElapsedTime(&legacy_ms, t0, after_legacy));
     cr_assert_geq(legacy_ms, busy_ms * 0.5f, "%.3f ms after legacy work of about %.3f",
                   legacy_ms, busy_ms);
+}
+
+/* cuModuleEnumerateFunctions gives each kernel once, as cuModuleGetFunction gives it. */
+Test(launch, a_module_lists_its_kernels)
+{
+    static const char *names[] = { "echo", "fill", "read_global", "step" };
+    CUfunction by_name[4], listed[8];
+    unsigned n = 0;
+    CUmodule m;
+
+    ds_test_ctx();
+    m = load("launch.fatbin");
+    CU_OK(cuModuleGetFunctionCount(&n, m));
+    cr_assert_eq(n, 4);
+    CU_OK(cuModuleEnumerateFunctions(listed, 8, m));
+    for (int i = 0; i < 4; i++) {
+        int found = 0;
+
+        CU_OK(cuModuleGetFunction(&by_name[i], m, names[i]));
+        for (unsigned j = 0; j < n; j++)
+            found += listed[j] == by_name[i];
+        cr_expect_eq(found, 1, "%s listed %d times", names[i], found);
+    }
+    CU_IS(cuModuleGetFunctionCount(&n, (CUmodule)(uintptr_t)0x1234), CUDA_ERROR_INVALID_HANDLE);
+}
+
+struct listed {
+    CUfunction f[8];
+    int n;
+};
+
+static void remember(void *user, CUfunction f, void *unknown)
+{
+    struct listed *l = user;
+
+    (void)unknown;
+    if (l->n < 8)
+        l->f[l->n] = f;
+    l->n++;
+}
+
+/* cuFFT's way (docs/export-tables.md 4.12): a module of one kernel, its kernel taken
+ * through export table 6e163fbe slot 7, which must answer 1 and call back once. */
+Test(launch, the_module_functions_table_gives_a_modules_kernel)
+{
+    static const CUuuid id = { { 0x6e, 0x16, 0x3f, (char)0xbe, (char)0xb9, 0x58, 0x44, 0x4d,
+                                 (char)0x83, 0x5c, (char)0xe1, (char)0x82, (char)0xaf,
+                                 (char)0xf1, (char)0x99, 0x1e } };
+    int (*each)(CUcontext, CUmodule, void (*)(void *, CUfunction, void *), void *);
+    struct listed got = { .n = 0 };
+    CUfunction step;
+    const void *t;
+    int found = 0;
+    CUcontext ctx = ds_test_ctx();
+    CUmodule m = load("launch.fatbin");
+
+    CU_OK(cuGetExportTable(&t, &id));
+    cr_assert_geq(((const uintptr_t *)t)[0], 0x40);
+    each = (int (*)(CUcontext, CUmodule, void (*)(void *, CUfunction, void *), void *))(
+        ((void *const *)t)[7]);
+    cr_assert_eq(each(ctx, m, remember, &got), 4, "the number of kernels");
+    cr_assert_eq(got.n, 4, "one call back per kernel");
+    CU_OK(cuModuleGetFunction(&step, m, "step"));
+    for (int i = 0; i < 4; i++)
+        found += got.f[i] == step;
+    cr_assert_eq(found, 1, "step, as cuModuleGetFunction gives it, came back %d times", found);
 }

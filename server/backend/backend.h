@@ -123,6 +123,10 @@ struct ds_backend_ops {
                                struct ds_bfunc **out, struct ds_param_layout *layout);
     int (*module_get_global)(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                              uint64_t *addr, uint64_t *size);
+    /* The names of m's kernels: *names is an array of *n pointers the caller frees with
+     * free(); the names themselves belong to m. */
+    int (*module_kernels)(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
+                          uint32_t *n);
     int (*func_get_attribute)(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
     int (*func_set_attribute)(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
     int (*occupancy)(struct ds_backend *b, struct ds_bfunc *f, int block_size,

@@ -139,6 +139,28 @@ CUresult ds__ops_module_get_function(struct ds_tenant *t, const ds_symbol_args *
     return describe(t, f, h, &r->ds_function_res_u.fn);
 }
 
+CUresult ds__ops_module_kernels(struct ds_tenant *t, const ds_handle *a, ds_names_res *r)
+{
+    struct ds_vmodule *m = ds_handles_get(&t->h, *a, DS_H_MODULE);
+    const char **names;
+    uint32_t n;
+    int rc;
+
+    if (m == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    rc = t->ops->module_kernels(t->be, m->real, &names, &n);
+    if (rc != 0)
+        return (CUresult)ds_error_to_cu(rc);
+    r->ds_names_res_u.names.names_val = calloc(n ? n : 1, sizeof(char *));
+    rc = r->ds_names_res_u.names.names_val == NULL;
+    for (uint32_t i = 0; !rc && i < n; i++) {
+        rc = (r->ds_names_res_u.names.names_val[i] = strdup(names[i])) == NULL;
+        r->ds_names_res_u.names.names_len = i + !rc;
+    }
+    free(names);
+    return rc ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
 CUresult ds__ops_module_get_global(struct ds_tenant *t, const ds_symbol_args *a,
                                    ds_global_res *r)
 {

@@ -74,6 +74,9 @@
     X(cuLibraryUnload, cuLibraryUnload) \
     X(cuLibraryGetKernel, cuLibraryGetKernel) \
     X(cuLibraryGetGlobal, cuLibraryGetGlobal) \
+    X(cuLibraryGetKernelCount, cuLibraryGetKernelCount) \
+    X(cuLibraryEnumerateKernels, cuLibraryEnumerateKernels) \
+    X(cuKernelGetName, cuKernelGetName) \
     X(cuKernelGetParamInfo, cuKernelGetParamInfo) \
     X(cuKernelGetAttribute, cuKernelGetAttribute) \
     X(cuKernelSetAttribute, cuKernelSetAttribute) \
@@ -201,6 +204,8 @@ int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, con
                                  struct ds_bfunc **out, struct ds_param_layout *layout);
 int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                uint64_t *addr, uint64_t *size);
+int ds__cuda_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
+                            uint32_t *n);
 int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
 int ds__cuda_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
 int ds__cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,

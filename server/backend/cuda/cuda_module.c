@@ -88,6 +88,35 @@ int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, con
     return 0;
 }
 
+/* The driver names a library's kernels; libraries load every kernel at once here. */
+int ds__cuda_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
+                            uint32_t *n)
+{
+    unsigned count = 0;
+    CUkernel *k;
+    CUresult r = b->cu.cuLibraryGetKernelCount(&count, m->lib);
+
+    if (r != CUDA_SUCCESS)
+        return ds__cuda_err(r);
+    k = calloc(count ? count : 1, sizeof(*k));
+    *names = calloc(count ? count : 1, sizeof(**names));
+    if (k == NULL || *names == NULL) {
+        free(k);
+        free(*names);
+        return DS_ENOMEM;
+    }
+    r = b->cu.cuLibraryEnumerateKernels(k, count, m->lib);
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
+        r = b->cu.cuKernelGetName(&(*names)[i], k[i]);
+    free(k);
+    if (r != CUDA_SUCCESS) {
+        free(*names);
+        return ds__cuda_err(r);
+    }
+    *n = count;
+    return 0;
+}
+
 int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                uint64_t *addr, uint64_t *size)
 {

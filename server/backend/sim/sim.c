@@ -652,6 +652,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .module_unload = ds__sim_module_unload,
     .module_get_function = ds__sim_module_get_function,
     .module_get_global = ds__sim_module_get_global,
+    .module_kernels = ds__sim_module_kernels,
     .func_get_attribute = ds__sim_func_get_attribute,
     .func_set_attribute = ds__sim_func_set_attribute,
     .occupancy = ds__sim_occupancy,

@@ -124,6 +124,8 @@ int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, cons
                                 struct ds_bfunc **out, struct ds_param_layout *layout);
 int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                               uint64_t *addr, uint64_t *size);
+int ds__sim_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
+                           uint32_t *n);
 int ds__sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
 int ds__sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
 int ds__sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,

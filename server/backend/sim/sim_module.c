@@ -108,6 +108,19 @@ int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, cons
     return 0;
 }
 
+int ds__sim_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
+                           uint32_t *n)
+{
+    (void)b;
+    *n = m->cubin.nkernels;
+    *names = calloc(*n ? *n : 1, sizeof(**names));
+    if (*names == NULL)
+        return DS_ENOMEM;
+    for (uint32_t i = 0; i < *n; i++)
+        (*names)[i] = m->cubin.kernels[i].name;
+    return 0;
+}
+
 /* A variable gets device memory, holding its initial bytes, when first asked for; later
  * requests return the same memory, as a loaded module's variables have one address. */
 int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
