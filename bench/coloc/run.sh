@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Co-location on one GPU in one run: each job alone (natively and through detshare), then
+# pairs of jobs at once under native time-slicing, native MPS and detshare's policies.
+# Writes to $OUT (default bench/results): coloc-<device>-<date>.json, .md, .png, and
+# coloc-<device>-<date>-raw.tar.gz (every job's output and stderr, the servers' logs).
+#
+#   BUILD=build-gpu bash bench/coloc/run.sh
+#
+# Environment: BUILD (default build), OUT, PYTHON (default python3), SECS (seconds each job
+# measures after its warm-up, default 30), PAIRS (default "decode+resnet decode+gpt2
+# resnet+gpt2"), MODES (default "native-timesliced native-mps shared static temporal
+# slo-aware"; a detshare mode is a --policy).  Both jobs of a pair start together; the
+# report keeps what they measured while both ran.  Needs a GPU, PyTorch, torchvision and
+# transformers; a job that fails is recorded and the run goes on.
+set -uo pipefail
+export LC_ALL=C PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo" || exit 1
+build=$(cd "${BUILD:-build}" && pwd) || { echo "run.sh: no build directory ${BUILD:-build}" >&2; exit 1; }
+out=${OUT:-$repo/bench/results}
+mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
+python=${PYTHON:-python3}
+secs=${SECS:-30}
+pairs=${PAIRS:-decode+resnet decode+gpt2 resnet+gpt2}
+modes=${MODES:-native-timesliced native-mps shared static temporal slo-aware}
+jobs=$repo/bench/coloc/jobs.py
+if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+nvidia-smi -L > /dev/null 2>&1 || { echo "run.sh: no GPU (nvidia-smi sees none)" >&2; exit 1; }
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//;s/-$//')
+name=coloc-${slug:-gpu}-$(date -u +%Y-%m-%d)
+raw=$out/$name-raw
+rm -rf "$raw" && mkdir -p "$raw" || exit 1
+tmp=$(mktemp -d)
+srv= mpsdir=
+stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; srv=; }
+stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; }
+trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
+{
+    echo "gpu=$gpu"
+    echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
+    echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
+    echo "torch=$("$python" -c 'import torch; print(torch.__version__)' 2> /dev/null)"
+    echo "secs=$secs"
+} > "$raw/meta.txt"
+
+# A detshare server with policy $1 on a fresh socket (and its own MPS daemon).
+start_server() {
+    local sock=$tmp/$1.sock
+    "$build/server/detshare-server" --device cuda --policy "$1" --warm 2 --mps-dir "$tmp/mps-$1" \
+        --listen "unix:$sock" 2> "$raw/server-$1.log" &
+    srv=$!
+    for _ in $(seq 300); do [ -S "$sock" ] && break; sleep 0.05; done
+    sleep 1
+    export DETSHARE_SERVER="unix:$sock"
+}
+
+# Run job $2 as scenario $1, in the background; detshare when $3 is "ds".
+launch() {
+    local class=best-effort
+    [ "$2" = decode ] && class=latency
+    if [ "$3" = ds ]; then
+        LD_LIBRARY_PATH="$build/client:$LD_LIBRARY_PATH" DETSHARE_TENANT=$2 DETSHARE_CLASS=$class \
+            CUDA_CACHE_PATH=$tmp/cache-ds timeout $((secs + 240)) "$python" "$jobs" "$2" "$secs" \
+            > "$raw/$1-$2.jsonl" 2> "$raw/$1-$2.err" &
+    else
+        CUDA_CACHE_PATH=$tmp/cache-native timeout $((secs + 240)) "$python" "$jobs" "$2" "$secs" \
+            > "$raw/$1-$2.jsonl" 2> "$raw/$1-$2.err" &
+    fi
+}
+
+# Every job alone, then each pair: natively, and through one server per policy.
+run_mode() {
+    local mode=$1 how=ds pids
+    case $mode in
+    native-timesliced) how=native ;;
+    native-mps)
+        how=native mpsdir=$tmp/native-mps
+        mkdir -p "$mpsdir/pipe" "$mpsdir/log"
+        CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log nvidia-cuda-mps-control -d
+        export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log ;;
+    *) start_server "$mode" ;;
+    esac
+    for pair in $pairs; do
+        pids=
+        for job in ${pair/+/ }; do launch "$mode-$pair" "$job" "$how"; pids="$pids $!"; done
+        for p in $pids; do wait "$p"; echo "$mode-$pair $p exit $?" >> "$raw/exits.txt"; done
+    done
+    case $mode in
+    native-mps) stop_mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
+    native-timesliced) ;;
+    *) stop_server; unset DETSHARE_SERVER ;;
+    esac
+}
+
+alone_jobs=$(echo $pairs | tr ' +' '\n\n' | sort -u)
+for job in $alone_jobs; do launch "alone-native" "$job" native; wait $!; done
+start_server shared
+for job in $alone_jobs; do launch "alone-detshare" "$job" ds; wait $!; done
+stop_server; unset DETSHARE_SERVER
+for mode in $modes; do run_mode "$mode"; done
+
+"$python" "$repo/bench/coloc/report.py" "$raw" "$out/$name"
+tar czf "$out/$name-raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
