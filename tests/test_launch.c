@@ -409,7 +409,10 @@ static void *on_per_thread_stream(void *arg)
 Test(launch, per_thread_default_streams_are_each_threads_own)
 {
     CUmodule m = load("launch.fatbin");
-    struct thread_run busy = { .launches = 4 }, idle = { .launches = 0 };
+    /* 16 wide kernels: about 160 ms of modelled time on the sim, so that the host's own
+     * delays between the two threads (tens of ms under ASan on a loaded CI machine) stay
+     * well below half of it. */
+    struct thread_run busy = { .launches = 16 }, idle = { .launches = 0 };
     CUevent t0, after_legacy;
     unsigned long long id_main, id_again;
     pthread_t a, b;
@@ -445,7 +448,7 @@ Test(launch, per_thread_default_streams_are_each_threads_own)
                  idle_ms, busy_ms);
     /* Like CUDA's, a per-thread default stream is blocking: it waits for the legacy one. */
     CU_OK(cuEventRecord(t0, CU_STREAM_LEGACY));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < busy.launches; i++)
         CU_OK(cuLaunchKernel(busy.f, 2640000, 1, 1, 256, 1, 1, 0, CU_STREAM_LEGACY, params, NULL));
     CU_OK(cuEventRecord(after_legacy, CU_STREAM_PER_THREAD));
     CU_OK(cuEventSynchronize(after_legacy));
