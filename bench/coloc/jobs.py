@@ -39,6 +39,19 @@ def train(step, secs):
             w0, n = time.time(), 0
 
 
+def train_step(opt, loss_of):
+    """One bf16-autocast training step of loss_of(); returns the loss."""
+    def step():
+        with torch.autocast("cuda", torch.bfloat16):
+            loss = loss_of()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
 def resnet(secs):
     import torchvision
 
@@ -47,16 +60,7 @@ def resnet(secs):
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     x = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
     y = torch.randint(0, 1000, (64,), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", torch.bfloat16):
-            loss = torch.nn.functional.cross_entropy(m(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    train(step, secs)
+    train(train_step(opt, lambda: torch.nn.functional.cross_entropy(m(x), y)), secs)
 
 
 def gpt2(secs):
@@ -65,16 +69,7 @@ def gpt2(secs):
     m = transformers.GPT2LMHeadModel(transformers.GPT2Config()).cuda()
     opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     ids = torch.randint(0, 50257, (8, 512), device="cuda")
-
-    def step():
-        with torch.autocast("cuda", torch.bfloat16):
-            loss = m(ids, labels=ids).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    train(step, secs)
+    train(train_step(opt, lambda: m(ids, labels=ids).loss), secs)
 
 
 def decode(secs):
