@@ -82,6 +82,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->launches, 0);
     atomic_store(&s->mem_used, 0);
     atomic_store(&s->klass, 0);
+    atomic_store(&s->slo_ms, 0);
     atomic_store(&s->gate, 0);
     atomic_store(&s->gated_ns, 0);
     atomic_store(&s->sim_busy_until, 0);

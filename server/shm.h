@@ -34,6 +34,8 @@ struct ds_shm_slot {
     /* Written by the executor for status: its tenant's class (DS_CLASS_*, from the
      * handshake), kernels launched, device memory allocated. */
     atomic_int klass;
+    /* The tenant's latency SLO in ms (0: none), set through the admin API. */
+    atomic_uint slo_ms;
     atomic_uint_fast64_t launches;
     atomic_uint_fast64_t mem_used;
     /* The gate: while the control process holds it closed (1), the executor starts

@@ -122,6 +122,17 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
              (unsigned)getuid());
     cr_expect(strstr(out, peer_json), "expected \"%s\" in %s", peer_json, out);
 
+    /* An operator changes a tenant's class and SLO while it runs. */
+    cr_assert_eq(ctl("tenant beta class best-effort slo 40", out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, "tenants changed: 1"), "%s", out);
+    cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
+    tenant_json(out, "beta", obj, sizeof(obj));
+    cr_expect(strstr(obj, "\"class\":\"best-effort\",\"slo_ms\":40"), "%s", obj);
+    cr_expect(ds_test_log_has(&srv, "(beta) is now best-effort, SLO 40 ms"));
+    cr_assert_eq(ctl("tenant nobody class latency", out, sizeof(out)), 1, "%s", out);
+    cr_expect(strstr(out, "no such tenant"), "%s", out);
+    cr_assert_neq(ctl("tenant beta class urgent", out, sizeof(out)), 0, "%s", out);
+
     ds_test_peer_leave(&peer);
     ds_test_server_stop(&srv);
 }

@@ -1,5 +1,6 @@
 #include "admin.h"
 
+#include "detshare.h"
 #include "ds_log.h"
 
 #include <stdio.h>
@@ -77,6 +78,26 @@ static const char *get_str(const msgpack_object *m, const char *key, char *buf, 
     return NULL;
 }
 
+/* The unsigned value of `key` in map m: 1 when present and an unsigned integer, 0 when
+ * absent, -1 when of another type. */
+static int get_uint(const msgpack_object *m, const char *key, uint64_t *out)
+{
+    if (m->type != MSGPACK_OBJECT_MAP)
+        return 0;
+    for (uint32_t i = 0; i < m->via.map.size; i++) {
+        const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
+
+        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != strlen(key) ||
+            memcmp(k->via.str.ptr, key, k->via.str.size) != 0)
+            continue;
+        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+            return -1;
+        *out = v->via.u64;
+        return 1;
+    }
+    return 0;
+}
+
 static void pack_error(msgpack_packer *pk, const char *why)
 {
     msgpack_pack_map(pk, 2);
@@ -101,6 +122,37 @@ static void pack_policy(struct ds_admin *a, msgpack_packer *pk, const char *name
     pack_str(pk, now);
 }
 
+/* A tenant's class and SLO, by name. */
+static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
+                              const char *name)
+{
+    char klass[16];
+    uint64_t slo = 0;
+    int has_slo = get_uint(req, "slo_ms", &slo), n;
+
+    if (name == NULL || get_str(req, "class", klass, sizeof(klass)) == NULL ||
+        (strcmp(klass, "latency") != 0 && strcmp(klass, "best-effort") != 0)) {
+        pack_error(pk, "a tenant request needs a \"name\" and a \"class\": latency or best-effort");
+        return;
+    }
+    if (has_slo < 0 || slo > 3600u * 1000u) {
+        pack_error(pk, "\"slo_ms\" is a number of milliseconds up to an hour");
+        return;
+    }
+    n = a->hooks.tenant_class(a->hooks.ctx, name,
+                              strcmp(klass, "latency") == 0 ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT,
+                              (unsigned)slo);
+    if (n == 0) {
+        pack_error(pk, "no such tenant");
+        return;
+    }
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_str(pk, "tenants");
+    msgpack_pack_int(pk, n);
+}
+
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
     char cmd[32], name[64];
@@ -116,6 +168,8 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         a->hooks.pack_status(a->hooks.ctx, pk);
     } else if (strcmp(cmd, "policy") == 0) {
         pack_policy(a, pk, has_name ? name : NULL);
+    } else if (strcmp(cmd, "tenant") == 0) {
+        pack_tenant_class(a, req, pk, has_name ? name : NULL);
     } else {
         pack_error(pk, "unknown command");
     }

@@ -5,6 +5,8 @@
  *   {"cmd": "status"}                 -> {"ok": true, "status": {...}}
  *   {"cmd": "policy"}                 -> {"ok": true, "policy": NAME, "policies": [...]}
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching
+ *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_ms": N}
+ *                                     -> {"ok": true, "tenants": HOW_MANY}
  * and {"ok": false, "error": TEXT} for anything else.
  */
 #ifndef DS_ADMIN_H
@@ -22,6 +24,9 @@ struct ds_admin_hooks {
     /* Switch to policy `name` (NULL: only tell).  Returns the policy in force, or NULL
      * when there is no policy called `name`. */
     const char *(*policy)(void *ctx, const char *name);
+    /* Give every tenant called `name` class `klass` (DS_CLASS_*) and SLO slo_ms (0:
+     * none).  Returns how many there were. */
+    int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
 };
 
 /* Listen on `path` (mode 0600) in `loop`.  Returns 0, or a libuv error after logging. */

@@ -221,10 +221,31 @@ static const char *admin_policy(void *ctx, const char *name)
     return c->policy->name;
 }
 
+/* The executor set the class from the tenant's handshake; from now on it is the
+ * operator's, and the policy sees it at its next decision. */
+static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned slo_ms)
+{
+    struct control *c = ctx;
+    int n = 0;
+
+    for (int i = 0; i < c->ntenants; i++) {
+        struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
+
+        if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
+            continue;
+        atomic_store(&s->klass, klass);
+        atomic_store(&s->slo_ms, slo_ms);
+        ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
+                klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
+        n++;
+    }
+    return n;
+}
+
 static void open_admin(struct control *c)
 {
     struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
-                                    .policy = admin_policy };
+                                    .policy = admin_policy, .tenant_class = admin_tenant_class };
 
     if (c->cfg->admin[0] != '\0')
         ds_admin_open(c->loop, c->cfg->admin, &hooks, &c->admin);

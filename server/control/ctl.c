@@ -15,6 +15,8 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: detshare-ctl [--admin unix:PATH] status [--json]\n"
                "       detshare-ctl [--admin unix:PATH] policy [NAME]\n"
+               "       detshare-ctl [--admin unix:PATH] tenant NAME class latency|best-effort "
+               "[slo MS]\n"
                "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
                "server's default one) with .admin added.\n");
     return 2;
@@ -38,9 +40,35 @@ static void pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, strlen(s));
 }
 
+/* What the command line asks: {"cmd": cmd} plus whichever of name, class and slo_ms it
+ * gave. */
+struct request {
+    const char *cmd, *name, *klass;
+    unsigned long slo_ms;
+};
+
+static void pack_request(msgpack_packer *pk, const struct request *q)
+{
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->slo_ms);
+    pack_str(pk, "cmd");
+    pack_str(pk, q->cmd);
+    if (q->name) {
+        pack_str(pk, "name");
+        pack_str(pk, q->name);
+    }
+    if (q->klass) {
+        pack_str(pk, "class");
+        pack_str(pk, q->klass);
+    }
+    if (q->slo_ms) {
+        pack_str(pk, "slo_ms");
+        msgpack_pack_unsigned_long(pk, q->slo_ms);
+    }
+}
+
 /* Send one request, wait for one reply object.  Returns 0 or -1 after saying why. */
-static int ask(const struct ds_addr *admin, const char *cmd, const char *name,
-               msgpack_unpacker *u, msgpack_unpacked *out)
+static int ask(const struct ds_addr *admin, const struct request *q, msgpack_unpacker *u,
+               msgpack_unpacked *out)
 {
     msgpack_sbuffer buf;
     msgpack_packer pk;
@@ -53,13 +81,7 @@ static int ask(const struct ds_addr *admin, const char *cmd, const char *name,
     }
     msgpack_sbuffer_init(&buf);
     msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, name ? 2 : 1);
-    pack_str(&pk, "cmd");
-    pack_str(&pk, cmd);
-    if (name) {
-        pack_str(&pk, "name");
-        pack_str(&pk, name);
-    }
+    pack_request(&pk, q);
     if (write(fd, buf.data, buf.size) == (ssize_t)buf.size) {
         for (;;) {
             struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -196,6 +218,10 @@ static void print_status(const msgpack_object *st)
         field("  #", t, "id");
         field(" ", t, "name");
         field(" (", t, "class");
+        if (get(t, "slo_ms") != NULL && get(t, "slo_ms")->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            field(", SLO ", t, "slo_ms");
+            printf(" ms");
+        }
         field(", executor pid ", t, "pid");
         print_peer(t);
         field("): ", t, "sms");
@@ -220,7 +246,9 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
             fprintf(stderr, "detshare-ctl: the server refused the request\n");
         return 1;
     }
-    if (strcmp(cmd, "status") != 0)
+    if (strcmp(cmd, "tenant") == 0)
+        field("tenants changed: ", reply, "tenants");
+    else if (strcmp(cmd, "status") != 0)
         field("policy: ", reply, "policy");
     else if (as_json)
         json(get(reply, "status"));
@@ -230,12 +258,31 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
     return 0;
 }
 
+/* tenant NAME class latency|best-effort [slo MS], from argv[*i] on. */
+static int parse_tenant(int argc, char **argv, int *i, struct request *q)
+{
+    char *end;
+
+    if (*i + 3 > argc || strcmp(argv[*i + 1], "class") != 0)
+        return -1;
+    q->name = argv[*i];
+    q->klass = argv[*i + 2];
+    *i += 3;
+    if (*i + 2 <= argc && strcmp(argv[*i], "slo") == 0) {
+        q->slo_ms = strtoul(argv[*i + 1], &end, 10);
+        if (*end != '\0' || q->slo_ms == 0)
+            return -1;
+        *i += 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct ds_addr admin;
     msgpack_unpacker u;
     msgpack_unpacked r;
-    const char *cmd, *name = NULL;
+    struct request q = { 0 };
     int i = 1, as_json = 0, rc;
 
     default_admin(&admin);
@@ -246,23 +293,26 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         return usage(stderr);
-    cmd = argv[i++];
-    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+    q.cmd = argv[i++];
+    if (strcmp(q.cmd, "-h") == 0 || strcmp(q.cmd, "--help") == 0) {
         usage(stdout);
         return 0;
     }
-    if (strcmp(cmd, "status") == 0 && i < argc && strcmp(argv[i], "--json") == 0)
+    if (strcmp(q.cmd, "status") == 0 && i < argc && strcmp(argv[i], "--json") == 0)
         as_json = i++ > 0;
-    else if (strcmp(cmd, "policy") == 0 && i < argc)
-        name = argv[i++];
-    else if (strcmp(cmd, "status") != 0 && strcmp(cmd, "policy") != 0)
+    else if (strcmp(q.cmd, "policy") == 0 && i < argc)
+        q.name = argv[i++];
+    else if (strcmp(q.cmd, "tenant") == 0 && parse_tenant(argc, argv, &i, &q) != 0)
+        return usage(stderr);
+    else if (strcmp(q.cmd, "status") != 0 && strcmp(q.cmd, "policy") != 0 &&
+             strcmp(q.cmd, "tenant") != 0)
         return usage(stderr);
     if (i != argc)
         return usage(stderr);
     if (!msgpack_unpacker_init(&u, 4096))
         return 1;
     msgpack_unpacked_init(&r);
-    rc = ask(&admin, cmd, name, &u, &r) == 0 ? show(&r.data, cmd, as_json) : 1;
+    rc = ask(&admin, &q, &u, &r) == 0 ? show(&r.data, q.cmd, as_json) : 1;
     msgpack_unpacked_destroy(&r);
     msgpack_unpacker_destroy(&u);
     return rc;

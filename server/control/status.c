@@ -64,7 +64,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 12);
+    msgpack_pack_map(pk, 13);
     key(pk, "id");
     msgpack_pack_int(pk, id);
     key(pk, "name");
@@ -72,6 +72,11 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, "class");
     key(pk, s->tenant[0] == '\0' ? "" :
             atomic_load(&s->klass) == DS_CLASS_LATENCY ? "latency" : "best-effort");
+    key(pk, "slo_ms");
+    if (atomic_load(&s->slo_ms) != 0)
+        msgpack_pack_unsigned_int(pk, atomic_load(&s->slo_ms));
+    else
+        msgpack_pack_nil(pk);
     key(pk, "pid");
     msgpack_pack_int(pk, s->pid);
     key(pk, "sms");
