@@ -175,3 +175,22 @@ Test(mps, off_hides_every_daemon_from_the_executors)
     cr_expect_eq(stat(want, &st), 0);
     ds_mps_stop(&m);
 }
+
+/* Under MPS a client's default connections serialise independent streams (measured on an
+ * H100); executors get the driver's non-MPS default unless the operator chose. */
+Test(mps, executors_under_mps_get_the_native_number_of_connections)
+{
+    struct ds_mps m;
+
+    unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_OFF, 0, dir), 0);
+    cr_expect_null(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "without MPS nothing changes");
+    ds_mps_stop(&m);
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_EXTERNAL, 0, dir), 0);
+    cr_expect_str_eq(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "8");
+    ds_mps_stop(&m);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_EXTERNAL, 0, dir), 0);
+    cr_expect_str_eq(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "4", "the operator's setting wins");
+    ds_mps_stop(&m);
+}

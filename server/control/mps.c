@@ -280,6 +280,17 @@ static void default_dir(char *out, size_t len, int gpu)
     snprintf(out, len, "%s/detshare-mps-%u-gpu%d", base, (unsigned)geteuid(), gpu);
 }
 
+/* An MPS client gets fewer connections (hardware work queues) than a context of its own,
+ * and a tenant's independent streams then wait for each other: on an H100 two streams'
+ * copies serialised under MPS and ran side by side with 8, the driver's own default
+ * without MPS.  Executors inherit this; an operator's own setting wins.  More connections
+ * per client leave room for fewer MPS clients (NVIDIA's MPS guide). */
+static void native_connections(void)
+{
+    if (setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0) != 0)
+        ds_warn("MPS: cannot set CUDA_DEVICE_MAX_CONNECTIONS: %s", strerror(errno));
+}
+
 int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *dir)
 {
     int rc;
@@ -287,6 +298,8 @@ int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *d
     memset(m, 0, sizeof(*m));
     m->mode = mode;
     m->lock_fd = -1;
+    if (mode != DS_MPS_OFF)
+        native_connections();
     if (mode == DS_MPS_EXTERNAL) {
         const char *p = getenv("CUDA_MPS_PIPE_DIRECTORY");
 

@@ -1,8 +1,10 @@
+#define _GNU_SOURCE
 #include "ds_test.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,16 +57,21 @@ int ds_test_on_sim(void)
 
 static void spawn(struct ds_test_server *s, const char *args)
 {
-    char cmd[1024];
+    char cmd[1024], mps[128];
 
-    /* sh splits `args` like a user's command line would.  --mps off: test servers run in
-     * parallel, and one GPU has one MPS daemon (test_mps covers the daemon's life).
-     * --warm 0: an executor starting ahead would open a device context while a test
-     * measures the GPU's free memory (test_server covers the pool). */
+    /* sh splits `args` like a user's command line would.  On a GPU the server runs as in
+     * production, with its own MPS daemon; the gpu tests hold a CTest resource lock, since
+     * one GPU takes one daemon at a time.  The sim needs none (test_mps covers the
+     * daemon's life).  --warm 0: an executor starting ahead would open a device context
+     * while a test measures the GPU's free memory (test_server covers the pool). */
+    if (ds_test_on_sim())
+        snprintf(mps, sizeof(mps), "--mps off");
+    else
+        snprintf(mps, sizeof(mps), "--mps start --mps-dir %s/mps", s->dir);
     snprintf(cmd, sizeof(cmd),
-             "exec %s --device %s --mps off --warm 0 --listen unix:%s %s%s %s >/dev/null 2>>%s",
-             DS_SERVER_BIN, ds_test_device(), s->sock, s->tcp_addr[0] ? "--listen " : "", s->tcp_addr,
-             args ? args : "", s->log);
+             "exec %s --device %s %s --warm 0 --listen unix:%s %s%s %s >/dev/null 2>>%s",
+             DS_SERVER_BIN, ds_test_device(), mps, s->sock, s->tcp_addr[0] ? "--listen " : "",
+             s->tcp_addr, args ? args : "", s->log);
     s->pid = fork();
     cr_assert(s->pid >= 0);
     if (s->pid == 0) {
@@ -74,6 +81,21 @@ static void spawn(struct ds_test_server *s, const char *args)
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(path);
+}
+
+/* The test's directory and what the server left in it (on a GPU, its MPS daemon's pipes
+ * and logs). */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 int ds_test_log_count(const struct ds_test_server *s, const char *needle)
@@ -169,7 +191,7 @@ void ds_test_server_stop(struct ds_test_server *s)
     cr_assert_not(ds_test_log_has(s, "runtime error"), "UBSan reported an error");
     cr_assert_not(ds_test_log_has(s, "executor failed"), "an executor failed");
     unlink(s->log);
-    rmdir(s->dir);
+    remove_tree(s->dir);
 }
 
 CUcontext ds_test_ctx(void)
