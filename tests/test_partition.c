@@ -247,8 +247,9 @@ Test(partition, disjoint_partitions_do_not_slow_each_other_on_the_sim)
     ds_test_server_stop(&srv);
 }
 
-/* A best-effort tenant that keeps the GPU busy for 3 s, a wide kernel at a time (so each
- * goes where the policy puts it now), and sets *arg once it is under way; it must finish
+/* A best-effort tenant that keeps the GPU busy for 3 s with wide kernels, each launched
+ * while the one before still runs (so it is never idle, even when the host is slow) and
+ * placed where the policy puts it then; it sets *arg once under way, and must finish
  * some. */
 static int flooding_neighbour(void *arg)
 {
@@ -259,20 +260,26 @@ static int flooding_neighbour(void *arg)
     void *params[] = { &d, &v, &n };
     uint64_t end;
     struct timespec ts;
+    CUevent ev[2];
 
     if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, 64) != CUDA_SUCCESS ||
-        cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS)
+        cuModuleGetFunction(&fill, load(), "fill") != CUDA_SUCCESS ||
+        cuEventCreate(&ev[0], 0) != CUDA_SUCCESS || cuEventCreate(&ev[1], 0) != CUDA_SUCCESS)
         return 1;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     end = (uint64_t)ts.tv_sec + 3;
-    do {
+    for (int i = 0; (uint64_t)ts.tv_sec < end; i++) {
         if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
                 CUDA_SUCCESS ||
-            cuCtxSynchronize() != CUDA_SUCCESS)
+            cuEventRecord(ev[i % 2], NULL) != CUDA_SUCCESS ||
+            (i > 0 && cuEventSynchronize(ev[(i - 1) % 2]) != CUDA_SUCCESS))
             return 2;
-        *running = ++done;
+        if (i > 0)
+            *running = ++done;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-    } while ((uint64_t)ts.tv_sec < end);
+    }
+    if (cuCtxSynchronize() != CUDA_SUCCESS)
+        return 2;
     return done >= 3 ? 0 : 3;
 }
 
