@@ -32,21 +32,38 @@ static float elapsed(CUevent a, CUevent b)
     return ms;
 }
 
-/* How long one BIG copy takes: the model's figure on the sim, measured on a GPU. */
-static double copy_ms(void)
+/* A kernel that touches nothing, over a grid wide enough to take milliseconds: unlike a
+ * copy it costs the sim's host nothing, so modelled time does not depend on host speed. */
+static CUfunction wide(void)
+{
+    static CUfunction f;
+
+    if (f == NULL)
+        CU_OK(cuModuleGetFunction(&f, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    return f;
+}
+
+static void wide_on(CUstream s)
+{
+    int v = 0, n = 0;
+    void *params[] = { &big_a, &v, &n };
+
+    CU_OK(cuLaunchKernel(wide(), 2640000, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+/* How long one wide kernel takes, measured alone on a stream of its own. */
+static double wide_ms(void)
 {
     CUevent a, b;
     CUstream s;
 
-    if (ds_test_on_sim())
-        return BIG_COPY_MS;
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CU_OK(cuEventCreate(&a, 0));
     CU_OK(cuEventCreate(&b, 0));
-    CU_OK(cuMemcpyDtoDAsync(big_b, big_a, BIG, s)); /* warm-up */
+    wide_on(s); /* warm-up */
     CU_OK(cuEventRecord(a, s));
     for (int i = 0; i < 4; i++)
-        CU_OK(cuMemcpyDtoDAsync(big_b, big_a, BIG, s));
+        wide_on(s);
     CU_OK(cuEventRecord(b, s));
     CU_OK(cuEventSynchronize(b));
     return elapsed(a, b) / 4.0;
@@ -73,13 +90,9 @@ Test(stream, event_timing_follows_the_model)
 
 Test(stream, work_completes_in_order_and_queries_see_it)
 {
-    CUfunction fill;
     CUevent done;
     CUstream s;
-    int v = 0, n = 0;
-    void *params[] = { &big_a, &v, &n };
 
-    CU_OK(cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
     CU_OK(cuStreamCreate(&s, 0));
     CU_OK(cuEventCreate(&done, 0));
     CU_OK(cuEventQuery(done)); /* never recorded counts as complete */
@@ -89,7 +102,7 @@ Test(stream, work_completes_in_order_and_queries_see_it)
      * while the executor takes them, which a slow host can outlast, but these leave about
      * 80 ms of modelled work after the last call is taken. */
     for (int i = 0; i < 8; i++)
-        CU_OK(cuLaunchKernel(fill, 2640000, 1, 1, 256, 1, 1, 0, s, params, NULL));
+        wide_on(s);
     CU_OK(cuEventRecord(done, s));
     CU_IS(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
     CU_IS(cuEventQuery(done), CUDA_ERROR_NOT_READY);
@@ -102,7 +115,7 @@ Test(stream, wait_event_orders_streams_and_others_run_free)
 {
     CUstream s1, s2, s3;
     CUevent e1, e2, e3, t0;
-    double one = copy_ms();
+    double one = wide_ms();
 
     CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
     CU_OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
@@ -113,7 +126,7 @@ Test(stream, wait_event_orders_streams_and_others_run_free)
     CU_OK(cuEventCreate(&e3, 0));
     CU_OK(cuEventRecord(t0, s1));
     for (int i = 0; i < 5; i++)
-        CU_OK(cuMemcpyDtoDAsync(big_b, big_a, BIG, s1));
+        wide_on(s1);
     CU_OK(cuEventRecord(e1, s1));
     CU_OK(cuStreamWaitEvent(s2, e1, 0));
     CU_OK(cuEventRecord(e2, s2));
@@ -128,7 +141,7 @@ Test(stream, legacy_default_stream_synchronises_blocking_streams)
 {
     CUstream blocking, nonblocking;
     CUevent t0, eb, enb;
-    double one = copy_ms();
+    double one = wide_ms();
 
     CU_OK(cuStreamCreate(&blocking, CU_STREAM_DEFAULT));
     CU_OK(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING));
@@ -137,7 +150,7 @@ Test(stream, legacy_default_stream_synchronises_blocking_streams)
     CU_OK(cuEventCreate(&enb, 0));
     CU_OK(cuEventRecord(t0, NULL));
     for (int i = 0; i < 5; i++)
-        CU_OK(cuMemcpyDtoDAsync(big_b, big_a, BIG, NULL));
+        wide_on(NULL);
     CU_OK(cuEventRecord(eb, blocking));
     CU_OK(cuEventRecord(enb, nonblocking));
     CU_OK(cuCtxSynchronize());
