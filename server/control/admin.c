@@ -58,44 +58,45 @@ static void pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, n);
 }
 
-/* The string value of `key` in map m, or NULL (also when it is not a string). */
-static const char *get_str(const msgpack_object *m, const char *key, char *buf, size_t len)
+/* The value of `key` in map m, or NULL. */
+static const msgpack_object *lookup(const msgpack_object *m, const char *key)
 {
     if (m->type != MSGPACK_OBJECT_MAP)
         return NULL;
     for (uint32_t i = 0; i < m->via.map.size; i++) {
-        const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
+        const msgpack_object *k = &m->via.map.ptr[i].key;
 
-        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != strlen(key) ||
-            memcmp(k->via.str.ptr, key, k->via.str.size) != 0)
-            continue;
-        if (v->type != MSGPACK_OBJECT_STR || v->via.str.size >= len)
-            return NULL;
-        memcpy(buf, v->via.str.ptr, v->via.str.size);
-        buf[v->via.str.size] = '\0';
-        return buf;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(key) &&
+            memcmp(k->via.str.ptr, key, k->via.str.size) == 0)
+            return &m->via.map.ptr[i].val;
     }
     return NULL;
+}
+
+/* The string value of `key` in map m, or NULL (also when it is not a string). */
+static const char *get_str(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    const msgpack_object *v = lookup(m, key);
+
+    if (v == NULL || v->type != MSGPACK_OBJECT_STR || v->via.str.size >= len)
+        return NULL;
+    memcpy(buf, v->via.str.ptr, v->via.str.size);
+    buf[v->via.str.size] = '\0';
+    return buf;
 }
 
 /* The unsigned value of `key` in map m: 1 when present and an unsigned integer, 0 when
  * absent, -1 when of another type. */
 static int get_uint(const msgpack_object *m, const char *key, uint64_t *out)
 {
-    if (m->type != MSGPACK_OBJECT_MAP)
-        return 0;
-    for (uint32_t i = 0; i < m->via.map.size; i++) {
-        const msgpack_object *k = &m->via.map.ptr[i].key, *v = &m->via.map.ptr[i].val;
+    const msgpack_object *v = lookup(m, key);
 
-        if (k->type != MSGPACK_OBJECT_STR || k->via.str.size != strlen(key) ||
-            memcmp(k->via.str.ptr, key, k->via.str.size) != 0)
-            continue;
-        if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-            return -1;
-        *out = v->via.u64;
-        return 1;
-    }
-    return 0;
+    if (v == NULL)
+        return 0;
+    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return -1;
+    *out = v->via.u64;
+    return 1;
 }
 
 static void pack_error(msgpack_packer *pk, const char *why)
