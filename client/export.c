@@ -15,6 +15,7 @@
 #include "ctx.h"
 #include "ds_log.h"
 #include "hmac_md2.h"
+#include "module.h"
 #include "nvrtc_cache.h"
 #include "rpc.h"
 #include "unsupported.h"
@@ -642,14 +643,11 @@ typedef void (*each_function)(void *user, CUfunction f, void *unknown);
 static int module_functions_each(CUcontext ctx, CUmodule mod, each_function cb, void *user)
 {
     CUfunction *f;
-    unsigned n = 0;
+    unsigned n;
 
     (void)ctx;
-    if (cb == NULL || cuModuleGetFunctionCount(&n, mod) != CUDA_SUCCESS || n == 0 ||
-        (f = calloc(n, sizeof(*f))) == NULL)
+    if (cb == NULL || ds__module_kernels(mod, &f, &n) != CUDA_SUCCESS)
         return 0;
-    if (cuModuleEnumerateFunctions(f, n, mod) != CUDA_SUCCESS)
-        n = 0;
     for (unsigned i = 0; i < n; i++)
         cb(user, f[i], NULL);
     free(f);

@@ -283,40 +283,78 @@ CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *nam
     return cuModuleGetFunction((CUfunction *)kernel, (CUmodule)library, name);
 }
 
-/* The module's kernels, each as cuModuleGetFunction hands it out: up to max of them into
- * out (none when out is NULL); their number in *count. */
-static CUresult enumerate(CUmodule module, CUfunction *out, unsigned max, unsigned *count)
+/* The module's kernel names from the server, and their number. */
+static CUresult kernel_names(CUmodule module, ds_names_res *r)
 {
     ds_handle h = (ds_handle)(uintptr_t)module;
-    ds_names_res r;
-    CUresult rc;
 
     DS_NEED_INIT();
-    memset(&r, 0, sizeof(r));
-    rc = ds_rpc_module_kernels(&h, &r);
+    memset(r, 0, sizeof(*r));
+    return ds_rpc_module_kernels(&h, r);
+}
+
+/* The first max kernels named in r, into out. */
+static CUresult functions_of(CUmodule module, const ds_names_res *r, CUfunction *out,
+                             unsigned max)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    for (unsigned i = 0; i < max && i < r->ds_names_res_u.names.names_len && rc == CUDA_SUCCESS; i++)
+        rc = cuModuleGetFunction(&out[i], module, r->ds_names_res_u.names.names_val[i]);
+    return rc;
+}
+
+CUresult ds__module_kernels(CUmodule module, CUfunction **out, unsigned *count)
+{
+    ds_names_res r;
+    CUresult rc = kernel_names(module, &r);
+
+    *out = NULL;
+    *count = 0;
     if (rc != CUDA_SUCCESS)
         return rc;
     *count = r.ds_names_res_u.names.names_len;
-    for (unsigned i = 0; out != NULL && i < max && i < *count && rc == CUDA_SUCCESS; i++)
-        rc = cuModuleGetFunction(&out[i], module, r.ds_names_res_u.names.names_val[i]);
+    if (*count > 0 && (*out = calloc(*count, sizeof(**out))) == NULL)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == CUDA_SUCCESS)
+        rc = functions_of(module, &r, *out, *count);
     ds__rpc_free((xdrproc_t)xdr_ds_names_res, &r);
+    if (rc != CUDA_SUCCESS) {
+        free(*out);
+        *out = NULL;
+        *count = 0;
+    }
     return rc;
 }
 
 CUresult cuModuleGetFunctionCount(unsigned *count, CUmodule module)
 {
+    ds_names_res r;
+    CUresult rc;
+
     if (count == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enumerate(module, NULL, 0, count);
+    rc = kernel_names(module, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    *count = r.ds_names_res_u.names.names_len;
+    ds__rpc_free((xdrproc_t)xdr_ds_names_res, &r);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned num, CUmodule module)
 {
-    unsigned count;
+    ds_names_res r;
+    CUresult rc;
 
     if (functions == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return enumerate(module, functions, num, &count);
+    rc = kernel_names(module, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = functions_of(module, &r, functions, num);
+    ds__rpc_free((xdrproc_t)xdr_ds_names_res, &r);
+    return rc;
 }
 
 CUresult cuLibraryGetKernelCount(unsigned *count, CUlibrary library)

@@ -151,14 +151,15 @@ CUresult ds__ops_module_kernels(struct ds_tenant *t, const ds_handle *a, ds_name
     rc = t->ops->module_kernels(t->be, m->real, &names, &n);
     if (rc != 0)
         return (CUresult)ds_error_to_cu(rc);
+    /* The reply owns copies: xdr_free releases them after sending. */
     r->ds_names_res_u.names.names_val = calloc(n ? n : 1, sizeof(char *));
-    rc = r->ds_names_res_u.names.names_val == NULL;
-    for (uint32_t i = 0; !rc && i < n; i++) {
-        rc = (r->ds_names_res_u.names.names_val[i] = strdup(names[i])) == NULL;
-        r->ds_names_res_u.names.names_len = i + !rc;
+    for (uint32_t i = 0; r->ds_names_res_u.names.names_val != NULL && i < n; i++) {
+        if ((r->ds_names_res_u.names.names_val[i] = strdup(names[i])) == NULL)
+            break;
+        r->ds_names_res_u.names.names_len = i + 1;
     }
     free(names);
-    return rc ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    return r->ds_names_res_u.names.names_len == n ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult ds__ops_module_get_global(struct ds_tenant *t, const ds_symbol_args *a,
