@@ -1,11 +1,9 @@
 /* NVRTC's compile cache (export table da9151d3): the table's contract, then NVRTC itself
  * compiling through it. */
-#define _XOPEN_SOURCE 700
 #include "ds_test.h"
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <nvrtc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,18 +34,10 @@ static void *const *table(void)
 
 static char dir[64];
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path);
-}
-
 static void remove_cache(void)
 {
     if (dir[0] != '\0')
-        nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+        ds_test_remove_tree(dir);
 }
 
 /* Each test runs in its own process, and the cache reads its settings at first use. */

@@ -91,9 +91,7 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
     return remove(path);
 }
 
-/* The test's directory and what the server left in it (on a GPU, its MPS daemon's pipes
- * and logs). */
-static void remove_tree(const char *dir)
+void ds_test_remove_tree(const char *dir)
 {
     nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
 }
@@ -191,7 +189,8 @@ void ds_test_server_stop(struct ds_test_server *s)
     cr_assert_not(ds_test_log_has(s, "runtime error"), "UBSan reported an error");
     cr_assert_not(ds_test_log_has(s, "executor failed"), "an executor failed");
     unlink(s->log);
-    remove_tree(s->dir);
+    /* With what the server left there: on a GPU, its MPS daemon's pipes and logs. */
+    ds_test_remove_tree(s->dir);
 }
 
 CUcontext ds_test_ctx(void)

@@ -41,6 +41,9 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
 /* SIGTERM the server, wait for it, and assert a clean exit and a clean log. */
 void ds_test_server_stop(struct ds_test_server *s);
 
+/* Remove directory `dir` and everything in it. */
+void ds_test_remove_tree(const char *dir);
+
 /* 1 when the server log contains `needle`. */
 int ds_test_log_has(const struct ds_test_server *s, const char *needle);
 
