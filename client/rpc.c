@@ -105,6 +105,14 @@ static void tenant_identity(char *name, size_t len, ds_class *klass)
     *klass = (k != NULL && strcmp(k, "latency") == 0) ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT;
 }
 
+/* DETSHARE_RING=0 keeps a local tenant's calls on the socket (to compare the two). */
+static int ring_wanted(void)
+{
+    const char *v = getenv("DETSHARE_RING");
+
+    return v == NULL || strcmp(v, "0") != 0;
+}
+
 static unsigned spin_from_env(void)
 {
     const char *v = getenv("DETSHARE_SPIN_US");
@@ -300,6 +308,8 @@ static CUresult connect_once(void)
         ds_error("cannot set up RPC to %s: out of memory", conn.where);
         return CUDA_ERROR_NO_DEVICE;
     }
+    if (a.kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(conn.wire) != 0)
+        ds_debug("could not hand a call ring over: calls go over the socket");
     rc = handshake();
     if (rc == CUDA_SUCCESS && start_flusher() != 0) {
         ds_error("cannot start the client's flusher thread: %s", strerror(errno));
@@ -364,7 +374,8 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 
         if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
             err = ds__wire_flush(conn.wire);
-        else if (err == 0 && since == 0 && conn.flusher_idle)
+        else if (err == 0 && since == 0 && conn.flusher_idle &&
+                 ds__wire_queued_since(conn.wire) != 0)
             pthread_cond_signal(&conn.queued);
         count_call(proc, t0);
         if (err != 0)

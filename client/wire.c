@@ -1,19 +1,23 @@
 #define _GNU_SOURCE
 #include "wire.h"
 
-#include "ds_error.h"
-#include "ds_procs.h"
-#include "stats.h"
 #include "ds_clock.h"
+#include "ds_error.h"
+#include "ds_fdpass.h"
+#include "ds_procs.h"
+#include "ds_ring.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* Record-stream buffers; a larger message leaves in fragments of this size. */
 #define DS_WIREBUF (256 * 1024)
+/* Bytes of ring first offered to a call's encoder. */
+#define SMALL_CALL (64u * 1024)
 
 struct ds_wire {
     XDR xdrs;
@@ -24,6 +28,7 @@ struct ds_wire {
     /* The last queued call's record is left open: xdrrec can only send its buffer by
      * ending a record, and ending an empty one would put an empty record on the wire. */
     int open;
+    struct ds_ring ring; /* ring.hdr is NULL without one */
 };
 
 /* xdrrec's reader: poll without sleeping for spin_us, then sleep in poll().  Returns the
@@ -87,6 +92,7 @@ struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
         return NULL;
     w->fd = fd;
     w->spin_us = spin_us;
+    w->ring.bell = -1;
     xdrrec_create(&w->xdrs, DS_WIREBUF, DS_WIREBUF, w, read_fd, write_fd);
     return w;
 }
@@ -96,6 +102,7 @@ void ds__wire_close(struct ds_wire *w)
     if (w == NULL)
         return;
     XDR_DESTROY(&w->xdrs);
+    ds_ring_close(&w->ring);
     close(w->fd);
     free(w);
 }
@@ -105,16 +112,11 @@ void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us)
     w->spin_us = spin_us;
 }
 
-/* Encode one call message (header, no credentials, arguments) into the send buffer,
- * after ending the record left open. */
-static int encode(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+/* Encode one call message (header, no credentials, arguments). */
+static bool_t encode_call(XDR *xdrs, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                          void *arg)
 {
-    struct rpc_msg m = { .rm_xid = ++w->xid, .rm_direction = CALL };
-
-    w->xdrs.x_op = XDR_ENCODE;
-    if (w->open && !xdrrec_endofrecord(&w->xdrs, FALSE))
-        return DS_EIO;
-    w->open = 1;
+    struct rpc_msg m = { .rm_xid = xid, .rm_direction = CALL };
 
     m.rm_call.cb_rpcvers = RPC_MSG_VERSION;
     m.rm_call.cb_prog = DS_PROG;
@@ -122,9 +124,17 @@ static int encode(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *a
     m.rm_call.cb_proc = (rpcproc_t)proc;
     m.rm_call.cb_cred = _null_auth;
     m.rm_call.cb_verf = _null_auth;
-    if (!xdr_callmsg(&w->xdrs, &m) || !xarg(&w->xdrs, arg))
+    return xdr_callmsg(xdrs, &m) && xarg(xdrs, arg);
+}
+
+/* Encode a call into the socket's send buffer, after ending the record left open. */
+static int encode(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    w->xdrs.x_op = XDR_ENCODE;
+    if (w->open && !xdrrec_endofrecord(&w->xdrs, FALSE))
         return DS_EIO;
-    return 0;
+    w->open = 1;
+    return encode_call(&w->xdrs, ++w->xid, proc, xarg, arg) ? 0 : DS_EIO;
 }
 
 /* End the open record and send the buffer. */
@@ -134,25 +144,6 @@ static int send_now(struct ds_wire *w)
     w->open = 0;
     w->queued_since = 0;
     return xdrrec_endofrecord(&w->xdrs, TRUE) ? 0 : DS_EIO;
-}
-
-int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
-{
-    if (encode(w, proc, xarg, arg) != 0)
-        return DS_EIO;
-    if (w->queued_since == 0)
-        w->queued_since = ds_now_ns();
-    return 0;
-}
-
-int ds__wire_flush(struct ds_wire *w)
-{
-    return w->open ? send_now(w) : 0;
-}
-
-uint64_t ds__wire_queued_since(const struct ds_wire *w)
-{
-    return w->queued_since;
 }
 
 /* Read the reply to call `xid`.  Batched calls get no reply, so the next record on the
@@ -181,10 +172,133 @@ static int read_reply(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res
     return 0;
 }
 
-int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  xdrproc_t xres, void *res)
+int ds__wire_offer_ring(struct ds_wire *w)
+{
+    int memfd;
+
+    if (ds_ring_create(&w->ring, DS_RING_SIZE, &memfd) != 0)
+        return DS_EIO;
+    if (ds_fd_send(w->fd, DS_RING_MARKER, memfd) != 0 ||
+        ds_fd_send(w->fd, DS_BELL_MARKER, w->ring.bell) != 0) {
+        close(memfd);
+        ds_ring_close(&w->ring);
+        return DS_EIO;
+    }
+    close(memfd);
+    return 0;
+}
+
+/* The ring is full: the executor is working through it (it sleeps only on an empty
+ * one).  Watch the socket meanwhile, so that an executor that died is noticed. */
+static int wait_for_room(struct ds_wire *w)
+{
+    struct pollfd p = { .fd = w->fd, .events = 0 };
+    struct timespec t = { 0, 20 * 1000 };
+
+    sched_yield();
+    if (ppoll(&p, 1, &t, NULL) < 0 && errno != EINTR)
+        return DS_EIO;
+    return (p.revents & (POLLHUP | POLLERR)) ? DS_EIO : 0;
+}
+
+/* Encode a call into the `room` bytes at p; returns its length, or 0 when it does not
+ * fit. */
+static size_t encode_into(unsigned char *p, size_t room, uint32_t xid, unsigned long proc,
+                          xdrproc_t xarg, void *arg)
+{
+    XDR x;
+    size_t len;
+
+    xdrmem_create(&x, (char *)p, (u_int)room, XDR_ENCODE);
+    len = encode_call(&x, xid, proc, xarg, arg) ? xdr_getpos(&x) : 0;
+    XDR_DESTROY(&x);
+    return len;
+}
+
+/* Put a call into the ring.  Returns 0, 1 when it does not fit even into an empty ring,
+ * or DS_EIO.  The encoder is first given a small window: nearly every call fits in it,
+ * and a sanitizer build checks the whole window on every call. */
+static int ring_put(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    uint32_t xid = ++w->xid;
+
+    for (;;) {
+        size_t avail, len = 0;
+        unsigned char *p = ds_ring_space(&w->ring, &avail);
+
+        if (avail > 0)
+            len = encode_into(p, avail < SMALL_CALL ? avail : SMALL_CALL, xid, proc, xarg, arg);
+        if (len == 0 && avail > SMALL_CALL)
+            len = encode_into(p, avail, xid, proc, xarg, arg);
+        if (len > 0)
+            return ds_ring_publish(&w->ring, len);
+        if (ds_ring_drained(&w->ring))
+            return 1;
+        if (wait_for_room(w) != 0)
+            return DS_EIO;
+    }
+}
+
+static int socket_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                       xdrproc_t xres, void *res)
 {
     if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
         return DS_EIO;
     return read_reply(w, w->xid, xres, res);
+}
+
+/* DS_NULL's arguments and result. */
+static bool_t nothing(XDR *xdrs, void *p)
+{
+    (void)xdrs;
+    (void)p;
+    return TRUE;
+}
+
+/* A batched call too large for the ring goes over the socket, followed by a round
+ * trip there: once it is answered, the executor has taken the call, and the ring's
+ * next record cannot overtake it. */
+static int socket_queue_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
+        return DS_EIO;
+    return socket_call(w, DS_NULL, (xdrproc_t)nothing, NULL, (xdrproc_t)nothing, NULL);
+}
+
+int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    if (w->ring.hdr != NULL) {
+        int rc = ring_put(w, proc, xarg, arg);
+
+        return rc == 1 ? socket_queue_large(w, proc, xarg, arg) : rc;
+    }
+    if (encode(w, proc, xarg, arg) != 0)
+        return DS_EIO;
+    if (w->queued_since == 0)
+        w->queued_since = ds_now_ns();
+    return 0;
+}
+
+int ds__wire_flush(struct ds_wire *w)
+{
+    return w->open ? send_now(w) : 0;
+}
+
+uint64_t ds__wire_queued_since(const struct ds_wire *w)
+{
+    return w->queued_since;
+}
+
+int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                  xdrproc_t xres, void *res)
+{
+    if (w->ring.hdr != NULL) {
+        int rc = ring_put(w, proc, xarg, arg);
+
+        if (rc == 0)
+            return read_reply(w, w->xid, xres, res);
+        if (rc < 0)
+            return rc;
+    }
+    return socket_call(w, proc, xarg, arg, xres, res);
 }

@@ -1,6 +1,7 @@
 /*
  * The record stream to the executor: ONC RPC call messages in record marking over one
- * connected socket (Unix or TCP), as the executor's TI-RPC service reads them.
+ * connected socket (Unix or TCP), or, for a local tenant, the same records through the
+ * call ring in shared memory (common/ds_ring.h), with replies on the socket.
  *
  * TI-RPC's own client (clnt_vc) would do, but it always sleeps in poll() for a reply and
  * needs SIGPIPE blocked around every call, four system calls even for a batched call
@@ -24,6 +25,11 @@ struct ds_wire *ds__wire_open(int fd, unsigned spin_us);
 
 void ds__wire_close(struct ds_wire *w);
 
+/* Hand the executor a call ring (a local socket only, before the first call); calls
+ * then go through it, and only one too large for it goes over the socket.  Returns 0,
+ * or DS_EIO when no ring could be made or handed over (calls stay on the socket). */
+int ds__wire_offer_ring(struct ds_wire *w);
+
 /* How long a reply is awaited without sleeping, from now on. */
 void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us);
 
@@ -34,7 +40,8 @@ int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *a
                   xdrproc_t xres, void *res);
 
 /* Queue a call that gets no reply; it leaves with the next flush, or by itself once the
- * send buffer is full.  Returns 0 or DS_EIO. */
+ * send buffer is full; through the ring it reaches the executor at once.  Returns 0 or
+ * DS_EIO. */
 int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg);
 
 /* Send what is queued.  Returns 0 or DS_EIO. */

@@ -3,7 +3,7 @@
  * memory that the device must reach (mapped memory).  The client creates it as a memfd
  * and hands the descriptor over once, right after connecting and before any RPC, as one
  * marker byte with the descriptor attached (SCM_RIGHTS).  An RPC record never starts
- * with the marker, so the executor can tell by peeking at the first byte.
+ * with a marker, so the executor can tell by peeking at the first byte (ds_fd_peek).
  */
 #ifndef DS_ARENA_H
 #define DS_ARENA_H
@@ -16,9 +16,5 @@
 
 /* Send fd over socket sock as the arena announcement.  Returns 0 or DS_EIO. */
 int ds_arena_send(int sock, int fd);
-
-/* If the peer's first byte is the arena announcement, receive its descriptor into *fd
- * (else *fd = -1).  Returns 0, or DS_EIO when the peer left or sent a malformed one. */
-int ds_arena_recv(int sock, int *fd);
 
 #endif

@@ -47,3 +47,13 @@ int ds_fd_recv(int sock, char *tag, int *fd)
     memcpy(fd, CMSG_DATA(c), sizeof(int));
     return 0;
 }
+
+int ds_fd_peek(int sock, char *tag)
+{
+    ssize_t n;
+
+    do
+        n = recv(sock, tag, 1, MSG_PEEK);
+    while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : DS_EIO;
+}

@@ -14,4 +14,8 @@ int ds_fd_send(int sock, char tag, int fd);
  * came without exactly one descriptor. */
 int ds_fd_recv(int sock, char *tag, int *fd);
 
+/* The next byte the peer sent, left unread: a tag, or the start of something else.
+ * Returns 0, or DS_EIO when the peer left or the socket failed. */
+int ds_fd_peek(int sock, char *tag);
+
 #endif

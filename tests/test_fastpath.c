@@ -1,6 +1,7 @@
 /* The paths that decide speed through detshare: asynchronous work leaves the tenant
  * without a round trip, and copies to and from page-locked memory of a local tenant
  * carry no bytes over the socket. */
+#include "ds_ring.h"
 #include "ds_test.h"
 
 #include <stdio.h>
@@ -207,5 +208,87 @@ Test(fastpath, pinned_copies_and_function_attributes_cost_no_transfer, .timeout 
     expect_no_bytes_on_the_socket();
     cr_expect(!ds_test_log_has(&srv, "served func_get_attribute:"),
               "function attributes cost round trips");
+    ds_test_server_stop(&srv);
+}
+
+/* A local tenant's calls travel through the call ring; DETSHARE_RING=0 keeps them on
+ * the socket. */
+Test(fastpath, a_local_tenants_calls_come_through_the_ring, .timeout = 120)
+{
+    run_tenant(pinned_tenant, "from the socket: 0");
+    cr_expect(!ds_test_log_has(&srv, "calls from the ring: 0,"), "no call came through the ring");
+    ds_test_server_stop(&srv);
+}
+
+static void socket_tenant(void)
+{
+    setenv("DETSHARE_RING", "0", 1);
+    pinned_tenant();
+}
+
+Test(fastpath, detshare_ring_0_keeps_calls_on_the_socket, .timeout = 120)
+{
+    run_tenant(socket_tenant, "calls from the ring: 0,");
+    cr_expect(!ds_test_log_has(&srv, "from the socket: 0"), "no call came over the socket");
+    ds_test_server_stop(&srv);
+}
+
+/* launch.cubin with its section table moved past `size` bytes of padding: a valid image
+ * larger than the call ring. */
+static void *padded_cubin(size_t size)
+{
+    FILE *f = fopen(DS_KERNEL_DIR "/launch.cubin", "rb");
+    unsigned char *img = calloc(1, size);
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    long n;
+
+    if (f == NULL || img == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 ||
+        (size_t)n > size / 2 || fseek(f, 0, SEEK_SET) != 0 ||
+        fread(img, 1, (size_t)n, f) != (size_t)n)
+        _exit(20);
+    fclose(f);
+    memcpy(&shoff, img + 0x28, 8);
+    memcpy(&shentsize, img + 0x3a, 2);
+    memcpy(&shnum, img + 0x3c, 2);
+    if (shoff + (uint64_t)shentsize * shnum > (uint64_t)n)
+        _exit(21);
+    memcpy(img + size - (size_t)shentsize * shnum, img + shoff, (size_t)shentsize * shnum);
+    shoff = size - (uint64_t)shentsize * shnum;
+    memcpy(img + 0x28, &shoff, 8);
+    return img;
+}
+
+/* Work queued in the ring before and after a call too large for it (which goes over
+ * the socket) runs in the order the tenant issued it: the second fill overwrites half
+ * of the first. */
+static void large_call_tenant(void)
+{
+    enum { N = 4096 };
+    static unsigned out[N];
+    void *img = padded_cubin((size_t)DS_RING_SIZE + (1u << 20));
+    CUdeviceptr d;
+    CUmodule big;
+    CUfunction f;
+    int ok = 1;
+
+    ds_test_ctx();
+    if (cuMemAlloc(&d, sizeof(out)) != CUDA_SUCCESS ||
+        cuMemsetD32Async(d, 1, N, NULL) != CUDA_SUCCESS)
+        _exit(10);
+    if (cuModuleLoadData(&big, img) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&f, big, "fill") != CUDA_SUCCESS)
+        _exit(11);
+    if (cuMemsetD32Async(d, 2, N / 2, NULL) != CUDA_SUCCESS ||
+        cuMemcpyDtoH(out, d, sizeof(out)) != CUDA_SUCCESS)
+        _exit(12);
+    for (int i = 0; ok && i < N; i++)
+        ok = out[i] == (i < N / 2 ? 2u : 1u);
+    _exit(ok ? 0 : 13);
+}
+
+Test(fastpath, a_call_too_large_for_the_ring_keeps_its_place, .timeout = 120)
+{
+    run_tenant(large_call_tenant, "from the socket: 1");
     ds_test_server_stop(&srv);
 }

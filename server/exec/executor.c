@@ -1,6 +1,8 @@
 #include "executor.h"
 
+#include "conn.h"
 #include "ds_arena.h"
+#include "ds_fdpass.h"
 #include "ds_error.h"
 #include "ds_log.h"
 #include "ops.h"
@@ -16,11 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
-
-/* Receive and send buffers of the record stream; larger records are streamed. */
-#define DS_RECBUF (256 * 1024)
 
 typedef void (*call_fn)(struct ds_tenant *t, void *a, void *r);
 
@@ -58,9 +56,9 @@ DS_PROCS(CALL_S, CALL_B)
 #define ENTRY_B(n, P, A) [P] = { (xdrproc_t)xdr_##A, NULL, call_##n, 1 },
 static const struct proc_entry procs[DS_PROC_MAX + 1] = { DS_PROCS(ENTRY_S, ENTRY_B) };
 
-/* TI-RPC dispatch functions take no user pointer; an executor serves exactly one
- * tenant, so the tenant of this process is a file-level variable. */
+/* An executor serves exactly one tenant over one connection. */
 static struct ds_tenant tenant;
+static struct ds_conn conn;
 static volatile sig_atomic_t stop_requested;
 /* Calls served and, with DETSHARE_LOG=debug, the time spent serving them (decode to
  * reply sent), by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
@@ -141,13 +139,13 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
 
 /* A batched call's error waits for the next synchronous call, like CUDA's
  * asynchronous errors; that call is then refused with it and not run. */
-static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long proc,
-                  SVCXPRT *xprt, union any_arg *a)
+static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct ds_call *call,
+                  union any_arg *a)
 {
     union any_res r;
 
     memset(&r, 0, sizeof(r));
-    if (!t->greeted && proc != DS_HELLO) {
+    if (!t->greeted && call->proc != DS_HELLO) {
         r.hello.err = CUDA_ERROR_NOT_INITIALIZED;
     } else if (!e->batched && t->pending != 0) {
         r.hello.err = t->pending;
@@ -158,51 +156,54 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, unsigned long
     if (e->batched) {
         if (r.hello.err != 0) {
             ds_debug("%s failed with %d; held for the next synchronous call",
-                     ds_proc_name(proc), r.hello.err);
+                     ds_proc_name(call->proc), r.hello.err);
             if (t->pending == 0)
                 t->pending = r.hello.err;
         }
         return;
     }
     if (r.hello.err != 0)
-        ds_debug("%s -> %d", ds_proc_name(proc), r.hello.err);
-    if (!svc_sendreply(xprt, e->xdr_res, (char *)&r))
+        ds_debug("%s -> %d", ds_proc_name(call->proc), r.hello.err);
+    if (ds_conn_reply(&conn, call, e->xdr_res, &r) != 0)
         t->closing = 1;
     /* Results point at buffers the handler allocated (dtoh, function layouts) or at
      * tenant state (hello), which must not be freed. */
-    if (proc != DS_HELLO)
+    if (call->proc != DS_HELLO)
         xdr_free(e->xdr_res, (char *)&r);
 }
 
-static void dispatch(struct svc_req *rq, SVCXPRT *xprt)
+static void dispatch(const struct ds_call *call)
 {
-    unsigned long proc = rq->rq_proc;
+    unsigned long proc = call->proc;
     const struct proc_entry *e = proc <= DS_PROC_MAX ? &procs[proc] : NULL;
     union any_arg a;
     uint64_t t0 = 0;
 
     if (proc == DS_NULL) {
-        svc_sendreply(xprt, (xdrproc_t)(void (*)(void))xdr_void, NULL);
+        if (ds_conn_reply(&conn, call, (xdrproc_t)(void (*)(void))xdr_void, NULL) != 0)
+            tenant.closing = 1;
         return;
     }
     if (e == NULL || e->call == NULL) {
         ds_warn("unknown procedure %lu", proc);
-        svcerr_noproc(xprt);
+        if (ds_conn_reply_error(&conn, call, PROC_UNAVAIL) != 0)
+            tenant.closing = 1;
         return;
     }
     /* Only under DETSHARE_LOG=debug: two clock reads on every call otherwise. */
     if (tenant.timing)
         t0 = ds_now_ns();
     memset(&a, 0, sizeof(a));
-    if (!svc_getargs(xprt, e->xdr_arg, (char *)&a)) {
+    if (!e->xdr_arg(call->args, &a)) {
         ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
-        svcerr_decode(xprt);
+        ds_conn_reply_error(&conn, call, GARBAGE_ARGS);
+        xdr_free(e->xdr_arg, (char *)&a);
         tenant.closing = 1;
         return;
     }
     served[proc]++;
-    serve(&tenant, e, proc, xprt, &a);
-    svc_freeargs(xprt, e->xdr_arg, (char *)&a);
+    serve(&tenant, e, call, &a);
+    xdr_free(e->xdr_arg, (char *)&a);
     if (tenant.timing)
         served_ns[proc] += ds_now_ns() - t0;
 }
@@ -219,56 +220,30 @@ static void install_term_handler(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static int peer_closed(int fd)
-{
-    char c;
-
-    return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-}
-
-
-/*
- * Wait until the tenant's socket is readable.  A tenant that has just had a reply
- * usually sends its next call within microseconds; polling without sleeping for a
- * short while saves the scheduler's wake-up on that path (several microseconds, paid on
- * every round trip) and costs at most spin_us of CPU after each burst of calls.
- */
-static int wait_readable(int fd, unsigned spin_us)
-{
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    uint64_t until = ds_now_ns() + (uint64_t)spin_us * 1000u;
-    int n;
-
-    do {
-        n = poll(&p, 1, 0);
-        if (n != 0)
-            return n;
-    } while (spin_us > 0 && ds_now_ns() < until && !stop_requested);
-    return poll(&p, 1, -1);
-}
-
 /* Returns when the connection ends; the status says how. */
-static int serve_loop(int fd, unsigned spin_us)
+static int serve_loop(unsigned spin_us)
 {
     for (;;) {
-        if (stop_requested)
+        struct ds_call call;
+        int rc = ds_conn_next(&conn, &call, spin_us);
+
+        if (rc == DS_ENOTREADY || stop_requested)
             return DS_EXEC_STOPPED;
-        if (wait_readable(fd, spin_us) < 0) {
-            if (errno == EINTR)
-                continue;
-            return DS_EXEC_FAILED;
-        }
-        /* A peer that connects and leaves without a word (a liveness probe, a
-         * program that never called cuInit) simply disconnected. */
-        if (!tenant.greeted && peer_closed(fd))
+        /* A peer that connects and leaves without a word (a liveness probe, a program
+         * that never called cuInit) simply disconnected. */
+        if (rc == 0)
             return DS_EXEC_DISCONNECTED;
-        svc_getreq_common(fd);
+        if (rc == DS_EIO)
+            return tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
+        if (rc < 0) {
+            ds_warn("the tenant sent a record that is not an RPC call of ours: closing the "
+                    "connection");
+            return DS_EXEC_PROTOCOL;
+        }
+        dispatch(&call);
+        ds_conn_done(&conn, &call);
         if (tenant.closing)
             return DS_EXEC_PROTOCOL;
-        /* TI-RPC destroys the transport itself when the peer hangs up or sends bytes
-         * that are not an RPC record. */
-        if (!FD_ISSET(fd, &svc_fdset))
-            return tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
     }
 }
 
@@ -285,31 +260,74 @@ static void log_served(void)
                  (double)tenant.launch_backend_ns / (double)served[DS_LAUNCH] / 1e3);
 }
 
+/* Take one descriptor the client handed over before its first call (common/ds_arena.h,
+ * common/ds_ring.h); *ring holds the ring's memfd until its doorbell comes. */
+static int take_descriptor(int fd, int *ring)
+{
+    char tag;
+    int d;
+
+    if (ds_fd_recv(fd, &tag, &d) != 0)
+        return DS_EPROTO;
+    if (tag == DS_ARENA_MARKER)
+        return ds__tenant_arena(&tenant, d) == 0 ? 0 : DS_EPROTO;
+    if (tag == DS_RING_MARKER && *ring < 0) {
+        *ring = d;
+        return 0;
+    }
+    if (tag == DS_BELL_MARKER && *ring >= 0) {
+        int rc = ds_conn_attach_ring(&conn, *ring, d);
+
+        *ring = -1;
+        return rc == 0 ? 0 : DS_EPROTO;
+    }
+    close(d);
+    return DS_EPROTO;
+}
+
+/* Returns 0, DS_EIO when the peer left before its first call, or DS_EPROTO.  The
+ * doorbell comes last: the calls that follow it arrive through the ring, so nothing
+ * more would come on the socket to peek at. */
+static int take_descriptors(int fd)
+{
+    int ring = -1, rc;
+    char tag = 0;
+
+    while (tag != DS_BELL_MARKER && (rc = ds_fd_peek(fd, &tag)) == 0 &&
+           (tag == DS_ARENA_MARKER || tag == DS_RING_MARKER || tag == DS_BELL_MARKER))
+        if ((rc = take_descriptor(fd, &ring)) != 0)
+            break;
+    if (ring >= 0)
+        close(ring);
+    return rc;
+}
+
+static void log_paths(void)
+{
+    unsigned long long ring, sock;
+
+    ds_conn_counts(&conn, &ring, &sock);
+    ds_debug("calls from the ring: %llu, from the socket: %llu", ring, sock);
+}
+
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
 static int serve_tenant(int fd, unsigned spin_us)
 {
-    SVCXPRT *xprt;
-    int status, arena;
+    int status, rc;
 
-    /* The socket comes from libuv's accept, which makes it non-blocking; TI-RPC's
-     * record stream expects blocking reads and writes. */
+    /* The socket comes from libuv's accept, which makes it non-blocking; the record
+     * stream reads and writes block. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    /* A local client hands its host arena over before its first call. */
-    if (ds_arena_recv(fd, &arena) != 0 || (arena >= 0 && ds__tenant_arena(&tenant, arena) != 0)) {
-        close(fd);
-        return arena >= 0 ? DS_EXEC_PROTOCOL : DS_EXEC_DISCONNECTED;
+    ds_conn_init(&conn, fd, &stop_requested);
+    rc = take_descriptors(fd);
+    if (rc == 0) {
+        status = serve_loop(spin_us);
+        log_served();
+        log_paths();
+    } else {
+        status = rc == DS_EIO ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
     }
-    xprt = svc_fd_create(fd, DS_RECBUF, DS_RECBUF);
-    if (xprt == NULL || !svc_reg(xprt, DS_PROG, DS_V1, dispatch, NULL)) {
-        ds_error("cannot set up the RPC transport");
-        close(fd);
-        return DS_EXEC_FAILED;
-    }
-    status = serve_loop(fd, spin_us);
-    /* No svc_unreg: it would ask rpcbind, which never knew of this private transport. */
-    if (FD_ISSET(fd, &svc_fdset))
-        svc_destroy(xprt);
-    log_served();
+    ds_conn_close(&conn);
     return status;
 }
 

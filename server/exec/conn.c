@@ -1,0 +1,235 @@
+#define _GNU_SOURCE
+#include "conn.h"
+
+#include "detshare.h"
+#include "ds_clock.h"
+#include "ds_error.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Receive and send buffers of the socket's record stream; larger records are streamed. */
+#define DS_RECBUF (256 * 1024)
+/* While spinning, the socket is polled (a system call) once per this many looks at the
+ * ring (a load). */
+#define SOCKET_EVERY 16u
+
+/* xdrrec's reader.  Reads block: the loop below only starts a record once bytes are
+ * there, and a tenant that stops halfway through one stalls nobody but itself. */
+static int read_fd(void *h, void *buf, int len)
+{
+    struct ds_conn *c = h;
+
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, (size_t)len, 0);
+
+        if (n > 0)
+            return (int)n;
+        if (n == 0)
+            c->eof = 1;
+        if (n == 0 || errno != EINTR || *c->stop)
+            return -1;
+    }
+}
+
+/* xdrrec's writer; MSG_NOSIGNAL: a tenant gone away gives EPIPE, not a signal. */
+static int write_fd(void *h, void *buf, int len)
+{
+    struct ds_conn *c = h;
+    const char *p = buf;
+    int left = len;
+
+    while (left > 0) {
+        ssize_t n = send(c->fd, p, (size_t)left, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        left -= (int)n;
+    }
+    return len;
+}
+
+void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
+{
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    c->stop = stop;
+    c->ring.bell = -1;
+    xdrrec_create(&c->sock, DS_RECBUF, DS_RECBUF, c, read_fd, write_fd);
+}
+
+int ds_conn_attach_ring(struct ds_conn *c, int memfd, int bell)
+{
+    if (c->ring.hdr != NULL) {
+        close(memfd);
+        close(bell);
+        return DS_EINVAL;
+    }
+    return ds_ring_attach(&c->ring, memfd, bell);
+}
+
+/* Decode a call header from xdrs.  Only AUTH_NONE is spoken: a tenant is who its
+ * connection says it is. */
+static int header(XDR *xdrs, struct ds_call *call)
+{
+    char auth[2 * MAX_AUTH_BYTES];
+    struct rpc_msg m;
+
+    memset(&m, 0, sizeof(m));
+    /* Given buffers, xdr_callmsg allocates nothing for the credentials. */
+    m.rm_call.cb_cred.oa_base = auth;
+    m.rm_call.cb_verf.oa_base = auth + MAX_AUTH_BYTES;
+    if (!xdr_callmsg(xdrs, &m) || m.rm_direction != CALL ||
+        m.rm_call.cb_rpcvers != RPC_MSG_VERSION || m.rm_call.cb_prog != DS_PROG ||
+        m.rm_call.cb_vers != DS_V1 || m.rm_call.cb_cred.oa_flavor != AUTH_NONE)
+        return DS_EPROTO;
+    call->proc = m.rm_call.cb_proc;
+    call->xid = m.rm_xid;
+    call->args = xdrs;
+    return 1;
+}
+
+/* xdrrec_skiprecord between records reads nothing, so a closed socket shows only when
+ * the header cannot be read. */
+static int socket_call(struct ds_conn *c, struct ds_call *call)
+{
+    int rc;
+
+    c->sock.x_op = XDR_DECODE;
+    rc = xdrrec_skiprecord(&c->sock) ? header(&c->sock, call) : DS_EIO;
+    if (rc < 0)
+        return c->eof ? 0 : *c->stop ? DS_ENOTREADY : rc;
+    call->from_ring = 0;
+    c->from_socket++;
+    return rc;
+}
+
+/* The arguments are decoded in place: each byte is read once, into the executor's own
+ * memory, and then validated like anything from the network, so a tenant changing the
+ * record meanwhile only garbles its own call. */
+static int ring_call(struct ds_conn *c, struct ds_call *call, const unsigned char *rec,
+                     size_t len)
+{
+    xdrmem_create(&c->mem, (char *)(uintptr_t)rec, (u_int)len, XDR_DECODE);
+    call->from_ring = 1;
+    c->from_ring++;
+    return header(&c->mem, call);
+}
+
+/* 1 when the socket has bytes or was closed, 0 when not (within timeout_ms), <0 on
+ * error. */
+static int socket_ready(struct ds_conn *c, int timeout_ms)
+{
+    struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = c->ring.bell, .events = POLLIN } };
+    int n = poll(p, c->ring.hdr != NULL ? 2 : 1, timeout_ms);
+
+    if (n < 0)
+        return errno == EINTR ? 0 : DS_EIO;
+    return (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+}
+
+/* Block until the ring gets a record or the socket bytes; announced in the ring, so the
+ * tenant knows to ring the doorbell. */
+static int sleep_until_work(struct ds_conn *c)
+{
+    int rc;
+
+    if (c->ring.hdr != NULL && !ds_ring_sleep(&c->ring))
+        return 0;
+    rc = socket_ready(c, -1);
+    if (c->ring.hdr != NULL)
+        ds_ring_wake(&c->ring);
+    return rc;
+}
+
+int ds_conn_next(struct ds_conn *c, struct ds_call *call, unsigned spin_us)
+{
+    uint64_t until = 0;
+
+    for (unsigned look = 0;; look++) {
+        const unsigned char *rec;
+        size_t len;
+        int rc;
+
+        if (c->ring.hdr != NULL && (rc = ds_ring_peek(&c->ring, &rec, &len)) != 0)
+            return rc < 0 ? rc : ring_call(c, call, rec, len);
+        if (!xdrrec_eof(&c->sock))
+            return socket_call(c, call);
+        if (*c->stop)
+            return DS_ENOTREADY;
+        if (look % SOCKET_EVERY == 0 && (rc = socket_ready(c, 0)) != 0)
+            return rc < 0 ? rc : socket_call(c, call);
+        if (until == 0)
+            until = ds_now_ns() + (uint64_t)spin_us * 1000u;
+        if (ds_now_ns() < until)
+            continue;
+        if ((rc = sleep_until_work(c)) < 0)
+            return rc;
+        if (rc > 0)
+            return socket_call(c, call);
+        until = 0;
+    }
+}
+
+void ds_conn_done(struct ds_conn *c, const struct ds_call *call)
+{
+    if (call->from_ring)
+        ds_ring_consume(&c->ring);
+}
+
+static int send_reply(struct ds_conn *c, struct rpc_msg *m)
+{
+    c->sock.x_op = XDR_ENCODE;
+    if (!xdr_replymsg(&c->sock, m) || !xdrrec_endofrecord(&c->sock, TRUE))
+        return DS_EIO;
+    return 0;
+}
+
+int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres, void *res)
+{
+    struct rpc_msg m;
+
+    memset(&m, 0, sizeof(m));
+    m.rm_xid = call->xid;
+    m.rm_direction = REPLY;
+    m.rm_reply.rp_stat = MSG_ACCEPTED;
+    m.acpted_rply.ar_verf = _null_auth;
+    m.acpted_rply.ar_stat = SUCCESS;
+    m.acpted_rply.ar_results.where = res;
+    m.acpted_rply.ar_results.proc = xres;
+    return send_reply(c, &m);
+}
+
+int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat)
+{
+    struct rpc_msg m;
+
+    memset(&m, 0, sizeof(m));
+    m.rm_xid = call->xid;
+    m.rm_direction = REPLY;
+    m.rm_reply.rp_stat = MSG_ACCEPTED;
+    m.acpted_rply.ar_verf = _null_auth;
+    m.acpted_rply.ar_stat = stat;
+    return send_reply(c, &m);
+}
+
+void ds_conn_counts(const struct ds_conn *c, unsigned long long *ring,
+                    unsigned long long *socket)
+{
+    *ring = c->from_ring;
+    *socket = c->from_socket;
+}
+
+void ds_conn_close(struct ds_conn *c)
+{
+    XDR_DESTROY(&c->sock);
+    ds_ring_close(&c->ring);
+    close(c->fd);
+    c->fd = -1;
+}

@@ -1,0 +1,67 @@
+/*
+ * The tenant's connection, as its executor sees it: ONC RPC call records arrive on the
+ * socket (record marking) or, from a local tenant, on the call ring in shared memory
+ * (common/ds_ring.h); replies always leave on the socket.
+ *
+ * TI-RPC's service side (svc_fd_create, svc_getreq) could only read the socket, polled
+ * it before every read and kept its transports in process-wide tables; this is the
+ * little of it an executor needs: decode a call header, hand the caller a stream to
+ * decode the arguments from, encode a reply.
+ *
+ * The client keeps the two paths in order: it puts a call on the socket only once the
+ * ring is drained, and goes back to the ring only after a reply on the socket.
+ */
+#ifndef DS_CONN_H
+#define DS_CONN_H
+
+#include "ds_ring.h"
+
+#include <rpc/rpc.h>
+#include <signal.h>
+#include <stdint.h>
+
+struct ds_conn {
+    int fd;
+    int eof; /* the peer closed the socket */
+    XDR sock;
+    XDR mem; /* over the ring record being served */
+    struct ds_ring ring; /* ring.hdr is NULL without a ring */
+    const volatile sig_atomic_t *stop;
+    unsigned long long from_ring, from_socket;
+};
+
+struct ds_call {
+    unsigned long proc;
+    uint32_t xid;
+    XDR *args; /* decode the arguments from here */
+    int from_ring;
+};
+
+/* Serve connected socket fd (taken over); a wait ends early once *stop is set. */
+void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
+
+/* Use the ring in memfd with doorbell bell (both consumed).  Returns 0 or DS_EINVAL. */
+int ds_conn_attach_ring(struct ds_conn *c, int memfd, int bell);
+
+/* Wait for the next call, polling without sleeping for spin_us after the last one.
+ * Returns 1 with *call set, 0 when the peer closed the connection between calls,
+ * DS_ENOTREADY when *stop was set, DS_EPROTO for a malformed record, DS_EIO when the
+ * socket failed. */
+int ds_conn_next(struct ds_conn *c, struct ds_call *call, unsigned spin_us);
+
+/* The call has been served (its arguments are no longer needed). */
+void ds_conn_done(struct ds_conn *c, const struct ds_call *call);
+
+/* Send a successful reply carrying res (encoded with xres).  Returns 0 or DS_EIO. */
+int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres, void *res);
+
+/* Send an error reply: PROC_UNAVAIL or GARBAGE_ARGS.  Returns 0 or DS_EIO. */
+int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat);
+
+/* Calls that came from the ring and from the socket so far. */
+void ds_conn_counts(const struct ds_conn *c, unsigned long long *ring,
+                    unsigned long long *socket);
+
+void ds_conn_close(struct ds_conn *c);
+
+#endif
