@@ -4,9 +4,9 @@
  * CUDA.  A local tenant's larger pageable copies go through the staging ring
  * (staging.h).  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
  * host-to-device chunks are batched (the last one of a synchronous copy waits for
- * completion); device-to-host chunks are synchronous calls that return the bytes once
- * the stream's earlier work is done, so such an "async" copy to the host has completed
- * when it returns, which every correct program tolerates.
+ * completion); device-to-host chunks are synchronous calls, up to three in flight, that
+ * return the bytes once the stream's earlier work is done, so such an "async" copy to
+ * the host has completed when it returns, which every correct program tolerates.
  */
 #include "cuda_api.h"
 #include "graph.h"
@@ -65,9 +65,61 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
     return rc;
 }
 
+/* Chunks in flight at once for an in-band device-to-host copy: the executor reads and
+ * sends chunk k+1 while the client takes in chunk k. */
+#define DTOH_DEPTH 3
+
+/* Collect the reply to posted call xid, a chunk of len bytes, into p. */
+static CUresult dtoh_take(uint32_t xid, char *p, size_t len)
+{
+    ds_bytes_res r;
+    CUresult rc;
+
+    memset(&r, 0, sizeof(r));
+    rc = ds__rpc_collect(DS_MEMCPY_DTOH, xid, (xdrproc_t)xdr_ds_bytes_res, &r);
+    if (rc == CUDA_SUCCESS && r.ds_bytes_res_u.data.data_len != len)
+        rc = CUDA_ERROR_UNKNOWN;
+    if (rc == CUDA_SUCCESS)
+        memcpy(p, r.ds_bytes_res_u.data.data_val, len);
+    if (rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
+        ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, &r);
+    return rc;
+}
+
+/* Each chunk is a synchronous call answered once the stream's earlier work and that
+ * chunk are done; after a failed chunk, the ones already sent are still collected. */
+static CUresult dtoh_inband(char *p, CUdeviceptr src, size_t n, ds_handle stream)
+{
+    size_t chunks = (n + DS_CHUNK_MAX - 1) / DS_CHUNK_MAX, sent = 0;
+    uint32_t xid[DTOH_DEPTH];
+    CUresult first = ds__rpc_hold();
+
+    if (first != CUDA_SUCCESS)
+        return first;
+    for (size_t c = 0; c < chunks; c++) {
+        for (; sent < chunks && sent < c + DTOH_DEPTH && first == CUDA_SUCCESS; sent++) {
+            size_t off = sent * (size_t)DS_CHUNK_MAX;
+            ds_dtoh_args a = { .src = src + off, .stream = stream,
+                               .size = (u_int)(n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX) };
+
+            first = ds__rpc_post(DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &a,
+                                 &xid[sent % DTOH_DEPTH]);
+        }
+        if (c < sent) {
+            size_t off = c * (size_t)DS_CHUNK_MAX;
+            CUresult rc = dtoh_take(xid[c % DTOH_DEPTH], p + off,
+                                    n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX);
+
+            if (first == CUDA_SUCCESS)
+                first = rc;
+        }
+    }
+    ds__rpc_release();
+    return first;
+}
+
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
 {
-    char *p = dst;
     uint64_t offset;
     CUresult rc;
 
@@ -82,29 +134,11 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
         return arena_copy(0, src, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_dtoh(dst, src, n, s);
-    while (n > 0) {
-        size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
-        ds_dtoh_args a = { .src = src, .size = (u_int)len, .stream = ds__stream_of(s) };
-        ds_bytes_res r;
-
-        memset(&r, 0, sizeof(r));
-        rc = ds_rpc_memcpy_dtoh(&a, &r);
-        if (rc == CUDA_SUCCESS && r.ds_bytes_res_u.data.data_len != len)
-            rc = CUDA_ERROR_UNKNOWN;
-        if (rc == CUDA_SUCCESS)
-            memcpy(p, r.ds_bytes_res_u.data.data_val, len);
-        if (rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
-            ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, &r);
-        if (rc != CUDA_SUCCESS)
-            return rc;
-        /* The executor answered once the stream's earlier work and this copy were done. */
-        if (len == n)
-            ds__stream_quiet(a.stream, 0);
-        src += len;
-        p += len;
-        n -= len;
-    }
-    return CUDA_SUCCESS;
+    rc = dtoh_inband(dst, src, n, ds__stream_of(s));
+    /* The executor answered once the stream's earlier work and this copy were done. */
+    if (rc == CUDA_SUCCESS)
+        ds__stream_quiet(ds__stream_of(s), 0);
+    return rc;
 }
 
 static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)

@@ -360,6 +360,42 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
     return rc;
 }
 
+CUresult ds__rpc_hold(void)
+{
+    pthread_mutex_lock(&conn.lock);
+    if (!conn.lost)
+        return CUDA_SUCCESS;
+    pthread_mutex_unlock(&conn.lock);
+    return CUDA_ERROR_DEVICE_UNAVAILABLE;
+}
+
+void ds__rpc_release(void)
+{
+    pthread_mutex_unlock(&conn.lock);
+}
+
+CUresult ds__rpc_post(unsigned long proc, xdrproc_t xarg, void *arg, uint32_t *xid)
+{
+    uint64_t t0 = ds_now_ns();
+    int err;
+
+    if (conn.lost)
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    err = ds__wire_post(conn.wire, proc, xarg, arg, xid);
+    count_call(proc, t0);
+    return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
+}
+
+CUresult ds__rpc_collect(unsigned long proc, uint32_t xid, xdrproc_t xres, void *res)
+{
+    int err;
+
+    if (conn.lost)
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    err = ds__wire_collect(conn.wire, xid, xres, res);
+    return err == 0 ? (CUresult) * (int *)res : transport_failed(proc, err);
+}
+
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     CUresult rc = CUDA_SUCCESS;

@@ -40,6 +40,16 @@ void ds__rpc_sched_flags(unsigned flags);
  * transport failed (res then holds nothing to free). */
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res);
 
+/* Several synchronous calls in flight, for copies over TCP, whose round trips would
+ * otherwise leave each side idle in turn: ds__rpc_hold takes the connection (returns
+ * CUDA_SUCCESS, or CUDA_ERROR_DEVICE_UNAVAILABLE without holding it), ds__rpc_post sends
+ * calls, ds__rpc_collect reads their replies oldest first (each must be collected,
+ * whatever it returns), ds__rpc_release lets other threads call again. */
+CUresult ds__rpc_hold(void);
+CUresult ds__rpc_post(unsigned long proc, xdrproc_t xarg, void *arg, uint32_t *xid);
+CUresult ds__rpc_collect(unsigned long proc, uint32_t xid, xdrproc_t xres, void *res);
+void ds__rpc_release(void);
+
 /* Queue a batched call.  Returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
 

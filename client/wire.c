@@ -289,16 +289,34 @@ uint64_t ds__wire_queued_since(const struct ds_wire *w)
     return w->queued_since;
 }
 
-int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  xdrproc_t xres, void *res)
+int ds__wire_post(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                  uint32_t *xid)
 {
     if (w->ring.hdr != NULL) {
         int rc = ring_put(w, proc, xarg, arg);
 
-        if (rc == 0)
-            return read_reply(w, w->xid, xres, res);
-        if (rc < 0)
+        if (rc <= 0) {
+            *xid = w->xid;
             return rc;
+        }
     }
-    return socket_call(w, proc, xarg, arg, xres, res);
+    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
+        return DS_EIO;
+    *xid = w->xid;
+    return 0;
+}
+
+int ds__wire_collect(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res)
+{
+    return read_reply(w, xid, xres, res);
+}
+
+int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                  xdrproc_t xres, void *res)
+{
+    uint32_t xid;
+
+    if (ds__wire_post(w, proc, xarg, arg, &xid) != 0)
+        return DS_EIO;
+    return read_reply(w, xid, xres, res);
 }

@@ -39,6 +39,15 @@ void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us);
 int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
                   xdrproc_t xres, void *res);
 
+/* Send a synchronous call whose reply is left to ds__wire_collect; *xid names it.
+ * Replies come in the order the calls were sent.  Returns 0 or DS_EIO. */
+int ds__wire_post(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                  uint32_t *xid);
+
+/* Decode the reply to posted call xid, which must be the oldest one unanswered.
+ * Returns as ds__wire_call does. */
+int ds__wire_collect(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res);
+
 /* Queue a call that gets no reply; it leaves with the next flush, or by itself once the
  * send buffer is full; through the ring it reaches the executor at once.  Returns 0 or
  * DS_EIO. */

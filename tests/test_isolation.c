@@ -107,3 +107,29 @@ Test(isolation, tcp_tenant_round_trip)
     /* The control process logs the connection before it hands it to the executor. */
     cr_assert(ds_test_log_has(&srv, "connected on tcp:127.0.0.1"));
 }
+
+/* Over TCP, device-to-host chunks are pipelined: a copy of several chunks comes back
+ * whole, and one whose second chunk is refused fails without leaving replies unread. */
+Test(isolation, tcp_copies_of_many_chunks, .timeout = 120)
+{
+    const size_t n = (13u << 20) + 4099;
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    CUdeviceptr d;
+
+    cr_assert(src != NULL && dst != NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (unsigned char)(i * 13 + (i >> 20));
+    ds_test_ctx();
+    CU_OK(cuMemAlloc(&d, n));
+    CU_OK(cuMemcpyHtoD(d, src, n));
+    memset(dst, 0, n);
+    CU_OK(cuMemcpyDtoH(dst, d, n));
+    cr_assert_arr_eq(src, dst, n);
+    CU_IS(cuMemcpyDtoH(dst, d + n - (6u << 20), 8u << 20), CUDA_ERROR_INVALID_VALUE);
+    memset(dst, 0, 4096);
+    CU_OK(cuMemcpyDtoH(dst, d + 4096, 4096));
+    cr_assert_arr_eq(src + 4096, dst, 4096);
+    free(src);
+    free(dst);
+}
