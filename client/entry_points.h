@@ -81,6 +81,18 @@
     EP(cuMemsetD2D8Async, 3020, cuMemsetD2D8Async)                        \
     EP(cuMemsetD2D16Async, 3020, cuMemsetD2D16Async)                      \
     EP(cuMemsetD2D32Async, 3020, cuMemsetD2D32Async)                      \
+    EP(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity) \
+    EP(cuMemAddressReserve, 10020, cuMemAddressReserve)                   \
+    EP(cuMemAddressFree, 10020, cuMemAddressFree)                         \
+    EP(cuMemCreate, 10020, cuMemCreate)                                   \
+    EP(cuMemRelease, 10020, cuMemRelease)                                 \
+    EP(cuMemMap, 10020, cuMemMap)                                         \
+    EP(cuMemUnmap, 10020, cuMemUnmap)                                     \
+    EP(cuMemSetAccess, 10020, cuMemSetAccess)                             \
+    EP(cuMemGetAccess, 10020, cuMemGetAccess)                             \
+    EP(cuMemGetAllocationPropertiesFromHandle, 10020,                     \
+       cuMemGetAllocationPropertiesFromHandle)                            \
+    EP(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle)   \
     EP(cuStreamCreate, 2000, cuStreamCreate)                              \
     EP(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority)      \
     EP(cuStreamDestroy, 4000, cuStreamDestroy_v2)                         \

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ds_memtab device_mem; /* what cuMemAlloc returned */
+static struct ds_memtab device_mem; /* what cuMemAlloc returned, and VMM mappings */
 /* What cuMemHostAlloc returned: owner = flags, data = device address once mapped. */
 static struct ds_memtab host_mem;
 static unsigned char *arena;        /* shared with the executor; NULL without one */
@@ -32,6 +32,16 @@ void ds__mem_remember(uint64_t base, uint64_t size)
     while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL)
         ds_memtab_remove(&device_mem, old->base, NULL);
     ds_memtab_insert(&device_mem, &e);
+    pthread_mutex_unlock(&lock);
+}
+
+void ds__mem_forget(uint64_t base, uint64_t size)
+{
+    const struct ds_memtab_entry *old;
+
+    pthread_mutex_lock(&lock);
+    while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL)
+        ds_memtab_remove(&device_mem, old->base, NULL);
     pthread_mutex_unlock(&lock);
 }
 

@@ -12,8 +12,12 @@
 /* 1 when p lies in device memory this client allocated and has not freed. */
 int ds__mem_is_device(uint64_t p);
 
-/* Note [base, base+size) as device memory (an allocation, a module's global). */
+/* Note [base, base+size) as device memory (an allocation, a module's global, a VMM
+ * mapping). */
 void ds__mem_remember(uint64_t base, uint64_t size);
+
+/* Forget every device range that overlaps [base, base+size) (VMM mappings unmapped). */
+void ds__mem_forget(uint64_t base, uint64_t size);
 
 /* Create the host arena (common/ds_arena.h) for a local connection: returns a memfd to
  * hand to the executor (the caller closes it after sending), or -1 when there is none,

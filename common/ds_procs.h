@@ -69,10 +69,22 @@
     B(graph_launch, DS_GRAPH_LAUNCH, ds_graph_launch_args)                    \
     S(graph_destroy, DS_GRAPH_DESTROY, ds_handle, ds_void_res)                \
     S(graph_exec_destroy, DS_GRAPH_EXEC_DESTROY, ds_handle, ds_void_res)      \
-    S(graph_node_count, DS_GRAPH_NODE_COUNT, ds_handle, ds_hyper_res)
+    S(graph_node_count, DS_GRAPH_NODE_COUNT, ds_handle, ds_hyper_res)         \
+    S(vmm_granularity, DS_VMM_GRANULARITY, ds_vmm_granularity_args, ds_hyper_res) \
+    S(vmm_reserve, DS_VMM_RESERVE, ds_vmm_reserve_args, ds_alloc_res)         \
+    S(vmm_address_free, DS_VMM_ADDRESS_FREE, ds_range, ds_void_res)           \
+    S(vmm_create, DS_VMM_CREATE, ds_vmm_create_args, ds_handle_res)           \
+    S(vmm_release, DS_VMM_RELEASE, ds_handle, ds_void_res)                    \
+    S(vmm_map, DS_VMM_MAP, ds_vmm_map_args, ds_void_res)                      \
+    S(vmm_unmap, DS_VMM_UNMAP, ds_range, ds_void_res)                         \
+    S(vmm_set_access, DS_VMM_SET_ACCESS, ds_vmm_set_access_args, ds_void_res) \
+    S(vmm_get_access, DS_VMM_GET_ACCESS, ds_vmm_get_access_args, ds_hyper_res) \
+    S(vmm_get_prop, DS_VMM_GET_PROP, ds_handle, ds_vmm_prop_res)              \
+    S(vmm_retain, DS_VMM_RETAIN, ds_dptr, ds_handle_res)
 
-/* Highest procedure number in the list, for tables indexed by number. */
-#define DS_PROC_MAX 159
+/* Highest procedure number the tables indexed by number hold: the end of the last range
+ * in detshare.x (virtual memory, 150-169). */
+#define DS_PROC_MAX 169
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

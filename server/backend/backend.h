@@ -1,7 +1,7 @@
 /*
  * What an executor needs from a device, whatever the device is.  Two implementations:
- * sim (sim.c, a software model for machines without a GPU) and, later, cuda (the real
- * driver with green contexts).  The executor validates every tenant input before
+ * sim (sim.c, a software model for machines without a GPU) and cuda (the real driver
+ * with green contexts).  The executor validates every tenant input before
  * calling in here, so a backend may trust its arguments: addresses lie inside live
  * allocations, handles are its own.
  *
@@ -25,6 +25,7 @@ struct ds_bmodule;
 struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
+struct ds_bpmem;
 
 /* A kernel's parameter buffer as the driver lays it out: n parameters, each at
  * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
@@ -168,6 +169,29 @@ struct ds_backend_ops {
     void (*graph_destroy)(struct ds_backend *b, struct ds_bgraph *g);
     int (*graph_node_count)(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
     void (*graph_exec_destroy)(struct ds_backend *b, struct ds_bgexec *e);
+
+    /* Virtual memory management (cuMemCreate and friends).  A reservation is device
+     * address space with nothing behind it; a physical allocation (ds_bpmem) is device
+     * memory with no address; vmm_map puts part of one at an address inside a
+     * reservation and vmm_unmap takes it away again.  prop is the tenant's request, with
+     * its location the tenant's device (id 0), already checked; the executor checks
+     * every size, address and offset against vmm_granularity's minimum and against the
+     * tenant's reservations and mappings, so a backend may trust them. */
+    int (*vmm_granularity)(struct ds_backend *b, const CUmemAllocationProp *prop,
+                           int recommended, uint64_t *out);
+    /* hint: an address the tenant would like (0: none), taken when it is free. */
+    int (*vmm_reserve)(struct ds_backend *b, uint64_t size, uint64_t align, uint64_t hint,
+                       uint64_t *addr);
+    void (*vmm_free)(struct ds_backend *b, uint64_t addr, uint64_t size);
+    /* Sets prop->allocFlags.compressionType to what the allocation really got. */
+    int (*vmm_create)(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
+                      struct ds_bpmem **out);
+    void (*vmm_release)(struct ds_backend *b, struct ds_bpmem *m); /* never while mapped */
+    int (*vmm_map)(struct ds_backend *b, uint64_t addr, uint64_t size, struct ds_bpmem *m,
+                   uint64_t offset);
+    void (*vmm_unmap)(struct ds_backend *b, uint64_t addr, uint64_t size); /* one vmm_map */
+    /* CUmemAccess_flags for the tenant's device over mapped [addr, addr+size). */
+    int (*vmm_set_access)(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -19,6 +19,7 @@ enum ds_htype {
     DS_H_FUNC = 5,
     DS_H_GRAPH = 6,
     DS_H_GEXEC = 7,
+    DS_H_VMEM = 8, /* a physical allocation of cuMemCreate */
 };
 
 struct ds_handle_slot {

@@ -1,9 +1,10 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
- * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, executor.c for hello).  A handler
- * validates all of its arguments against the tenant's own objects, acts, fills the
- * success arm of the result, and returns the CUresult that goes into the reply (for
- * batched procedures, the one held for the next synchronous call).
+ * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c,
+ * ops_vmm.c, executor.c for hello).  A handler validates all of its arguments against
+ * the tenant's own objects, acts, fills the success arm of the result, and returns the
+ * CUresult that goes into the reply (for batched procedures, the one held for the next
+ * synchronous call).
  */
 #ifndef DS_OPS_H
 #define DS_OPS_H
@@ -16,6 +17,15 @@
 DS_PROCS(DS_OPS_DECL_S, DS_OPS_DECL_B)
 #undef DS_OPS_DECL_S
 #undef DS_OPS_DECL_B
+
+/* 0 when [addr, addr+len) lies inside one VMM reservation of the tenant and every byte
+ * of it in accessible mappings, which need not be of one physical allocation (ops_vmm.c);
+ * else DS_ERANGE. */
+int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
+
+/* Unmap, free and release everything the tenant reserved, mapped and created with the
+ * VMM calls; the backend must still be open. */
+void ds__ops_vmm_fini(struct ds_tenant *t);
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */

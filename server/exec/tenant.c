@@ -4,6 +4,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 #include "executor.h"
+#include "ops.h"
 #include "policy.h"
 #include "shm.h"
 #include "ds_clock.h"
@@ -26,6 +27,8 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_handles_init(&t->h);
     ds_memtab_init(&t->mem);
     ds_memtab_init(&t->host_maps);
+    ds_memtab_init(&t->vmm_va);
+    ds_memtab_init(&t->vmm_maps);
 }
 
 int ds__tenant_open(struct ds_tenant *t)
@@ -173,6 +176,7 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->be != NULL) {
         while (t->host_maps.n > 0)
             ds__tenant_host_unmap(t, &t->host_maps.v[0]);
+        ds__ops_vmm_fini(t);
         drop_if(t, 0, 1);
         t->ops->close(t->be);
         t->be = NULL;
@@ -182,6 +186,8 @@ void ds__tenant_fini(struct ds_tenant *t)
     ds_handles_destroy(&t->h);
     ds_memtab_destroy(&t->mem);
     ds_memtab_destroy(&t->host_maps);
+    ds_memtab_destroy(&t->vmm_va);
+    ds_memtab_destroy(&t->vmm_maps);
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;
@@ -272,5 +278,5 @@ int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
 
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
 {
-    return ds_memtab_find(&t->mem, addr, len) != NULL ? 0 : DS_ERANGE;
+    return ds_memtab_find(&t->mem, addr, len) != NULL ? 0 : ds__ops_vmm_range(t, addr, len);
 }

@@ -66,7 +66,9 @@ struct ds_tenant {
     struct ds_backend *be; /* opened at the handshake */
     struct ds_device_view view;
     struct ds_handles h;
-    struct ds_memtab mem; /* owner = context handle */
+    struct ds_memtab mem; /* owner = context handle; module globals and accessible VMM
+                           * mappings carry a mark in data (not freeable by cuMemFree) and
+                           * their module or allocation handle as owner */
     uint64_t primary;     /* handle of the primary context once first retained */
     uint64_t next_id;
     int pending;          /* CUresult of the first failed batched call, 0 if none */
@@ -79,6 +81,8 @@ struct ds_tenant {
     uint64_t arena_len;
     struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
                                  * owner = device address */
+    struct ds_memtab vmm_va;    /* cuMemAddressReserve's reservations */
+    struct ds_memtab vmm_maps;  /* cuMemMap's mappings: owner = the allocation's handle */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     struct ds_binder binder;    /* runs while the device is open */
@@ -128,7 +132,8 @@ int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
 /* 1 when tenant stream h is being captured into a graph. */
 int ds__tenant_capturing(struct ds_tenant *t, uint64_t h);
 
-/* 0 when [addr, addr+len) lies inside one allocation of this tenant, else DS_ERANGE. */
+/* 0 when [addr, addr+len) lies inside one allocation of this tenant, or in contiguous
+ * accessible VMM mappings of one reservation, else DS_ERANGE. */
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
 
 /* Free every stream, event, module and allocation that belongs to context h. */

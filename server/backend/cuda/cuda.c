@@ -219,6 +219,12 @@ static void cuda_describe(struct ds_backend *b, struct ds_device_view *v)
     for (int a = 1; a < DS_ATTR_COUNT; a++)
         if (b->cu.cuDeviceGetAttribute(&v->attrs[a], (CUdevice_attribute)a, b->dev) != CUDA_SUCCESS)
             v->attrs[a] = 0;
+    /* VMM memory cannot be exported through detshare (server/exec/ops_vmm.c): libraries
+     * that would share it with another process (NCCL) must see that they cannot. */
+    v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] = 0;
 }
 
 struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s)
@@ -623,6 +629,14 @@ const struct ds_backend_ops ds_cuda_backend = {
     .graph_destroy = ds__cuda_graph_destroy,
     .graph_node_count = ds__cuda_graph_node_count,
     .graph_exec_destroy = ds__cuda_graph_exec_destroy,
+    .vmm_granularity = ds__cuda_vmm_granularity,
+    .vmm_reserve = ds__cuda_vmm_reserve,
+    .vmm_free = ds__cuda_vmm_free,
+    .vmm_create = ds__cuda_vmm_create,
+    .vmm_release = ds__cuda_vmm_release,
+    .vmm_map = ds__cuda_vmm_map,
+    .vmm_unmap = ds__cuda_vmm_unmap,
+    .vmm_set_access = ds__cuda_vmm_set_access,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

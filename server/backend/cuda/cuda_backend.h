@@ -1,5 +1,5 @@
 /*
- * The cuda backend's insides, shared by its three files: the driver's function table, the
+ * The cuda backend's insides, shared by its files: the driver's function table, the
  * objects behind the backend's opaque types, and the helpers more than one file uses.
  * Not for anything outside server/cuda*.c: the rest of the server sees only backend.h.
  */
@@ -84,7 +84,16 @@
     X(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock) \
     X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters) \
     X(cuLaunchKernel, cuLaunchKernel) \
-    X(cuLaunchKernelEx, cuLaunchKernelEx)
+    X(cuLaunchKernelEx, cuLaunchKernelEx) \
+    X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity) \
+    X(cuMemAddressReserve, cuMemAddressReserve) \
+    X(cuMemAddressFree, cuMemAddressFree) \
+    X(cuMemCreate, cuMemCreate) \
+    X(cuMemRelease, cuMemRelease) \
+    X(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle) \
+    X(cuMemMap, cuMemMap) \
+    X(cuMemUnmap, cuMemUnmap) \
+    X(cuMemSetAccess, cuMemSetAccess)
 
 struct driver {
     void *dl;
@@ -165,7 +174,7 @@ struct ds_backend {
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
- * kernels) and cuda_graph.c (capture and graphs). */
+ * kernels), cuda_graph.c (capture and graphs) and cuda_vmm.c (virtual memory). */
 
 /* cuda_gate.c: backend.h's gate. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
@@ -196,9 +205,22 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
 /* Before new work on s: the legacy default stream's ordering rules.  Returns 0 or DS_E*. */
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
 
-/* The backend operations of the other two files, as backend.h describes them. */
+/* The backend operations of the other files, as backend.h describes them. */
 int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
                          struct ds_bmodule **out);
+int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,
+                             int recommended, uint64_t *out);
+int ds__cuda_vmm_reserve(struct ds_backend *b, uint64_t size, uint64_t align, uint64_t hint,
+                         uint64_t *addr);
+void ds__cuda_vmm_free(struct ds_backend *b, uint64_t addr, uint64_t size);
+int ds__cuda_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
+                        struct ds_bpmem **out);
+void ds__cuda_vmm_release(struct ds_backend *b, struct ds_bpmem *m);
+int ds__cuda_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct ds_bpmem *m,
+                     uint64_t offset);
+void ds__cuda_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
+int ds__cuda_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size,
+                            unsigned flags);
 void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
 int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                  struct ds_bfunc **out, struct ds_param_layout *layout);

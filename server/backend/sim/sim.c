@@ -160,6 +160,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
         return DS_ENOMEM;
     b->cfg = *cfg;
     ds_memtab_init(&b->mem);
+    ds_memtab_init(&b->vmm_maps);
     /* An H100's defaults. */
     b->limits[CU_LIMIT_STACK_SIZE] = 1024;
     b->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
@@ -266,9 +267,12 @@ static void sim_close(struct ds_backend *b)
         if (b->mem.v[i].owner == SIM_HOST_PAGES)
             continue;
         munmap(b->mem.v[i].data, b->mem.v[i].size);
-        ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
+        /* A reservation is address space only: its allocations are counted apart. */
+        if (b->mem.v[i].owner != SIM_VMM_VA)
+            ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
     }
     ds_memtab_destroy(&b->mem);
+    ds_memtab_destroy(&b->vmm_maps);
     free(b);
 }
 
@@ -407,16 +411,24 @@ static void fill_row(unsigned char *p, uint32_t value, unsigned elem, uint64_t c
     }
 }
 
+/* [addr, addr+n) lies in one allocation, or in one VMM reservation and mapped throughout
+ * (an unmapped part of a reservation is PROT_NONE host memory). */
+static int allocated(const struct ds_backend *b, uint64_t addr, uint64_t n)
+{
+    const struct ds_memtab_entry *e = ds_memtab_find(&b->mem, addr, n);
+
+    return e != NULL && (e->owner != SIM_VMM_VA || ds__sim_vmm_mapped(b, addr, n));
+}
+
 /* Whether the memory a piece of work touches is still allocated.  Always so when it is
- * submitted (the executor checked); a graph replayed after a free finds out here. */
+ * submitted (the executor checked); a graph replayed after a free or an unmap finds out
+ * here. */
 static int work_valid(const struct ds_backend *b, const struct sim_work *w)
 {
     if (w->kind == W_COPY)
-        return ds_memtab_find(&b->mem, w->dst, w->n) != NULL &&
-               ds_memtab_find(&b->mem, w->src, w->n) != NULL;
+        return allocated(b, w->dst, w->n) && allocated(b, w->src, w->n);
     if (w->kind == W_FILL)
-        return ds_memtab_find(&b->mem, w->dst,
-                              w->pitch * (w->height - 1) + w->width * w->elem) != NULL;
+        return allocated(b, w->dst, w->pitch * (w->height - 1) + w->width * w->elem);
     return 1;
 }
 
@@ -667,4 +679,12 @@ const struct ds_backend_ops ds_sim_backend = {
     .graph_destroy = ds__sim_graph_destroy,
     .graph_node_count = ds__sim_graph_node_count,
     .graph_exec_destroy = ds__sim_graph_exec_destroy,
+    .vmm_granularity = ds__sim_vmm_granularity,
+    .vmm_reserve = ds__sim_vmm_reserve,
+    .vmm_free = ds__sim_vmm_free,
+    .vmm_create = ds__sim_vmm_create,
+    .vmm_release = ds__sim_vmm_release,
+    .vmm_map = ds__sim_vmm_map,
+    .vmm_unmap = ds__sim_vmm_unmap,
+    .vmm_set_access = ds__sim_vmm_set_access,
 };

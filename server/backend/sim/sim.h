@@ -1,5 +1,5 @@
 /*
- * The sim device's insides, shared by its three files: the cost model, the objects
+ * The sim device's insides, shared by its four files: the cost model, the objects
  * behind the backend's opaque types, and the helpers more than one file uses.  Not for
  * anything outside server/sim*.c: the rest of the server sees only backend.h.
  */
@@ -25,9 +25,11 @@
 #define SIM_BLOCKS_PER_SM 2ull
 #define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
 
-#define SIM_VA_REGION (1ull << 40)
-#define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */  /* each tenant's addresses live in their own TiB */
+#define SIM_VA_REGION (1ull << 40) /* each tenant's addresses live in their own TiB */
+#define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */
+#define SIM_VMM_VA 2     /* memtab owner of a VMM reservation (sim_vmm.c) */
 #define SIM_VA_ALIGN 4096ull
+#define SIM_VMM_GRANULARITY (2ull << 20) /* an H100's, minimum and recommended */
 
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
@@ -93,7 +95,8 @@ struct ds_backend {
     uint64_t next_capture_id;
     uint64_t limits[CU_LIMIT_MAX];
     uint64_t stalled_ns; /* host time spent applying data effects: not device time */
-    struct ds_memtab mem; /* data = host mapping */
+    struct ds_memtab mem; /* data = host mapping; a VMM reservation is one entry */
+    struct ds_memtab vmm_maps; /* VMM mappings inside the reservations */
     uint64_t va_base, va_end;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head of created streams */
@@ -103,8 +106,8 @@ struct ds_backend {
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
- * kernels) and sim_graph.c (capture and graphs).  Each returns what its sim_*
- * counterpart in the backend interface (backend.h) returns. */
+ * kernels), sim_graph.c (capture and graphs) and sim_vmm.c (virtual memory).  Each
+ * returns what its sim_* counterpart in the backend interface (backend.h) returns. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
@@ -116,6 +119,22 @@ int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
 unsigned ds__sim_sms_now(struct ds_backend *b);
 /* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
 void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
+
+/* sim_vmm.c: backend.h's vmm_* operations, and whether [addr, addr+n), inside one VMM
+ * reservation, is mapped throughout. */
+int ds__sim_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,
+                            int recommended, uint64_t *out);
+int ds__sim_vmm_reserve(struct ds_backend *b, uint64_t size, uint64_t align, uint64_t hint,
+                        uint64_t *addr);
+void ds__sim_vmm_free(struct ds_backend *b, uint64_t addr, uint64_t size);
+int ds__sim_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
+                       struct ds_bpmem **out);
+void ds__sim_vmm_release(struct ds_backend *b, struct ds_bpmem *m);
+int ds__sim_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct ds_bpmem *m,
+                    uint64_t offset);
+void ds__sim_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
+int ds__sim_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
+int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);
 
 int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
                         struct ds_bmodule **out);
