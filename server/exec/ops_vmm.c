@@ -321,6 +321,10 @@ CUresult ds__ops_vmm_map(struct ds_tenant *t, const ds_vmm_map_args *a, ds_void_
     if (ds_memtab_find(&t->vmm_va, a->ptr, a->size) == NULL ||
         ds_memtab_overlap(&t->vmm_maps, a->ptr, a->size) != NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    /* The H100's driver (580) refuses to map part of an allocation, and CUDA documents
+     * the offset as "currently must be zero": both backends answer alike. */
+    if (a->offset != 0 || a->size != m->size)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if ((rc = ds_memtab_insert(&t->vmm_maps, &e)) != 0)
         return ds_error_to_cu(rc);
     rc = t->ops->vmm_map(t->be, a->ptr, a->size, m->real, a->offset);
