@@ -5,6 +5,13 @@
  * their groups.  A policy is chosen at start (`detshare-server --policy NAME`) and can be
  * switched at run time (`detshare-ctl policy NAME`).
  *
+ * A policy can also live outside the server's build, in a shared object that exports
+ *     const struct ds_policy *detshare_policy(unsigned abi);
+ * returning its policy when it speaks `abi` (DS_POLICY_ABI), else NULL.  It is named by
+ * its path (anything with a '/'), at start or at run time; examples/policy/ has one.  It
+ * runs inside the control process with the server's rights, so only the operator's own
+ * code belongs there: the admin socket that can load one is owner-only.
+ *
  * So far the interface has the start, join, leave and tick hooks, which is all the
  * baselines need; launch and completion hooks come with the policies that watch running
  * work.
@@ -45,8 +52,18 @@ struct ds_policy {
     int gates; /* 1 when it closes gates (executors then also hold work on the GPU) */
 };
 
-/* The policy called `name`, or NULL. */
+/* What a policy's shared object must speak; raised whenever these structures change. */
+#define DS_POLICY_ABI 1
+
+/* The policy called `name`: a built-in one, or one loaded before; a name with a '/' is
+ * a shared object's path, loaded on first use (ds_policy_load).  NULL when there is none
+ * (logged when a load failed). */
 const struct ds_policy *ds_policy_find(const char *name);
+
+/* Load the policy in the shared object at `path` (once; later calls return it again).
+ * NULL, logged, when it cannot be loaded, exports no detshare_policy, does not speak
+ * DS_POLICY_ABI, lacks a hook every policy needs, or takes a built-in policy's name. */
+const struct ds_policy *ds_policy_load(const char *path);
 
 /* Every built-in policy, NULL-terminated; the baselines by name. */
 extern const struct ds_policy *const ds_policies[];

@@ -32,7 +32,9 @@ static void usage(FILE *f)
             "                          names; off time-slices the GPU between tenants\n"
             "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
-            "  --policy NAME           who runs on which SMs (default shared):\n");
+            "  --policy NAME|PATH      who runs on which SMs (default shared); a PATH (with\n"
+            "                          a '/') loads a policy from a shared object\n"
+            "                          (examples/policy/first_half.c); built in:\n");
     for (int i = 0; ds_policies[i] != NULL; i++)
         fprintf(f, "                            %-9s %s\n", ds_policies[i]->name,
                 ds_policies[i]->about);

@@ -12,34 +12,9 @@
 
 static struct ds_test_server srv;
 
-/* Run detshare-ctl against the test server; its stdout in out.  Returns the exit status. */
 static int ctl(const char *args, char *out, size_t len)
 {
-    char cmd[512];
-    FILE *p;
-    size_t n;
-
-    snprintf(cmd, sizeof(cmd), "%s --admin unix:%s.admin %s 2>&1", DS_CTL_BIN, srv.sock, args);
-    p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    n = fread(out, 1, len - 1, p);
-    out[n] = '\0';
-    return WEXITSTATUS(pclose(p));
-}
-
-/* The JSON object of tenant `name` in a status, cut at its end. */
-static const char *tenant_json(char *status, const char *name, char *obj, size_t len)
-{
-    char key[64];
-    const char *at, *end;
-
-    snprintf(key, sizeof(key), "\"name\":\"%s\"", name);
-    at = strstr(status, key);
-    cr_assert_not_null(at, "no tenant %s in %s", name, status);
-    end = strchr(at, '}');
-    cr_assert_not_null(end);
-    snprintf(obj, len, "%.*s", (int)(end - at), at);
-    return obj;
+    return ds_test_ctl(&srv, args, out, len);
 }
 
 static CUfunction fill_kernel(void)
@@ -95,17 +70,17 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
     cr_assert(strstr(out, "\"policy\":\"static\""), "%s", out);
     cr_assert(strstr(out, "\"backend\":\"sim\""), "%s", out);
-    tenant_json(out, "alpha", obj, sizeof(obj));
+    ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"class\":\"best-effort\""), "%s", obj);
     cr_expect(strstr(obj, "\"sms\":64,\"sm_groups\":[0,1,2,3,4,5,6,7]"), "%s", obj);
     cr_expect(strstr(obj, "\"memory_used\":1048576,\"launches\":7,\"migrations\":1"), "%s", obj);
-    tenant_json(out, "beta", obj, sizeof(obj));
+    ds_test_tenant_json(out, "beta", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"class\":\"latency\""), "%s", obj);
     cr_expect(strstr(obj, "\"launches\":0"), "%s", obj);
     /* Unix tenants are named by the kernel: this process, its user and group. */
     snprintf(peer_json, sizeof(peer_json), "\"peer\":{\"pid\":%d,\"uid\":%u,\"gid\":%u", (int)getpid(),
              (unsigned)getuid(), (unsigned)getgid());
-    tenant_json(out, "alpha", obj, sizeof(obj));
+    ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
     cr_expect(strstr(obj, peer_json), "expected %s in %s", peer_json, obj);
 
     cr_assert_eq(ctl("policy shared", out, sizeof(out)), 0, "%s", out);
@@ -113,7 +88,7 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     launches(f, d, 1);
     wait_log("now runs on the whole device");
     cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
-    tenant_json(out, "alpha", obj, sizeof(obj));
+    ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"sms\":132"), "%s", obj);
     cr_expect(strstr(obj, "\"launches\":8,\"migrations\":2"), "%s", obj);
     cr_assert_eq(ctl("status", out, sizeof(out)), 0, "%s", out);
@@ -126,7 +101,7 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     cr_assert_eq(ctl("tenant beta class best-effort slo 40", out, sizeof(out)), 0, "%s", out);
     cr_expect(strstr(out, "tenants changed: 1"), "%s", out);
     cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
-    tenant_json(out, "beta", obj, sizeof(obj));
+    ds_test_tenant_json(out, "beta", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"class\":\"best-effort\",\"slo_ms\":40"), "%s", obj);
     cr_expect(ds_test_log_has(&srv, "(beta) is now best-effort, SLO 40 ms"));
     cr_assert_eq(ctl("tenant nobody class latency", out, sizeof(out)), 1, "%s", out);

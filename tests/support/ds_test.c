@@ -303,3 +303,31 @@ void ds_test_peer_leave(struct ds_test_peer *p)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "second tenant: 0x%x", status);
     close(p->up);
 }
+
+int ds_test_ctl(const struct ds_test_server *s, const char *args, char *out, size_t len)
+{
+    char cmd[1024];
+    FILE *p;
+    size_t n;
+
+    snprintf(cmd, sizeof(cmd), "%s --admin unix:%s.admin %s 2>&1", DS_CTL_BIN, s->sock, args);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(p));
+}
+
+const char *ds_test_tenant_json(const char *status, const char *name, char *obj, size_t len)
+{
+    char key[64];
+    const char *at, *end;
+
+    snprintf(key, sizeof(key), "\"name\":\"%s\"", name);
+    at = strstr(status, key);
+    cr_assert_not_null(at, "no tenant %s in %s", name, status);
+    end = strchr(at, '}');
+    cr_assert_not_null(end);
+    snprintf(obj, len, "%.*s", (int)(end - at), at);
+    return obj;
+}

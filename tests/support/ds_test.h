@@ -47,6 +47,13 @@ void ds_test_remove_tree(const char *dir);
 /* 1 when the server log contains `needle`. */
 int ds_test_log_has(const struct ds_test_server *s, const char *needle);
 
+/* Run `detshare-ctl ARGS` against server s's admin socket; its output (stdout and
+ * stderr) in out.  Returns its exit status. */
+int ds_test_ctl(const struct ds_test_server *s, const char *args, char *out, size_t len);
+
+/* The JSON object of tenant `name` in a `status --json` output, cut at its end, in obj. */
+const char *ds_test_tenant_json(const char *status, const char *name, char *obj, size_t len);
+
 /* How many lines of the server log contain `needle`. */
 int ds_test_log_count(const struct ds_test_server *s, const char *needle);
 
