@@ -6,6 +6,7 @@
 #include "ds_fdpass.h"
 #include "ds_procs.h"
 #include "ds_ring.h"
+#include "ds_sock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -63,25 +64,12 @@ static int read_fd(void *h, void *buf, int len)
     }
 }
 
-/* xdrrec's writer.  MSG_NOSIGNAL: a server that went away gives EPIPE, not a signal
- * that would kill the application. */
+/* xdrrec's writer. */
 static int write_fd(void *h, void *buf, int len)
 {
     struct ds_wire *w = h;
-    const char *p = buf;
-    int left = len;
 
-    while (left > 0) {
-        ssize_t n = send(w->fd, p, (size_t)left, MSG_NOSIGNAL);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        left -= (int)n;
-    }
-    return len;
+    return ds_send_all(w->fd, buf, (size_t)len) == 0 ? len : -1;
 }
 
 struct ds_wire *ds__wire_open(int fd, unsigned spin_us)

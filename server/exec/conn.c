@@ -4,6 +4,7 @@
 #include "detshare.h"
 #include "ds_clock.h"
 #include "ds_error.h"
+#include "ds_sock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -35,24 +36,12 @@ static int read_fd(void *h, void *buf, int len)
     }
 }
 
-/* xdrrec's writer; MSG_NOSIGNAL: a tenant gone away gives EPIPE, not a signal. */
+/* xdrrec's writer. */
 static int write_fd(void *h, void *buf, int len)
 {
     struct ds_conn *c = h;
-    const char *p = buf;
-    int left = len;
 
-    while (left > 0) {
-        ssize_t n = send(c->fd, p, (size_t)left, MSG_NOSIGNAL);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        left -= (int)n;
-    }
-    return len;
+    return ds_send_all(c->fd, buf, (size_t)len) == 0 ? len : -1;
 }
 
 void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
@@ -183,30 +172,8 @@ void ds_conn_done(struct ds_conn *c, const struct ds_call *call)
         ds_ring_consume(&c->ring);
 }
 
-static int send_reply(struct ds_conn *c, struct rpc_msg *m)
-{
-    c->sock.x_op = XDR_ENCODE;
-    if (!xdr_replymsg(&c->sock, m) || !xdrrec_endofrecord(&c->sock, TRUE))
-        return DS_EIO;
-    return 0;
-}
-
-int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres, void *res)
-{
-    struct rpc_msg m;
-
-    memset(&m, 0, sizeof(m));
-    m.rm_xid = call->xid;
-    m.rm_direction = REPLY;
-    m.rm_reply.rp_stat = MSG_ACCEPTED;
-    m.acpted_rply.ar_verf = _null_auth;
-    m.acpted_rply.ar_stat = SUCCESS;
-    m.acpted_rply.ar_results.where = res;
-    m.acpted_rply.ar_results.proc = xres;
-    return send_reply(c, &m);
-}
-
-int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat)
+static int reply(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat,
+                 xdrproc_t xres, void *res)
 {
     struct rpc_msg m;
 
@@ -216,7 +183,22 @@ int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum acce
     m.rm_reply.rp_stat = MSG_ACCEPTED;
     m.acpted_rply.ar_verf = _null_auth;
     m.acpted_rply.ar_stat = stat;
-    return send_reply(c, &m);
+    m.acpted_rply.ar_results.where = res;
+    m.acpted_rply.ar_results.proc = xres;
+    c->sock.x_op = XDR_ENCODE;
+    if (!xdr_replymsg(&c->sock, &m) || !xdrrec_endofrecord(&c->sock, TRUE))
+        return DS_EIO;
+    return 0;
+}
+
+int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres, void *res)
+{
+    return reply(c, call, SUCCESS, xres, res);
+}
+
+int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat)
+{
+    return reply(c, call, stat, NULL, NULL);
 }
 
 void ds_conn_counts(const struct ds_conn *c, unsigned long long *ring,
