@@ -93,6 +93,10 @@
     EP(cuMemGetAllocationPropertiesFromHandle, 10020,                     \
        cuMemGetAllocationPropertiesFromHandle)                            \
     EP(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle)   \
+    EP(cuTensorMapEncodeTiled, 12000, cuTensorMapEncodeTiled)             \
+    EP(cuTensorMapEncodeIm2col, 12000, cuTensorMapEncodeIm2col)           \
+    EP(cuTensorMapEncodeIm2colWide, 12080, cuTensorMapEncodeIm2colWide)   \
+    EP(cuTensorMapReplaceAddress, 12000, cuTensorMapReplaceAddress)       \
     EP(cuStreamCreate, 2000, cuStreamCreate)                              \
     EP(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority)      \
     EP(cuStreamDestroy, 4000, cuStreamDestroy_v2)                         \

@@ -80,11 +80,16 @@
     S(vmm_set_access, DS_VMM_SET_ACCESS, ds_vmm_set_access_args, ds_void_res) \
     S(vmm_get_access, DS_VMM_GET_ACCESS, ds_vmm_get_access_args, ds_hyper_res) \
     S(vmm_get_prop, DS_VMM_GET_PROP, ds_handle, ds_vmm_prop_res)              \
-    S(vmm_retain, DS_VMM_RETAIN, ds_dptr, ds_handle_res)
+    S(vmm_retain, DS_VMM_RETAIN, ds_dptr, ds_handle_res)                      \
+    S(tensormap_tiled, DS_TENSORMAP_TILED, ds_tensormap_tiled_args, ds_tensormap_res) \
+    S(tensormap_im2col, DS_TENSORMAP_IM2COL, ds_tensormap_im2col_args, ds_tensormap_res) \
+    S(tensormap_im2col_wide, DS_TENSORMAP_IM2COL_WIDE, ds_tensormap_im2col_wide_args, \
+      ds_tensormap_res)                                                       \
+    S(tensormap_replace, DS_TENSORMAP_REPLACE, ds_tensormap_replace_args, ds_tensormap_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (virtual memory, 150-169). */
-#define DS_PROC_MAX 169
+ * in detshare.x (tensor maps, 170-179). */
+#define DS_PROC_MAX 179
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -36,6 +36,38 @@ struct ds_param_layout {
     uint32_t bytes;
 };
 
+/* A tensor map as cuTensorMapEncodeTiled, cuTensorMapEncodeIm2col and
+ * cuTensorMapEncodeIm2colWide describe it.  The executor checks only its shape: rank in
+ * the encoder's range, enums within cuda.h's, and as many array entries as the rank asks
+ * for (the rest are 0).  Whether the values make a valid map is for the backend to say,
+ * as the driver says it: these are the one input a backend judges itself. */
+#define DS_TENSORMAP_RANK 5
+
+enum ds_tensormap_kind {
+    DS_TENSORMAP_KIND_TILED,
+    DS_TENSORMAP_KIND_IM2COL,
+    DS_TENSORMAP_KIND_IM2COL_WIDE
+};
+
+struct ds_tensormap_desc {
+    enum ds_tensormap_kind kind;
+    CUtensorMapDataType dtype;
+    unsigned rank;
+    uint64_t addr; /* any address: the driver does not ask whose memory it is */
+    uint64_t dim[DS_TENSORMAP_RANK];
+    uint64_t stride[DS_TENSORMAP_RANK - 1];
+    uint32_t box[DS_TENSORMAP_RANK];         /* tiled */
+    uint32_t elem_stride[DS_TENSORMAP_RANK];
+    /* The pixel box's corners: im2col, rank - 2 offsets each; im2col wide, [0]. */
+    int lower[DS_TENSORMAP_RANK - 2], upper[DS_TENSORMAP_RANK - 2];
+    uint32_t channels, pixels;               /* im2col, im2col wide */
+    CUtensorMapIm2ColWideMode mode;          /* im2col wide */
+    CUtensorMapInterleave interleave;
+    CUtensorMapSwizzle swizzle;
+    CUtensorMapL2promotion l2;
+    CUtensorMapFloatOOBfill oob;
+};
+
 /* One launch as the tenant asked for it. */
 struct ds_launch {
     unsigned grid[3], block[3];
@@ -192,6 +224,13 @@ struct ds_backend_ops {
     void (*vmm_unmap)(struct ds_backend *b, uint64_t addr, uint64_t size); /* one vmm_map */
     /* CUmemAccess_flags for the tenant's device over mapped [addr, addr+size). */
     int (*vmm_set_access)(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
+
+    /* Tensor maps: *out encoded from d, or DS_EINVAL (or the driver's own CUresult) when
+     * d is not a map the device can use; and a map of the tenant's (any 128 bytes) with
+     * its address replaced, in place. */
+    int (*tensormap_encode)(struct ds_backend *b, const struct ds_tensormap_desc *d,
+                            CUtensorMap *out);
+    int (*tensormap_replace)(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

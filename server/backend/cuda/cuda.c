@@ -76,6 +76,12 @@ static int load_driver(struct driver *cu)
     }
     CU_FNS(CU_LOAD)
 #undef CU_LOAD
+#define CU_LOAD_OPTIONAL(proto, base)                                                      \
+    if (gpa(#base, (void **)&cu->proto, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) !=  \
+        CUDA_SUCCESS)                                                                       \
+        cu->proto = NULL;
+    CU_FNS_OPTIONAL(CU_LOAD_OPTIONAL)
+#undef CU_LOAD_OPTIONAL
     return 0;
 }
 
@@ -637,6 +643,8 @@ const struct ds_backend_ops ds_cuda_backend = {
     .vmm_map = ds__cuda_vmm_map,
     .vmm_unmap = ds__cuda_vmm_unmap,
     .vmm_set_access = ds__cuda_vmm_set_access,
+    .tensormap_encode = ds__cuda_tensormap_encode,
+    .tensormap_replace = ds__cuda_tensormap_replace,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

@@ -93,12 +93,21 @@
     X(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle) \
     X(cuMemMap, cuMemMap) \
     X(cuMemUnmap, cuMemUnmap) \
-    X(cuMemSetAccess, cuMemSetAccess)
+    X(cuMemSetAccess, cuMemSetAccess) \
+    X(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled) \
+    X(cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2col) \
+    X(cuTensorMapReplaceAddress, cuTensorMapReplaceAddress)
+
+/* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
+ * lacks them, and what uses them is then not supported, rather than the whole backend. */
+#define CU_FNS_OPTIONAL(X) \
+    X(cuTensorMapEncodeIm2colWide, cuTensorMapEncodeIm2colWide)
 
 struct driver {
     void *dl;
 #define CU_FIELD(proto, base) __typeof__(proto) *proto;
     CU_FNS(CU_FIELD)
+    CU_FNS_OPTIONAL(CU_FIELD)
 #undef CU_FIELD
 };
 
@@ -174,7 +183,8 @@ struct ds_backend {
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
- * kernels), cuda_graph.c (capture and graphs) and cuda_vmm.c (virtual memory). */
+ * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory) and
+ * cuda_tensormap.c (tensor maps). */
 
 /* cuda_gate.c: backend.h's gate. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
@@ -221,6 +231,9 @@ int ds__cuda_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct 
 void ds__cuda_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
 int ds__cuda_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size,
                             unsigned flags);
+int ds__cuda_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
+                              CUtensorMap *out);
+int ds__cuda_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
 void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
 int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                  struct ds_bfunc **out, struct ds_param_layout *layout);

@@ -150,6 +150,7 @@ static void fill_attrs(int *a, int sms)
     a[CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED] = 1;
     a[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 1;
     a[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH] = 1;
+    a[CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED] = 1;
 }
 
 static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
@@ -687,4 +688,6 @@ const struct ds_backend_ops ds_sim_backend = {
     .vmm_map = ds__sim_vmm_map,
     .vmm_unmap = ds__sim_vmm_unmap,
     .vmm_set_access = ds__sim_vmm_set_access,
+    .tensormap_encode = ds__sim_tensormap_encode,
+    .tensormap_replace = ds__sim_tensormap_replace,
 };

@@ -1,6 +1,6 @@
 /*
- * The sim device's insides, shared by its four files: the cost model, the objects
- * behind the backend's opaque types, and the helpers more than one file uses.  Not for
+ * The sim device's insides, shared by its files: the cost model, the objects behind
+ * the backend's opaque types, and the helpers more than one file uses.  Not for
  * anything outside server/sim*.c: the rest of the server sees only backend.h.
  */
 #ifndef DS_SIM_H
@@ -106,8 +106,9 @@ struct ds_backend {
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
- * kernels), sim_graph.c (capture and graphs) and sim_vmm.c (virtual memory).  Each
- * returns what its sim_* counterpart in the backend interface (backend.h) returns. */
+ * kernels), sim_graph.c (capture and graphs), sim_vmm.c (virtual memory) and
+ * sim_tensormap.c (tensor maps).  Each returns what its sim_* counterpart in the backend
+ * interface (backend.h) returns. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
@@ -135,6 +136,11 @@ int ds__sim_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct d
 void ds__sim_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
 int ds__sim_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
 int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);
+
+/* sim_tensormap.c: backend.h's tensormap_* operations. */
+int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
+                             CUtensorMap *out);
+int ds__sim_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
 
 int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
                         struct ds_bmodule **out);
