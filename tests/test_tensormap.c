@@ -94,11 +94,13 @@ Test(tensormap, a_tiled_map_is_the_same_128_bytes_each_time)
         cr_assert_eq(a.opaque[4], 512);
         cr_assert_eq(a.opaque[8], 2048);
     }
-    /* Without interleave the first element stride is ignored. */
-    t.elem[0] = 0;
-    CU_OK(encode(&b, &t));
-    if (ds_test_on_sim())
+    /* Without interleave the first element stride is ignored: the sim does not check it.
+     * cuda.h also says it must be 1 to 8, so on a GPU it is left to the driver. */
+    if (ds_test_on_sim()) {
+        t.elem[0] = 0;
+        CU_OK(encode(&b, &t));
         cr_assert(same(&a, &b), "an ignored element stride changed the map");
+    }
     CU_OK(cuMemFree(p));
 }
 
