@@ -4,8 +4,8 @@
  * arguments.  The rules are those cuda.h documents above cuTensorMapEncodeTiled and
  * cuTensorMapEncodeIm2col; the bytes are the arguments packed into the 16 words as
  * docs/sim-device.md describes, so a map read in a debugger says what it was made from.
- * cuTensorMapEncodeIm2colWide is for compute capability 10.0 and up, so the sim, an
- * H100, does not serve it.
+ * cuda.h says cuTensorMapEncodeIm2colWide is for compute capability 10.0 and up, but the
+ * H100's driver (580) encodes one, so the sim does too, with im2col's rules.
  */
 #include "sim.h"
 
@@ -153,8 +153,6 @@ int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_des
     int rc;
 
     (void)b;
-    if (d->kind == DS_TENSORMAP_KIND_IM2COL_WIDE)
-        return DS_ENOTSUP;
     rc = d->kind == DS_TENSORMAP_KIND_TILED ? check_tiled(d) : check_im2col(d);
     if (rc != 0)
         return rc;
@@ -162,7 +160,8 @@ int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_des
     q[0] = MAGIC | (uint64_t)d->kind << 48 | alignment(d) << 56;
     q[1] = d->addr;
     q[2] = (uint64_t)d->dtype | (uint64_t)d->rank << 8 | (uint64_t)d->interleave << 16 |
-           (uint64_t)d->swizzle << 24 | (uint64_t)d->l2 << 32 | (uint64_t)d->oob << 40;
+           (uint64_t)d->swizzle << 24 | (uint64_t)d->l2 << 32 | (uint64_t)d->oob << 40 |
+           (uint64_t)d->mode << 48;
     for (unsigned i = 0; i < d->rank; i++) {
         /* Ignored, so written as the 1 it stands for: equal maps stay equal bytes. */
         uint64_t es = i == 0 && d->interleave == CU_TENSOR_MAP_INTERLEAVE_NONE ? 1 : d->elem_stride[i];
