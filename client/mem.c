@@ -62,6 +62,11 @@ int ds__mem_arena_create(void)
     return fd;
 }
 
+uint64_t ds__mem_arena_base(void)
+{
+    return (uint64_t)(uintptr_t)arena;
+}
+
 /* First fit among the arena's allocations, whole pages; called with the lock held. */
 static void *arena_take(size_t size)
 {

@@ -24,6 +24,10 @@ void ds__mem_forget(uint64_t base, uint64_t size);
  * in which case page-locked memory is private and cannot be mapped for the device. */
 int ds__mem_arena_create(void);
 
+/* Where this process mapped the arena, for the hello (the executor maps it at the same
+ * address when it can); 0 without one. */
+uint64_t ds__mem_arena_base(void);
+
 /* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
  * executor, with *offset its place in the arena: copies to or from it need not carry
  * the bytes.  0 otherwise. */

@@ -172,6 +172,7 @@ static CUresult handshake(void)
     int err;
 
     tenant_identity(name, sizeof(name), &a.klass);
+    a.arena_base = ds__mem_arena_base();
     memset(&conn.hello, 0, sizeof(conn.hello));
     err = ds__wire_call(conn.wire, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a,
                         (xdrproc_t)xdr_ds_hello_res, &conn.hello);

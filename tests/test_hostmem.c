@@ -48,6 +48,27 @@ Test(hostmem, the_device_reads_and_writes_mapped_memory_in_place)
     CU_IS(cuMemHostGetDevicePointer(&d, back, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* As natively under unified addressing: page-locked memory's device address is its host
+ * address, so a pointer a program hands to the device as it is (XLA does) works. */
+Test(hostmem, page_locked_memory_is_reached_at_its_own_address)
+{
+    unsigned *h;
+    CUdeviceptr d;
+
+    ds_test_ctx();
+    CU_OK(cuMemHostAlloc((void **)&h, 1 << 16, 0));
+    memset(h, 0, 1 << 16);
+    CU_OK(cuMemHostGetDevicePointer(&d, h, 0));
+    cr_assert_eq(d, (CUdeviceptr)(uintptr_t)h, "device %#llx, host %p", (unsigned long long)d,
+                 (void *)h);
+    CU_OK(cuMemsetD32Async((CUdeviceptr)(uintptr_t)(h + 16), 0x01020304, 4, NULL));
+    CU_OK(cuCtxSynchronize());
+    cr_assert_eq(h[16], 0x01020304);
+    cr_assert_eq(h[19], 0x01020304);
+    cr_assert_eq(h[20], 0);
+    CU_OK(cuMemFreeHost(h));
+}
+
 Test(hostmem, arena_memory_is_reused_after_free)
 {
     void *a, *b;

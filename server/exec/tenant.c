@@ -24,6 +24,7 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     t->shm = cfg->shm;
     t->slot = cfg->slot;
     t->next_id = 1;
+    t->arena_fd = -1;
     ds_handles_init(&t->h);
     ds_memtab_init(&t->mem);
     ds_memtab_init(&t->host_maps);
@@ -143,18 +144,42 @@ void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h)
 int ds__tenant_arena(struct ds_tenant *t, int fd)
 {
     struct stat st;
-    void *p;
 
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || (uint64_t)st.st_size > DS_ARENA_SIZE) {
+    if (t->arena_fd >= 0 || t->arena != NULL || fstat(fd, &st) != 0 || st.st_size <= 0 ||
+        (uint64_t)st.st_size > DS_ARENA_SIZE) {
         close(fd);
         return DS_EINVAL;
     }
-    p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED)
-        return DS_EINVAL;
-    t->arena = p;
+    t->arena_fd = fd;
     t->arena_len = (uint64_t)st.st_size;
+    return 0;
+}
+
+int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base)
+{
+    void *p = MAP_FAILED;
+
+    if (t->arena_fd < 0)
+        return 0;
+    if (base != 0 && base % 4096 == 0 && base <= UINTPTR_MAX - t->arena_len)
+        p = mmap((void *)(uintptr_t)base, (size_t)t->arena_len, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED_NOREPLACE, t->arena_fd, 0);
+    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
+    if (p != MAP_FAILED && p != (void *)(uintptr_t)base) {
+        munmap(p, (size_t)t->arena_len);
+        p = MAP_FAILED;
+    }
+    if (p == MAP_FAILED) {
+        if (base != 0)
+            ds_debug("the tenant's host arena is mapped at another address here: its "
+                     "pinned pointers are not device pointers");
+        p = mmap(NULL, (size_t)t->arena_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->arena_fd, 0);
+    }
+    close(t->arena_fd);
+    t->arena_fd = -1;
+    if (p == MAP_FAILED)
+        return DS_ENOMEM;
+    t->arena = p;
     return 0;
 }
 
@@ -191,6 +216,9 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;
+    if (t->arena_fd >= 0)
+        close(t->arena_fd);
+    t->arena_fd = -1;
 }
 
 void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)

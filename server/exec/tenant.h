@@ -79,6 +79,7 @@ struct ds_tenant {
     int slot;
     unsigned char *arena;      /* the tenant's shared host memory, or NULL */
     uint64_t arena_len;
+    int arena_fd;               /* until the hello maps it; -1 otherwise */
     struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
                                  * owner = device address */
     struct ds_memtab vmm_va;    /* cuMemAddressReserve's reservations */
@@ -104,8 +105,15 @@ int ds__tenant_open(struct ds_tenant *t);
 void ds__tenant_fini(struct ds_tenant *t);
 
 /* Take the tenant's shared host arena (a memfd, common/ds_arena.h); fd is consumed.
+ * It is mapped at the tenant's hello (ds__tenant_map_arena).
  * Returns 0 or DS_EINVAL for one of the wrong size. */
 int ds__tenant_arena(struct ds_tenant *t, int fd);
+
+/* Map the arena taken before, at `base` (the tenant's own address for it) when that
+ * range is free here, else anywhere.  At the same address a pointer into page-locked
+ * memory means the same on both sides, and the device reaches it at that address too,
+ * as natively under unified addressing.  Returns 0 or DS_ENOMEM. */
+int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base);
 
 /* Undo one host mapping: its device range, then the backend's mapping. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);

@@ -320,14 +320,16 @@ int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uin
     return 0;
 }
 
-/* Arena pages become device memory at an address of their own; the entry's owner marks
- * them as the tenant's (never unmapped or accounted here). */
+/* Arena pages become device memory at their host address, as under unified addressing
+ * on a GPU, or at an address of their own when that one is taken; the entry's owner
+ * marks them as the tenant's (never unmapped or accounted here). */
 static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
 {
-    struct ds_memtab_entry e = { .size = size, .data = host, .owner = SIM_HOST_PAGES };
-    int rc = find_va(b, size, &e.base);
+    struct ds_memtab_entry e = { .base = (uint64_t)(uintptr_t)host, .size = size,
+                                 .data = host, .owner = SIM_HOST_PAGES };
+    int rc = ds_memtab_insert(&b->mem, &e);
 
-    if (rc == 0)
+    if (rc != 0 && (rc = find_va(b, size, &e.base)) == 0)
         rc = ds_memtab_insert(&b->mem, &e);
     if (rc == 0)
         *addr = e.base;
