@@ -158,6 +158,8 @@
     EP(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000,        \
        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
     EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
+    EP(cuLaunchHostFunc, 10000, cuLaunchHostFunc)                         \
+    EP(cuStreamAddCallback, 5000, cuStreamAddCallback)                    \
     EP(cuLaunchKernelEx, 11060, cuLaunchKernelEx)                         \
     EP(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel)        \
     EP(cuModuleGetLoadingMode, 11070, cuModuleGetLoadingMode)            \

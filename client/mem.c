@@ -45,6 +45,12 @@ void ds__mem_forget(uint64_t base, uint64_t size)
     pthread_mutex_unlock(&lock);
 }
 
+/* Where the arena is asked to go: far below where mmap and the CUDA driver put things
+ * (near the top of the address space), so that the executor, whose address space holds
+ * the driver's reservations, likely finds the same range free (ds__mem_arena_base).  A
+ * hint only: elsewhere works, just without the shared address. */
+#define ARENA_HINT 0x500000000000ull
+
 int ds__mem_arena_create(void)
 {
     int fd = memfd_create("detshare-host", MFD_CLOEXEC);
@@ -53,8 +59,8 @@ int ds__mem_arena_create(void)
     if (fd < 0)
         return -1;
     if (ftruncate(fd, (off_t)DS_ARENA_SIZE) != 0 ||
-        (p = mmap(NULL, DS_ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
-                  0)) == MAP_FAILED) {
+        (p = mmap((void *)ARENA_HINT, DS_ARENA_SIZE, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_NORESERVE, fd, 0)) == MAP_FAILED) {
         close(fd);
         return -1;
     }
