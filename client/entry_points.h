@@ -137,11 +137,15 @@
     EP(cuModuleLoadFatBinary, 2000, cuModuleLoadFatBinary)                \
     EP(cuModuleUnload, 2000, cuModuleUnload)                              \
     EP(cuModuleGetFunction, 2000, cuModuleGetFunction)                    \
+    EP(cuModuleGetFunctionCount, 12040, cuModuleGetFunctionCount)         \
+    EP(cuModuleEnumerateFunctions, 12040, cuModuleEnumerateFunctions)     \
     EP(cuModuleGetGlobal, 3020, cuModuleGetGlobal_v2)                     \
     EP(cuLibraryLoadData, 12000, cuLibraryLoadData)                       \
     EP(cuLibraryLoadFromFile, 12000, cuLibraryLoadFromFile)               \
     EP(cuLibraryUnload, 12000, cuLibraryUnload)                           \
     EP(cuLibraryGetKernel, 12000, cuLibraryGetKernel)                     \
+    EP(cuLibraryGetKernelCount, 12040, cuLibraryGetKernelCount)           \
+    EP(cuLibraryEnumerateKernels, 12040, cuLibraryEnumerateKernels)       \
     EP(cuLibraryGetModule, 12000, cuLibraryGetModule)                     \
     EP(cuLibraryGetGlobal, 12000, cuLibraryGetGlobal)                     \
     EP(cuKernelGetFunction, 12000, cuKernelGetFunction)                   \
