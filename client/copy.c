@@ -37,7 +37,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = ds__graph_refuse_host_copy(s)) != CUDA_SUCCESS)
+    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
@@ -124,7 +124,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = ds__graph_refuse_host_copy(s)) != CUDA_SUCCESS)
+    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;

@@ -40,7 +40,7 @@ static int find(ds_handle h)
     return -1;
 }
 
-CUresult ds__graph_refuse_host_copy(CUstream s)
+CUresult ds__graph_refuse_host_work(CUstream s)
 {
     CUresult rc = CUDA_SUCCESS;
     int i;

@@ -4,11 +4,12 @@
 
 #include <cuda.h>
 
-/* Host data crosses the connection and lives in the executor for one call, so a graph
- * cannot replay it: a host copy on a capturing stream is refused, and invalidates the
- * capture as CUDA does.  Returns CUDA_SUCCESS when s is not capturing, else
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
-CUresult ds__graph_refuse_host_copy(CUstream s);
+/* Work on the host side of the connection cannot be part of a graph the executor
+ * replays: host data crosses the connection and lives in the executor for one call, and
+ * a host function runs in this process.  Such work on a capturing stream is refused, and
+ * invalidates the capture as CUDA does.  Returns CUDA_SUCCESS when s is not capturing,
+ * else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult ds__graph_refuse_host_work(CUstream s);
 
 /* The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
 CUstreamCaptureMode ds__graph_thread_mode(void);
