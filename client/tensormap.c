@@ -24,38 +24,25 @@ struct arrays {
     int lower[DS_TENSORMAP_RANK_MAX], upper[DS_TENSORMAP_RANK_MAX];
 };
 
+_Static_assert(sizeof(cuuint64_t) == sizeof(uint64_t) && sizeof(cuuint32_t) == sizeof(unsigned),
+               "the caller's array entries and the wire's differ in size");
+
 /* How many entries of an array the wire carries when the rank asks for `want`. */
 static unsigned entries(long want)
 {
     return want <= 0 ? 0 : want > DS_TENSORMAP_RANK_MAX ? DS_TENSORMAP_RANK_MAX : (unsigned)want;
 }
 
-/* The copy_* functions copy n entries; 0, or -1 when the array is NULL but entries are
- * wanted (a rank-1 map has no strides, and may pass NULL for them). */
-static int copy_u64(uint64_t *dst, const cuuint64_t *src, unsigned n)
+/* Copy n entries of `size` bytes; 0, or -1 when the array is NULL but entries are wanted
+ * (a rank-1 map has no strides, and may pass NULL for them).  The caller's types and the
+ * wire's have the same sizes; only their names differ. */
+static int copy_in(void *dst, const void *src, unsigned n, size_t size)
 {
-    if (n > 0 && src == NULL)
+    if (n == 0)
+        return 0;
+    if (src == NULL)
         return -1;
-    for (unsigned i = 0; i < n; i++)
-        dst[i] = src[i];
-    return 0;
-}
-
-static int copy_u32(unsigned *dst, const cuuint32_t *src, unsigned n)
-{
-    if (n > 0 && src == NULL)
-        return -1;
-    for (unsigned i = 0; i < n; i++)
-        dst[i] = src[i];
-    return 0;
-}
-
-static int copy_int(int *dst, const int *src, unsigned n)
-{
-    if (n > 0 && src == NULL)
-        return -1;
-    for (unsigned i = 0; i < n; i++)
-        dst[i] = src[i];
+    memcpy(dst, src, n * size);
     return 0;
 }
 
@@ -73,8 +60,9 @@ static CUresult common(ds_tensormap_common *c, struct arrays *arr, CUtensorMap *
 
     if (map == NULL || (uintptr_t)map % 64 != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (copy_u64(arr->dim, dim, n) != 0 || copy_u64(arr->stride, stride, n_stride) != 0 ||
-        copy_u32(arr->elem_stride, elem_stride, n) != 0)
+    if (copy_in(arr->dim, dim, n, sizeof(*dim)) != 0 ||
+        copy_in(arr->stride, stride, n_stride, sizeof(*stride)) != 0 ||
+        copy_in(arr->elem_stride, elem_stride, n, sizeof(*elem_stride)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     memset(c, 0, sizeof(*c));
     c->dtype = dtype;
@@ -116,7 +104,7 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tens
                 globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (copy_u32(arr.box, boxDim, entries(tensorRank)) != 0)
+    if (copy_in(arr.box, boxDim, entries(tensorRank), sizeof(*boxDim)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     a.box.box_len = entries(tensorRank);
     a.box.box_val = arr.box;
@@ -147,8 +135,8 @@ CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType ten
                 globalStrides, elementStrides, interleave, swizzle, l2Promotion, oobFill);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (copy_int(arr.lower, pixelBoxLowerCorner, corners) != 0 ||
-        copy_int(arr.upper, pixelBoxUpperCorner, corners) != 0)
+    if (copy_in(arr.lower, pixelBoxLowerCorner, corners, sizeof(*pixelBoxLowerCorner)) != 0 ||
+        copy_in(arr.upper, pixelBoxUpperCorner, corners, sizeof(*pixelBoxUpperCorner)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     a.lower.lower_len = corners;
     a.lower.lower_val = arr.lower;
