@@ -227,12 +227,10 @@ static int ring_put(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void 
     }
 }
 
-static int socket_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                       xdrproc_t xres, void *res)
+/* Send a call over the socket now, with whatever was queued before it. */
+static int socket_send(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
-        return DS_EIO;
-    return read_reply(w, w->xid, xres, res);
+    return encode(w, proc, xarg, arg) == 0 && send_now(w) == 0 ? 0 : DS_EIO;
 }
 
 /* DS_NULL's arguments and result. */
@@ -248,9 +246,10 @@ static bool_t nothing(XDR *xdrs, void *p)
  * next record cannot overtake it. */
 static int socket_queue_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
+    if (socket_send(w, proc, xarg, arg) != 0 ||
+        socket_send(w, DS_NULL, (xdrproc_t)nothing, NULL) != 0)
         return DS_EIO;
-    return socket_call(w, DS_NULL, (xdrproc_t)nothing, NULL, (xdrproc_t)nothing, NULL);
+    return read_reply(w, w->xid, (xdrproc_t)nothing, NULL);
 }
 
 int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
@@ -288,7 +287,7 @@ int ds__wire_post(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *a
             return rc;
         }
     }
-    if (encode(w, proc, xarg, arg) != 0 || send_now(w) != 0)
+    if (socket_send(w, proc, xarg, arg) != 0)
         return DS_EIO;
     *xid = w->xid;
     return 0;
@@ -306,5 +305,5 @@ int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *a
 
     if (ds__wire_post(w, proc, xarg, arg, &xid) != 0)
         return DS_EIO;
-    return read_reply(w, xid, xres, res);
+    return ds__wire_collect(w, xid, xres, res);
 }
