@@ -53,16 +53,6 @@ void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
     xdrrec_create(&c->sock, DS_RECBUF, DS_RECBUF, c, read_fd, write_fd);
 }
 
-int ds_conn_attach_ring(struct ds_conn *c, int memfd, int bell)
-{
-    if (c->ring.hdr != NULL) {
-        close(memfd);
-        close(bell);
-        return DS_EINVAL;
-    }
-    return ds_ring_attach(&c->ring, memfd, bell);
-}
-
 /* Decode a call header from xdrs.  Only AUTH_NONE is spoken: a tenant is who its
  * connection says it is. */
 static int header(XDR *xdrs, struct ds_call *call)
@@ -199,13 +189,6 @@ int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres,
 int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat)
 {
     return reply(c, call, stat, NULL, NULL);
-}
-
-void ds_conn_counts(const struct ds_conn *c, unsigned long long *ring,
-                    unsigned long long *socket)
-{
-    *ring = c->from_ring;
-    *socket = c->from_socket;
 }
 
 void ds_conn_close(struct ds_conn *c)

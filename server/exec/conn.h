@@ -25,9 +25,9 @@ struct ds_conn {
     int eof; /* the peer closed the socket */
     XDR sock;
     XDR mem; /* over the ring record being served */
-    struct ds_ring ring; /* ring.hdr is NULL without a ring */
+    struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
-    unsigned long long from_ring, from_socket;
+    unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
 };
 
 struct ds_call {
@@ -39,9 +39,6 @@ struct ds_call {
 
 /* Serve connected socket fd (taken over); a wait ends early once *stop is set. */
 void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
-
-/* Use the ring in memfd with doorbell bell (both consumed).  Returns 0 or DS_EINVAL. */
-int ds_conn_attach_ring(struct ds_conn *c, int memfd, int bell);
 
 /* Wait for the next call, polling without sleeping for spin_us after the last one.
  * Returns 1 with *call set, 0 when the peer closed the connection between calls,
@@ -57,10 +54,6 @@ int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres,
 
 /* Send an error reply: PROC_UNAVAIL or GARBAGE_ARGS.  Returns 0 or DS_EIO. */
 int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum accept_stat stat);
-
-/* Calls that came from the ring and from the socket so far. */
-void ds_conn_counts(const struct ds_conn *c, unsigned long long *ring,
-                    unsigned long long *socket);
 
 void ds_conn_close(struct ds_conn *c);
 

@@ -278,7 +278,7 @@ static int take_descriptor(int fd, int *ring)
         return 0;
     }
     if (tag == DS_BELL_MARKER && *ring >= 0) {
-        int rc = ds_conn_attach_ring(&conn, *ring, d);
+        int rc = ds_ring_attach(&conn.ring, *ring, d);
 
         *ring = -1;
         return rc == 0 ? 0 : DS_EPROTO;
@@ -306,10 +306,8 @@ static int take_descriptors(int fd)
 
 static void log_paths(void)
 {
-    unsigned long long ring, sock;
-
-    ds_conn_counts(&conn, &ring, &sock);
-    ds_debug("calls from the ring: %llu, from the socket: %llu", ring, sock);
+    ds_debug("calls from the ring: %llu, from the socket: %llu", conn.from_ring,
+             conn.from_socket);
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
