@@ -86,6 +86,14 @@ static CUresult dtoh_take(uint32_t xid, char *p, size_t len)
     return rc;
 }
 
+/* Bytes of in-band chunk k of a copy of n. */
+static size_t inband_len(size_t n, size_t k)
+{
+    size_t off = k * (size_t)DS_CHUNK_MAX;
+
+    return n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX;
+}
+
 /* Each chunk is a synchronous call answered once the stream's earlier work and that
  * chunk are done; after a failed chunk, the ones already sent are still collected. */
 static CUresult dtoh_inband(char *p, CUdeviceptr src, size_t n, ds_handle stream)
@@ -97,18 +105,18 @@ static CUresult dtoh_inband(char *p, CUdeviceptr src, size_t n, ds_handle stream
     if (first != CUDA_SUCCESS)
         return first;
     for (size_t c = 0; c < chunks; c++) {
-        for (; sent < chunks && sent < c + DTOH_DEPTH && first == CUDA_SUCCESS; sent++) {
-            size_t off = sent * (size_t)DS_CHUNK_MAX;
-            ds_dtoh_args a = { .src = src + off, .stream = stream,
-                               .size = (u_int)(n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX) };
+        while (sent < chunks && sent < c + DTOH_DEPTH && first == CUDA_SUCCESS) {
+            ds_dtoh_args a = { .src = src + sent * (size_t)DS_CHUNK_MAX, .stream = stream,
+                               .size = (u_int)inband_len(n, sent) };
 
             first = ds__rpc_post(DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &a,
                                  &xid[sent % DTOH_DEPTH]);
+            if (first == CUDA_SUCCESS)
+                sent++;
         }
         if (c < sent) {
-            size_t off = c * (size_t)DS_CHUNK_MAX;
-            CUresult rc = dtoh_take(xid[c % DTOH_DEPTH], p + off,
-                                    n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX);
+            CUresult rc = dtoh_take(xid[c % DTOH_DEPTH], p + c * (size_t)DS_CHUNK_MAX,
+                                    inband_len(n, c));
 
             if (first == CUDA_SUCCESS)
                 first = rc;
