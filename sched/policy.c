@@ -8,10 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define DS_POLICY_ABI_TEXT STR(DS_POLICY_ABI)
-
 const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
                                                  &ds_policy_temporal, &ds_policy_slo_aware,
                                                  NULL };
@@ -56,7 +52,7 @@ static int printable(const char *s)
 static const char *unusable(const struct ds_policy *p)
 {
     if (p == NULL)
-        return "it does not speak this server's policy ABI " DS_POLICY_ABI_TEXT;
+        return "it does not speak this server's policy ABI";
     if (!printable(p->name))
         return "its name is empty, too long or not printable";
     if (p->on_start == NULL || p->on_tenant_join == NULL || p->on_tenant_leave == NULL)
@@ -87,7 +83,7 @@ static const struct ds_policy *load(const char *path)
     p = entry != NULL ? entry(DS_POLICY_ABI) : NULL;
     why = entry == NULL ? "it exports no detshare_policy" : unusable(p);
     if (why != NULL) {
-        ds_error("policy %s refused: %s", path, why);
+        ds_error("policy %s refused: %s (ABI %d)", path, why, DS_POLICY_ABI);
         dlclose(h);
         return NULL;
     }
