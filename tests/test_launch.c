@@ -460,17 +460,17 @@ Test(launch, per_thread_default_streams_are_each_threads_own)
 /* cuModuleEnumerateFunctions gives each kernel once, as cuModuleGetFunction gives it. */
 Test(launch, a_module_lists_its_kernels)
 {
-    static const char *names[] = { "echo", "fill", "read_global", "step" };
-    CUfunction by_name[4], listed[8];
+    static const char *names[] = { "echo", "fill", "read_global", "spin", "step" };
+    CUfunction by_name[5], listed[8];
     unsigned n = 0;
     CUmodule m;
 
     ds_test_ctx();
     m = load("launch.fatbin");
     CU_OK(cuModuleGetFunctionCount(&n, m));
-    cr_assert_eq(n, 4);
+    cr_assert_eq(n, 5);
     CU_OK(cuModuleEnumerateFunctions(listed, 8, m));
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         int found = 0;
 
         CU_OK(cuModuleGetFunction(&by_name[i], m, names[i]));
@@ -515,10 +515,10 @@ Test(launch, the_module_functions_table_gives_a_modules_kernel)
     cr_assert_geq(((const uintptr_t *)t)[0], 0x40);
     each = (int (*)(CUcontext, CUmodule, void (*)(void *, CUfunction, void *), void *))(
         ((void *const *)t)[7]);
-    cr_assert_eq(each(ctx, m, remember, &got), 4, "the number of kernels");
-    cr_assert_eq(got.n, 4, "one call back per kernel");
+    cr_assert_eq(each(ctx, m, remember, &got), 5, "the number of kernels");
+    cr_assert_eq(got.n, 5, "one call back per kernel");
     CU_OK(cuModuleGetFunction(&step, m, "step"));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         found += got.f[i] == step;
     cr_assert_eq(found, 1, "step, as cuModuleGetFunction gives it, came back %d times", found);
 }

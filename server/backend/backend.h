@@ -26,6 +26,7 @@ struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
 struct ds_bpmem;
+struct ds_bfence;
 
 /* A kernel's parameter buffer as the driver lays it out: n parameters, each at
  * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
@@ -76,6 +77,16 @@ struct ds_launch {
     size_t param_bytes;
     const CUlaunchAttribute *attrs; /* checked by the executor; no handles among them */
     unsigned nattrs;
+};
+
+/* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
+ * stream), at an event's last record, or at all of the tenant's work. */
+enum ds_fence_kind { DS_FENCE_STREAM, DS_FENCE_EVENT, DS_FENCE_ALL };
+
+struct ds_fence_at {
+    enum ds_fence_kind kind;
+    struct ds_bstream *stream; /* DS_FENCE_STREAM */
+    struct ds_bevent *event;   /* DS_FENCE_EVENT */
 };
 
 /* The tenant's immutable view of its device. */
@@ -129,18 +140,30 @@ struct ds_backend_ops {
                          struct ds_bstream **out);
     void (*stream_destroy)(struct ds_backend *b, struct ds_bstream *s);
     int (*stream_query)(struct ds_backend *b, struct ds_bstream *s);
-    int (*stream_synchronize)(struct ds_backend *b, struct ds_bstream *s);
     int (*stream_wait_event)(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e);
 
     int (*event_create)(struct ds_backend *b, unsigned flags, struct ds_bevent **out);
     void (*event_destroy)(struct ds_backend *b, struct ds_bevent *e);
     int (*event_record)(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
     int (*event_query)(struct ds_backend *b, struct ds_bevent *e);
-    int (*event_synchronize)(struct ds_backend *b, struct ds_bevent *e);
     int (*event_elapsed)(struct ds_backend *b, struct ds_bevent *start, struct ds_bevent *end,
                          float *ms);
 
-    int (*synchronize)(struct ds_backend *b); /* all work of this tenant */
+
+    /* Fences: how a synchronising call waits without holding the executor, which goes on
+     * serving the tenant's other threads meanwhile.  fence_create marks the point `at`
+     * names as of now; *out is NULL when the device is already past it (nothing to wait
+     * for), and a capturing stream is refused as its synchronisation would be.
+     * fence_query returns 0 once the device passed the point, DS_ENOTREADY before, or the
+     * error the work ended with.  fence_arm asks to be told when it passes: the backend
+     * either writes 1 to eventfd efd from then on (possibly from another thread, and
+     * possibly more than once), or sets *wake_ns to the ds_now_ns() time at which to
+     * query again.  fence_destroy may come at any time, armed or not. */
+    int (*fence_create)(struct ds_backend *b, const struct ds_fence_at *at,
+                        struct ds_bfence **out);
+    int (*fence_query)(struct ds_backend *b, struct ds_bfence *f);
+    int (*fence_arm)(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
+    void (*fence_destroy)(struct ds_backend *b, struct ds_bfence *f);
     /* A CUlimit of the tenant's context: set it when set != 0, then read it back. */
     int (*limit)(struct ds_backend *b, int limit, int set, uint64_t *value);
     /* The undocumented CONTEXT_IDENTITY value of kind `query` (docs/export-tables.md). */

@@ -17,6 +17,8 @@
 /* While spinning, the socket is polled (a system call) once per this many looks at the
  * ring (a load). */
 #define SOCKET_EVERY 16u
+/* ...and once per this many ring records in a row. */
+#define RING_RUN 64u
 
 /* xdrrec's reader.  Reads block: the loop below only starts a record once bytes are
  * there, and a tenant that stops halfway through one stalls nobody but itself. */
@@ -83,7 +85,7 @@ static int socket_call(struct ds_conn *c, struct ds_call *call)
     c->sock.x_op = XDR_DECODE;
     rc = xdrrec_skiprecord(&c->sock) ? header(&c->sock, call) : DS_EIO;
     if (rc < 0)
-        return c->eof ? 0 : *c->stop ? DS_ENOTREADY : rc;
+        return c->eof ? DS_EIO : *c->stop ? DS_ENOTREADY : rc;
     call->from_ring = 0;
     c->from_socket++;
     return rc;
@@ -101,59 +103,63 @@ static int ring_call(struct ds_conn *c, struct ds_call *call, const unsigned cha
     return header(&c->mem, call);
 }
 
-/* 1 when the socket has bytes or was closed, 0 when not (within timeout_ms), <0 on
- * error. */
-static int socket_ready(struct ds_conn *c, int timeout_ms)
+/* 1 when the socket has bytes or was closed, 0 when not, <0 on error. */
+static int socket_ready(struct ds_conn *c)
 {
-    struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = c->ring.bell, .events = POLLIN } };
-    int n = poll(p, c->ring.hdr != NULL ? 2 : 1, timeout_ms);
+    struct pollfd p = { .fd = c->fd, .events = POLLIN };
+    int n = poll(&p, 1, 0);
 
     if (n < 0)
         return errno == EINTR ? 0 : DS_EIO;
-    return (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
-/* Block until the ring gets a record or the socket bytes; announced in the ring, so the
- * tenant knows to ring the doorbell. */
-static int sleep_until_work(struct ds_conn *c)
+/* The socket is looked at between ring records too, now and then: a call another
+ * thread of the tenant put there must not wait for the ring to run dry. */
+static int socket_turn(struct ds_conn *c, unsigned look)
 {
+    if (c->ring.hdr == NULL)
+        return look % SOCKET_EVERY == 0;
+    return look % SOCKET_EVERY == 0 || ++c->ring_run % RING_RUN == 0;
+}
+
+int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look)
+{
+    const unsigned char *rec;
+    size_t len;
     int rc;
+
+    if (!xdrrec_eof(&c->sock))
+        return socket_call(c, call);
+    if (socket_turn(c, look) && (rc = socket_ready(c)) != 0)
+        return rc < 0 ? rc : socket_call(c, call);
+    if (c->ring.hdr != NULL && (rc = ds_ring_peek(&c->ring, &rec, &len)) != 0)
+        return rc < 0 ? rc : ring_call(c, call, rec, len);
+    return 0;
+}
+
+/* A sleep announced in the ring, so that the tenant knows to ring the doorbell. */
+int ds_conn_sleep(struct ds_conn *c, int wake_fd, uint64_t wake_ns)
+{
+    struct pollfd p[3] = { { .fd = c->fd, .events = POLLIN },
+                           { .fd = wake_fd, .events = POLLIN },
+                           { .fd = c->ring.bell, .events = POLLIN } };
+    struct timespec t, *tp = NULL;
+    int n;
 
     if (c->ring.hdr != NULL && !ds_ring_sleep(&c->ring))
         return 0;
-    rc = socket_ready(c, -1);
+    if (wake_ns != 0) {
+        uint64_t now = ds_now_ns(), left = wake_ns > now ? wake_ns - now : 0;
+
+        t.tv_sec = (time_t)(left / 1000000000u);
+        t.tv_nsec = (long)(left % 1000000000u);
+        tp = &t;
+    }
+    n = ppoll(p, c->ring.hdr != NULL ? 3 : 2, tp, NULL);
     if (c->ring.hdr != NULL)
         ds_ring_wake(&c->ring);
-    return rc;
-}
-
-int ds_conn_next(struct ds_conn *c, struct ds_call *call, unsigned spin_us)
-{
-    uint64_t until = 0;
-
-    for (unsigned look = 0;; look++) {
-        const unsigned char *rec;
-        size_t len;
-        int rc;
-
-        if (c->ring.hdr != NULL && (rc = ds_ring_peek(&c->ring, &rec, &len)) != 0)
-            return rc < 0 ? rc : ring_call(c, call, rec, len);
-        if (!xdrrec_eof(&c->sock))
-            return socket_call(c, call);
-        if (*c->stop)
-            return DS_ENOTREADY;
-        if (look % SOCKET_EVERY == 0 && (rc = socket_ready(c, 0)) != 0)
-            return rc < 0 ? rc : socket_call(c, call);
-        if (until == 0)
-            until = ds_now_ns() + (uint64_t)spin_us * 1000u;
-        if (ds_now_ns() < until)
-            continue;
-        if ((rc = sleep_until_work(c)) < 0)
-            return rc;
-        if (rc > 0)
-            return socket_call(c, call);
-        until = 0;
-    }
+    return n < 0 && errno != EINTR ? DS_EIO : 0;
 }
 
 void ds_conn_done(struct ds_conn *c, const struct ds_call *call)

@@ -28,6 +28,7 @@ struct ds_conn {
     struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
+    unsigned ring_run; /* ring records taken, to look at the socket now and then */
 };
 
 struct ds_call {
@@ -40,11 +41,17 @@ struct ds_call {
 /* Serve connected socket fd (taken over); a wait ends early once *stop is set. */
 void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
 
-/* Wait for the next call, polling without sleeping for spin_us after the last one.
- * Returns 1 with *call set, 0 when the peer closed the connection between calls,
- * DS_ENOTREADY when *stop was set, DS_EPROTO for a malformed record, DS_EIO when the
- * socket failed. */
-int ds_conn_next(struct ds_conn *c, struct ds_call *call, unsigned spin_us);
+/* Take the next call if one has come, without waiting.  `look` counts the caller's
+ * looks since its last call: the ring (a load) is looked at every time, the socket (a
+ * system call) every 16th time and now and then between ring records.  Returns 1 with
+ * *call set, 0 when no call is there, DS_EIO when the socket failed or the peer closed
+ * it (eof is then set), DS_ENOTREADY when *stop was set during a read, DS_EPROTO for a
+ * malformed record. */
+int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look);
+
+/* Sleep until a call may have come, wake_fd is readable, a signal arrives, or the
+ * clock (ds_now_ns) reaches wake_ns (0: no limit).  Returns 0 or DS_EIO. */
+int ds_conn_sleep(struct ds_conn *c, int wake_fd, uint64_t wake_ns);
 
 /* The call has been served (its arguments are no longer needed). */
 void ds_conn_done(struct ds_conn *c, const struct ds_call *call);

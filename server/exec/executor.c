@@ -9,6 +9,7 @@
 #include "shm.h"
 #include "exec_spawn.h"
 #include "ds_clock.h"
+#include "waits.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,6 +60,7 @@ static const struct proc_entry procs[DS_PROC_MAX + 1] = { DS_PROCS(ENTRY_S, ENTR
 /* An executor serves exactly one tenant over one connection. */
 static struct ds_tenant tenant;
 static struct ds_conn conn;
+static struct ds_waits waits = { .efd = -1 };
 static volatile sig_atomic_t stop_requested;
 /* Calls served and, with DETSHARE_LOG=debug, the time spent serving them (decode to
  * reply sent), by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
@@ -139,6 +141,28 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     return CUDA_SUCCESS;
 }
 
+/* The handler of a synchronising call left a fence: its reply waits (waits.h).
+ * Returns 1 when it does, 0 when it is to be sent now, with r->err set. */
+static int defer(struct ds_tenant *t, const struct proc_entry *e, const struct ds_call *call,
+                 union any_res *r)
+{
+    struct ds_bfence *f = t->await;
+
+    t->await = NULL;
+    if (f == NULL)
+        return 0;
+    if (r->hello.err != 0 || e->xdr_res != (xdrproc_t)xdr_ds_void_res) {
+        ds_error("%s left a fence it cannot wait on: replying at once", ds_proc_name(call->proc));
+        t->ops->fence_destroy(t->be, f);
+        return 0;
+    }
+    if (ds__waits_add(&waits, t->ops, t->be, call, f) != 0) {
+        r->hello.err = CUDA_ERROR_OUT_OF_MEMORY;
+        return 0;
+    }
+    return 1;
+}
+
 /* A batched call's error waits for the next synchronous call, like CUDA's
  * asynchronous errors; that call is then refused with it and not run. */
 static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct ds_call *call,
@@ -164,6 +188,8 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
         }
         return;
     }
+    if (defer(t, e, call, &r))
+        return;
     if (r.hello.err != 0)
         ds_debug("%s -> %d", ds_proc_name(call->proc), r.hello.err);
     if (ds_conn_reply(&conn, call, e->xdr_res, &r) != 0)
@@ -222,30 +248,61 @@ static void install_term_handler(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* Returns when the connection ends; the status says how. */
+/* How the connection ended, from what ds_conn_poll returned. */
+static int ended(int rc)
+{
+    /* A peer that connects and leaves without a word (a liveness probe, a program
+     * that never called cuInit) simply disconnected. */
+    if (rc == DS_ENOTREADY)
+        return DS_EXEC_STOPPED;
+    if (rc == DS_EIO)
+        return conn.eof || tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
+    ds_warn("the tenant sent a record that is not an RPC call of ours: closing the connection");
+    return DS_EXEC_PROTOCOL;
+}
+
+/*
+ * The executor's loop, as libuv's uv_run turns: take the calls that have come; between
+ * them, send the replies whose fences the device has passed; when neither has happened
+ * for spin_us, arm the fences and sleep until a call, a fence's wake-up on the eventfd,
+ * or the time a fence gave.  Spinning first is what makes a short synchronisation
+ * return within microseconds of the GPU finishing: a wake-up costs more than that.
+ */
 static int serve_loop(unsigned spin_us)
 {
+    uint64_t idle_since = 0;
+    unsigned look = 0;
+
     for (;;) {
         struct ds_call call;
-        int rc = ds_conn_next(&conn, &call, spin_us);
+        int rc = ds_conn_poll(&conn, &call, look++);
 
-        if (rc == DS_ENOTREADY || stop_requested)
-            return DS_EXEC_STOPPED;
-        /* A peer that connects and leaves without a word (a liveness probe, a program
-         * that never called cuInit) simply disconnected. */
-        if (rc == 0)
-            return DS_EXEC_DISCONNECTED;
-        if (rc == DS_EIO)
-            return tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
-        if (rc < 0) {
-            ds_warn("the tenant sent a record that is not an RPC call of ours: closing the "
-                    "connection");
-            return DS_EXEC_PROTOCOL;
+        if (rc == 1) {
+            dispatch(&call);
+            ds_conn_done(&conn, &call);
+            if (tenant.closing)
+                return DS_EXEC_PROTOCOL;
+            idle_since = 0;
+            look = 0;
+            continue;
         }
-        dispatch(&call);
-        ds_conn_done(&conn, &call);
-        if (tenant.closing)
-            return DS_EXEC_PROTOCOL;
+        if (rc < 0 || stop_requested)
+            return stop_requested ? DS_EXEC_STOPPED : ended(rc);
+        if (waits.count > 0 && (rc = ds__waits_reap(&waits, tenant.ops, tenant.be, &conn)) != 0) {
+            if (rc < 0)
+                return DS_EXEC_DISCONNECTED;
+            idle_since = 0;
+            continue;
+        }
+        if (idle_since == 0)
+            idle_since = ds_now_ns();
+        if (ds_now_ns() - idle_since < (uint64_t)spin_us * 1000u)
+            continue;
+        if (ds_conn_sleep(&conn, waits.efd, ds__waits_arm(&waits, tenant.ops, tenant.be)) != 0)
+            return DS_EXEC_DISCONNECTED;
+        ds__waits_woken(&waits);
+        idle_since = 0;
+        look = 0;
     }
 }
 
@@ -327,6 +384,8 @@ static int serve_tenant(int fd, unsigned spin_us)
     } else {
         status = rc == DS_EIO ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
     }
+    if (tenant.be != NULL)
+        ds__waits_drop(&waits, tenant.ops, tenant.be);
     ds_conn_close(&conn);
     return status;
 }
@@ -391,8 +450,14 @@ int ds_executor_main(const char *slot_arg)
         ds_debug("the device did not open ahead of the tenant; trying again at its hello");
     fd = ds_spawn_await_tenant();
     close(DS_EXEC_CTL_FD);
+    if (fd >= 0 && ds__waits_init(&waits) != 0) {
+        ds_error("cannot make the executor's eventfd: %s", strerror(errno));
+        close(fd);
+        fd = -1;
+    }
     status = fd >= 0 ? serve_tenant(fd, shm->spin_us) : DS_EXEC_STOPPED;
     ds__tenant_fini(&tenant);
+    ds__waits_fini(&waits);
     ds_shm_unmap(shm);
     return status;
 }

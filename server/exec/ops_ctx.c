@@ -151,7 +151,7 @@ CUresult ds__ops_ctx_synchronize(struct ds_tenant *t, const ds_handle *h, ds_voi
     if (ds__tenant_ctx(t, *h) == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     /* All of the tenant's work, a superset of this context's: never too little. */
-    return ds_error_to_cu(t->ops->synchronize(t->be));
+    return ds__tenant_await(t, &(struct ds_fence_at){ .kind = DS_FENCE_ALL });
 }
 
 CUresult ds__ops_ctx_limit(struct ds_tenant *t, const ds_limit_args *a, ds_hyper_res *r)

@@ -81,7 +81,7 @@ CUresult ds__ops_event_synchronize(struct ds_tenant *t, const ds_handle *h, ds_v
     (void)r;
     if (e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    return ds_error_to_cu(t->ops->event_synchronize(t->be, e->real));
+    return ds__tenant_await(t, &(struct ds_fence_at){ .kind = DS_FENCE_EVENT, .event = e->real });
 }
 
 CUresult ds__ops_event_elapsed(struct ds_tenant *t, const ds_elapsed_args *a, ds_elapsed_res *r)

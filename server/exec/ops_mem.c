@@ -92,7 +92,7 @@ static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
         return CUDA_ERROR_INVALID_VALUE;
     if (t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s) != 0)
         return CUDA_ERROR_UNKNOWN;
-    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+    return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
 
 CUresult ds__ops_memcpy_htod(struct ds_tenant *t, const ds_htod_args *a, ds_void_res *r)
@@ -144,7 +144,7 @@ static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
         return CUDA_ERROR_INVALID_VALUE;
     if (t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s) != 0)
         return CUDA_ERROR_UNKNOWN;
-    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+    return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
 
 CUresult ds__ops_memcpy_dtod(struct ds_tenant *t, const ds_dtod_args *a, ds_void_res *r)
@@ -191,7 +191,7 @@ static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
     if (t->ops->memset(t->be, a->dst, a->pitch, a->value, a->elem_size, a->width, a->height,
                        s) != 0)
         return CUDA_ERROR_UNKNOWN;
-    return wait ? ds_error_to_cu(t->ops->stream_synchronize(t->be, s)) : CUDA_SUCCESS;
+    return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
 
 CUresult ds__ops_memset(struct ds_tenant *t, const ds_memset_args *a, ds_void_res *r)

@@ -58,7 +58,7 @@ CUresult ds__ops_stream_synchronize(struct ds_tenant *t, const ds_handle *h, ds_
     (void)r;
     if (ds__tenant_stream(t, *h, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    return ds_error_to_cu(t->ops->stream_synchronize(t->be, s));
+    return ds__tenant_await_stream(t, s);
 }
 
 CUresult ds__ops_stream_query(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)

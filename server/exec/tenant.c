@@ -32,6 +32,16 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->vmm_maps);
 }
 
+CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at)
+{
+    return ds_error_to_cu(t->ops->fence_create(t->be, at, &t->await));
+}
+
+CUresult ds__tenant_await_stream(struct ds_tenant *t, struct ds_bstream *s)
+{
+    return ds__tenant_await(t, &(struct ds_fence_at){ .kind = DS_FENCE_STREAM, .stream = s });
+}
+
 int ds__tenant_open(struct ds_tenant *t)
 {
     int rc = t->ops->open(&t->cfg, &t->be);

@@ -90,6 +90,8 @@ struct ds_tenant {
     uint64_t launches;          /* kernels launched, published in the control block */
     int timing;                 /* DETSHARE_LOG=debug: time the backend's launches */
     uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
+    struct ds_bfence *await;    /* left by a synchronising call's handler: its reply
+                                 * waits until the device passes this (waits.h) */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
@@ -125,6 +127,14 @@ void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *ma
  * when nothing changed and no policy gates.  Every kernel and graph launch goes through
  * here. */
 void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
+
+/* For a synchronising call's handler (one whose reply is a ds_void_res): its reply is
+ * to wait until the device passes the point `at` names, as of now.  Returns
+ * CUDA_SUCCESS, or the error to reply with at once. */
+CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at);
+
+/* The same for the work submitted so far to backend stream s. */
+CUresult ds__tenant_await_stream(struct ds_tenant *t, struct ds_bstream *s);
 
 /* Device memory the tenant holds went up (or down, delta < 0) by delta bytes: shown in
  * the control block for status. */

@@ -1,4 +1,4 @@
-// Kernels for tests/test_launch.c.  On a GPU they compute, so the test can check that
+// Kernels for tests/test_launch.c and the other tests that launch.  On a GPU they compute, so the test can check that
 // every parameter byte arrived and that results are right; on the sim only their layout
 // and modelled time matter.
 
@@ -44,6 +44,17 @@ extern "C" __global__ void fill(int *out, int v, int n)
 
     if (i < n)
         out[i] = v + i;
+}
+
+// Keeps the device busy for ns nanoseconds by its own clock (one thread is enough).
+extern "C" __global__ void spin(unsigned long long ns)
+{
+    unsigned long long t0, t;
+
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
 }
 
 __device__ int g_value = 42;

@@ -197,6 +197,7 @@ static void cuda_close(struct ds_backend *b)
         free(s);
     }
     fini_stream(b, &b->legacy);
+    ds__cuda_fence_fini(b);
     if (b->spill != NULL) {
         b->cu.cuEventDestroy(b->spill_done);
         b->cu.cuStreamDestroy(b->spill);
@@ -440,11 +441,6 @@ static int cuda_stream_query(struct ds_backend *b, struct ds_bstream *s)
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 
-static int cuda_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
-{
-    return ds__cuda_err(wait_done(b, ds__cuda_real(b, s)->s, NULL));
-}
-
 static int cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
                                   struct ds_bevent *e)
 {
@@ -491,11 +487,6 @@ static int cuda_event_query(struct ds_backend *b, struct ds_bevent *e)
     CUresult r = b->cu.cuEventQuery(e->e);
 
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
-}
-
-static int cuda_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
-{
-    return ds__cuda_err(wait_done(b, NULL, e->e));
 }
 
 static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
@@ -568,22 +559,6 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return rc;
 }
 
-/* A tenant's work is on its own streams only, and a stream synchronize returns sooner
- * after the GPU finishes than a context synchronize on a green context (measured on the
- * H100: 25 us against 54 us per round trip including the transport). */
-static int cuda_synchronize(struct ds_backend *b)
-{
-    CUresult r = wait_done(b, b->legacy.s, NULL);
-
-    /* A capturing stream holds no work to wait for, and waiting on it would end its
-     * capture. */
-    for (struct ds_bstream *s = b->streams.next; s != &b->streams && r == CUDA_SUCCESS;
-         s = s->next)
-        if (!s->capturing)
-            r = wait_done(b, s->s, NULL);
-    return ds__cuda_err(r);
-}
-
 const struct ds_backend_ops ds_cuda_backend = {
     .name = "cuda",
     .open = cuda_open,
@@ -605,15 +580,16 @@ const struct ds_backend_ops ds_cuda_backend = {
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .stream_query = cuda_stream_query,
-    .stream_synchronize = cuda_stream_synchronize,
     .stream_wait_event = cuda_stream_wait_event,
     .event_create = cuda_event_create,
     .event_destroy = cuda_event_destroy,
     .event_record = cuda_event_record,
     .event_query = cuda_event_query,
-    .event_synchronize = cuda_event_synchronize,
     .event_elapsed = cuda_event_elapsed,
-    .synchronize = cuda_synchronize,
+    .fence_create = ds__cuda_fence_create,
+    .fence_query = ds__cuda_fence_query,
+    .fence_arm = ds__cuda_fence_arm,
+    .fence_destroy = ds__cuda_fence_destroy,
     .limit = cuda_limit,
     .ctx_query = cuda_ctx_query,
     .module_load = ds__cuda_module_load,

@@ -64,6 +64,7 @@
     X(cuStreamSynchronize, cuStreamSynchronize) \
     X(cuStreamWaitEvent, cuStreamWaitEvent) \
     X(cuStreamWaitValue32, cuStreamWaitValue32) \
+    X(cuLaunchHostFunc, cuLaunchHostFunc) \
     X(cuEventCreate, cuEventCreate) \
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
@@ -180,6 +181,7 @@ struct ds_backend {
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
     int identity_known;
     unsigned spin_us;          /* a synchronisation polls this long before blocking */
+    struct ds_bfence *spare_fences; /* done with, kept for reuse (cuda_fence.c) */
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
@@ -188,6 +190,14 @@ struct ds_backend {
 
 /* cuda_gate.c: backend.h's gate. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
+
+/* cuda_fence.c: backend.h's fences, and freeing the spares at close. */
+int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
+                          struct ds_bfence **out);
+int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f);
+int ds__cuda_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
+void ds__cuda_fence_destroy(struct ds_backend *b, struct ds_bfence *f);
+void ds__cuda_fence_fini(struct ds_backend *b);
 
 /* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
 int ds__cuda_pctx_init(struct ds_backend *b);

@@ -529,14 +529,6 @@ static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
     return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
-static int sim_stream_synchronize(struct ds_backend *b, struct ds_bstream *s)
-{
-    if (s != NULL && s->capturing)
-        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    sleep_until(b, stream_or_legacy(b, s)->ready_ns);
-    return 0;
-}
-
 static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
                                  struct ds_bevent *e)
 {
@@ -581,13 +573,6 @@ static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
     return !e->recorded || e->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
-static int sim_event_synchronize(struct ds_backend *b, struct ds_bevent *e)
-{
-    if (e->recorded)
-        sleep_until(b, e->at_ns);
-    return 0;
-}
-
 static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
                              struct ds_bevent *end, float *ms)
 {
@@ -621,14 +606,59 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return 0;
 }
 
-static int sim_synchronize(struct ds_backend *b)
+/* A fence is the modelled time at which the work it stands behind ends. */
+struct ds_bfence {
+    uint64_t at_ns;
+};
+
+static uint64_t fence_time(struct ds_backend *b, const struct ds_fence_at *at)
 {
     uint64_t t = b->legacy.ready_ns;
 
+    if (at->kind == DS_FENCE_STREAM)
+        return stream_or_legacy(b, at->stream)->ready_ns;
+    if (at->kind == DS_FENCE_EVENT)
+        return at->event->recorded ? at->event->at_ns : 0;
     for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
         t = max_u64(t, s->ready_ns);
-    sleep_until(b, t);
+    return t;
+}
+
+static int sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
+                            struct ds_bfence **out)
+{
+    uint64_t t;
+
+    *out = NULL;
+    if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    t = fence_time(b, at);
+    if (t <= now_ns(b))
+        return 0;
+    *out = malloc(sizeof(**out));
+    if (*out == NULL)
+        return DS_ENOMEM;
+    (*out)->at_ns = t;
     return 0;
+}
+
+static int sim_fence_query(struct ds_backend *b, struct ds_bfence *f)
+{
+    return f->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
+}
+
+/* The device's clock is the host's less the stalls so far: the end in host time. */
+static int sim_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns)
+{
+    (void)efd;
+    *wake_ns = f->at_ns + b->stalled_ns;
+    return 0;
+}
+
+static void sim_fence_destroy(struct ds_backend *b, struct ds_bfence *f)
+{
+    (void)b;
+    free(f);
 }
 
 const struct ds_backend_ops ds_sim_backend = {
@@ -652,15 +682,16 @@ const struct ds_backend_ops ds_sim_backend = {
     .stream_create = sim_stream_create,
     .stream_destroy = sim_stream_destroy,
     .stream_query = sim_stream_query,
-    .stream_synchronize = sim_stream_synchronize,
     .stream_wait_event = sim_stream_wait_event,
     .event_create = sim_event_create,
     .event_destroy = sim_event_destroy,
     .event_record = sim_event_record,
     .event_query = sim_event_query,
-    .event_synchronize = sim_event_synchronize,
     .event_elapsed = sim_event_elapsed,
-    .synchronize = sim_synchronize,
+    .fence_create = sim_fence_create,
+    .fence_query = sim_fence_query,
+    .fence_arm = sim_fence_arm,
+    .fence_destroy = sim_fence_destroy,
     .limit = sim_limit,
     .ctx_query = sim_ctx_query,
     .module_load = ds__sim_module_load,

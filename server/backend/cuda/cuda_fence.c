@@ -1,0 +1,183 @@
+/*
+ * Fences on the real device (backend.h): an event recorded where the awaited work ends,
+ * queried by the executor's loop while it spins, and, once it would sleep, a host
+ * function that writes the loop's eventfd when the device gets there.
+ *
+ * The host function runs on a private stream of the fence's own, never on a tenant
+ * stream: a host function holds back everything after it in its stream until it has
+ * run, and the tenant's next work must not wait for the executor's wake-up.  Fences of
+ * an event or of all the tenant's work need such a stream anyway, to wait on the event
+ * or on every stream's tail.  Streams cost tens of microseconds to make, so fences are
+ * kept for reuse.
+ */
+#include "cuda_backend.h"
+
+#include "ds_error.h"
+
+#include <stdlib.h>
+#include <sys/eventfd.h>
+
+struct ds_bfence {
+    CUevent done;   /* recorded where the awaited work ends */
+    CUstream own;   /* waits for the work (event and all-work fences), then wakes */
+    int armed;
+    struct ds_bfence *next; /* in the backend's spare list */
+};
+
+static int fence_new(struct ds_backend *b, struct ds_bfence **out)
+{
+    struct ds_bfence *f = b->spare_fences;
+    CUresult r;
+
+    if (f != NULL) {
+        b->spare_fences = f->next;
+        *out = f;
+        return 0;
+    }
+    if ((f = calloc(1, sizeof(*f))) == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuEventCreate(&f->done, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) {
+        r = b->cu.cuGreenCtxStreamCreate(&f->own, b->green, CU_STREAM_NON_BLOCKING, 0);
+        if (r != CUDA_SUCCESS)
+            b->cu.cuEventDestroy(f->done);
+    }
+    if (r != CUDA_SUCCESS) {
+        free(f);
+        return ds__cuda_err(r);
+    }
+    *out = f;
+    return 0;
+}
+
+static void fence_put(struct ds_backend *b, struct ds_bfence *f)
+{
+    f->armed = 0;
+    f->next = b->spare_fences;
+    b->spare_fences = f;
+}
+
+/* 1 when s has work the device has not finished, 0 when not, or DS_E*. */
+static int busy(struct ds_backend *b, CUstream s)
+{
+    CUresult r = b->cu.cuStreamQuery(s);
+
+    return r == CUDA_ERROR_NOT_READY ? 1 : ds__cuda_err(r);
+}
+
+/* The tails of every stream with unfinished work, as waits on the fence's stream; 1 when
+ * there was any, 0 when none, or DS_E*.  A capturing stream holds no work of the device's
+ * (and querying it would end the capture). */
+static int wait_all(struct ds_backend *b, struct ds_bfence *f)
+{
+    struct ds_bstream *s = &b->legacy;
+    int any = 0, rc = 0;
+
+    do {
+        if (!s->capturing && (rc = busy(b, s->s)) == 1) {
+            any = 1;
+            rc = ds__cuda_record_tail(b, s);
+            if (rc == 0)
+                rc = ds__cuda_err(b->cu.cuStreamWaitEvent(f->own, s->tail, 0));
+        }
+        s = s == &b->legacy ? b->streams.next : s->next;
+    } while (rc >= 0 && s != &b->streams);
+    return rc < 0 ? rc : any;
+}
+
+/* Mark the point in f; 1 when there is something to wait for, 0 when not, or DS_E*. */
+static int mark(struct ds_backend *b, const struct ds_fence_at *at, struct ds_bfence *f)
+{
+    struct ds_bstream *s = ds__cuda_real(b, at->stream);
+    CUresult r;
+    int rc;
+
+    switch (at->kind) {
+    case DS_FENCE_STREAM:
+        if ((rc = busy(b, s->s)) != 1)
+            return rc;
+        r = b->cu.cuEventRecord(f->done, s->s);
+        return r == CUDA_SUCCESS ? 1 : ds__cuda_err(r);
+    case DS_FENCE_EVENT:
+        r = b->cu.cuEventQuery(at->event->e);
+        if (r != CUDA_ERROR_NOT_READY)
+            return ds__cuda_err(r);
+        r = b->cu.cuStreamWaitEvent(f->own, at->event->e, 0);
+        break;
+    default:
+        if ((rc = wait_all(b, f)) != 1)
+            return rc;
+        r = CUDA_SUCCESS;
+        break;
+    }
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuEventRecord(f->done, f->own);
+    return r == CUDA_SUCCESS ? 1 : ds__cuda_err(r);
+}
+
+int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
+                          struct ds_bfence **out)
+{
+    struct ds_bfence *f = NULL;
+    int rc;
+
+    *out = NULL;
+    /* What the driver answers a synchronisation of a capturing stream: an error, and the
+     * capture invalidated. */
+    if (at->kind == DS_FENCE_STREAM && ds__cuda_real(b, at->stream)->capturing)
+        return ds__cuda_err(b->cu.cuStreamSynchronize(ds__cuda_real(b, at->stream)->s));
+    if ((rc = fence_new(b, &f)) != 0)
+        return rc;
+    rc = mark(b, at, f);
+    if (rc == 1)
+        *out = f;
+    else
+        fence_put(b, f);
+    return rc < 0 ? rc : 0;
+}
+
+int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f)
+{
+    CUresult r = b->cu.cuEventQuery(f->done);
+
+    return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
+}
+
+/* Runs on the driver's callback thread. */
+static void CUDA_CB wake(void *efd)
+{
+    eventfd_write((int)(intptr_t)efd, 1);
+}
+
+int ds__cuda_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns)
+{
+    CUresult r;
+
+    *wake_ns = 0;
+    if (f->armed)
+        return 0;
+    r = b->cu.cuStreamWaitEvent(f->own, f->done, 0);
+    if (r == CUDA_SUCCESS)
+        r = b->cu.cuLaunchHostFunc(f->own, wake, (void *)(intptr_t)efd);
+    f->armed = r == CUDA_SUCCESS;
+    return ds__cuda_err(r);
+}
+
+/* A fence still armed goes back to the spares all the same: its host function runs once
+ * the device passes the point, and work put on its stream later only waits for that. */
+void ds__cuda_fence_destroy(struct ds_backend *b, struct ds_bfence *f)
+{
+    fence_put(b, f);
+}
+
+void ds__cuda_fence_fini(struct ds_backend *b)
+{
+    while (b->spare_fences != NULL) {
+        struct ds_bfence *f = b->spare_fences;
+
+        b->spare_fences = f->next;
+        b->cu.cuStreamDestroy(f->own);
+        b->cu.cuEventDestroy(f->done);
+        free(f);
+    }
+}
