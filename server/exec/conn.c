@@ -17,7 +17,7 @@
 /* While spinning, the socket is polled (a system call) once per this many looks at the
  * ring (a load). */
 #define SOCKET_EVERY 16u
-/* ...and once per this many ring records in a row. */
+/* ...and first once per this many looks at the ring. */
 #define RING_RUN 64u
 
 /* xdrrec's reader.  Reads block: the loop below only starts a record once bytes are
@@ -114,28 +114,32 @@ static int socket_ready(struct ds_conn *c)
     return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
-/* The socket is looked at between ring records too, now and then: a call another
- * thread of the tenant put there must not wait for the ring to run dry. */
-static int socket_turn(struct ds_conn *c, unsigned look)
-{
-    if (c->ring.hdr == NULL)
-        return look % SOCKET_EVERY == 0;
-    return look % SOCKET_EVERY == 0 || ++c->ring_run % RING_RUN == 0;
-}
-
-int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look)
+static int ring_take(struct ds_conn *c, struct ds_call *call)
 {
     const unsigned char *rec;
     size_t len;
-    int rc;
+    int rc = ds_ring_peek(&c->ring, &rec, &len);
+
+    return rc <= 0 ? rc : ring_call(c, call, rec, len);
+}
+
+/* The ring goes first, but every RING_RUN-th look the socket does: a call another thread
+ * of the tenant put there must not wait for the ring to run dry. */
+int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look)
+{
+    int rc, socket_turn = look % SOCKET_EVERY == 0;
 
     if (!xdrrec_eof(&c->sock))
         return socket_call(c, call);
-    if (socket_turn(c, look) && (rc = socket_ready(c)) != 0)
+    if (c->ring.hdr != NULL) {
+        if (++c->turns % RING_RUN == 0)
+            socket_turn = 1;
+        else if ((rc = ring_take(c, call)) != 0)
+            return rc;
+    }
+    if (socket_turn && (rc = socket_ready(c)) != 0)
         return rc < 0 ? rc : socket_call(c, call);
-    if (c->ring.hdr != NULL && (rc = ds_ring_peek(&c->ring, &rec, &len)) != 0)
-        return rc < 0 ? rc : ring_call(c, call, rec, len);
-    return 0;
+    return c->ring.hdr != NULL ? ring_take(c, call) : 0;
 }
 
 /* A sleep announced in the ring, so that the tenant knows to ring the doorbell. */

@@ -28,7 +28,7 @@ struct ds_conn {
     struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
-    unsigned ring_run; /* ring records taken, to look at the socket now and then */
+    unsigned turns; /* looks at the ring, to look at the socket first now and then */
 };
 
 struct ds_call {
