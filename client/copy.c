@@ -4,7 +4,7 @@
  * CUDA.  A local tenant's larger pageable copies go through the staging ring
  * (staging.h).  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
  * host-to-device chunks are batched (the last one of a synchronous copy waits for
- * completion); device-to-host chunks are synchronous calls, up to three in flight, that
+ * completion); device-to-host chunks are synchronous calls, up to eight in flight, that
  * return the bytes once the stream's earlier work is done, so such an "async" copy to
  * the host has completed when it returns, which every correct program tolerates.
  */
@@ -65,24 +65,22 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int
     return rc;
 }
 
-/* Chunks in flight at once for an in-band device-to-host copy: the executor reads and
- * sends chunk k+1 while the client takes in chunk k. */
-#define DTOH_DEPTH 3
+/* Chunks asked for at once in an in-band device-to-host copy: the executor reads and
+ * sends chunk k+1 while the client takes in chunk k.  A batch leaves back to back and is
+ * collected whole before the next is asked for, as rpc.h requires. */
+#define DTOH_BATCH 8
 
-/* Collect the reply to posted call xid, a chunk of len bytes, into p. */
-static CUresult dtoh_take(uint32_t xid, char *p, size_t len)
+/* Collect posted chunk p, of len bytes, from r into dst. */
+static CUresult dtoh_take(struct ds_rpc_pending *p, ds_bytes_res *r, char *dst, size_t len)
 {
-    ds_bytes_res r;
-    CUresult rc;
+    CUresult rc = ds__rpc_collect(p);
 
-    memset(&r, 0, sizeof(r));
-    rc = ds__rpc_collect(DS_MEMCPY_DTOH, xid, (xdrproc_t)xdr_ds_bytes_res, &r);
-    if (rc == CUDA_SUCCESS && r.ds_bytes_res_u.data.data_len != len)
+    if (rc == CUDA_SUCCESS && r->ds_bytes_res_u.data.data_len != len)
         rc = CUDA_ERROR_UNKNOWN;
     if (rc == CUDA_SUCCESS)
-        memcpy(p, r.ds_bytes_res_u.data.data_val, len);
+        memcpy(dst, r->ds_bytes_res_u.data.data_val, len);
     if (rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
-        ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, &r);
+        ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, r);
     return rc;
 }
 
@@ -94,36 +92,51 @@ static size_t inband_len(size_t n, size_t k)
     return n - off < DS_CHUNK_MAX ? n - off : DS_CHUNK_MAX;
 }
 
-/* Each chunk is a synchronous call answered once the stream's earlier work and that
- * chunk are done; after a failed chunk, the ones already sent are still collected. */
-static CUresult dtoh_inband(char *p, CUdeviceptr src, size_t n, ds_handle stream)
+/* Chunks first .. first + count - 1 of a copy of n bytes from src to dst.  Each is a
+ * synchronous call answered once the stream's earlier work and that chunk are done;
+ * after a failed one, those already posted are still collected. */
+static CUresult dtoh_batch(char *dst, CUdeviceptr src, size_t n, ds_handle stream,
+                           size_t first, size_t count)
 {
-    size_t chunks = (n + DS_CHUNK_MAX - 1) / DS_CHUNK_MAX, sent = 0;
-    uint32_t xid[DTOH_DEPTH];
-    CUresult first = ds__rpc_hold();
+    struct ds_rpc_pending p[DTOH_BATCH];
+    ds_bytes_res r[DTOH_BATCH];
+    size_t posted = 0;
+    CUresult rc = ds__rpc_hold();
 
-    if (first != CUDA_SUCCESS)
-        return first;
-    for (size_t c = 0; c < chunks; c++) {
-        while (sent < chunks && sent < c + DTOH_DEPTH && first == CUDA_SUCCESS) {
-            ds_dtoh_args a = { .src = src + sent * (size_t)DS_CHUNK_MAX, .stream = stream,
-                               .size = (u_int)inband_len(n, sent) };
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    for (; posted < count && rc == CUDA_SUCCESS; posted++) {
+        size_t c = first + posted;
+        ds_dtoh_args a = { .src = src + c * (size_t)DS_CHUNK_MAX, .stream = stream,
+                           .size = (u_int)inband_len(n, c) };
 
-            first = ds__rpc_post(DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &a,
-                                 &xid[sent % DTOH_DEPTH]);
-            if (first == CUDA_SUCCESS)
-                sent++;
-        }
-        if (c < sent) {
-            CUresult rc = dtoh_take(xid[c % DTOH_DEPTH], p + c * (size_t)DS_CHUNK_MAX,
-                                    inband_len(n, c));
-
-            if (first == CUDA_SUCCESS)
-                first = rc;
-        }
+        memset(&r[posted], 0, sizeof(r[posted]));
+        rc = ds__rpc_post(&p[posted], DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &a,
+                          (xdrproc_t)xdr_ds_bytes_res, &r[posted]);
     }
     ds__rpc_release();
-    return first;
+    for (size_t k = 0; k < posted; k++) {
+        size_t c = first + k;
+        CUresult one = dtoh_take(&p[k], &r[k], dst + c * (size_t)DS_CHUNK_MAX,
+                                 inband_len(n, c));
+
+        if (rc == CUDA_SUCCESS)
+            rc = one;
+    }
+    return rc;
+}
+
+static CUresult dtoh_inband(char *dst, CUdeviceptr src, size_t n, ds_handle stream)
+{
+    size_t chunks = (n + DS_CHUNK_MAX - 1) / DS_CHUNK_MAX;
+    CUresult rc = CUDA_SUCCESS;
+
+    for (size_t c = 0; c < chunks && rc == CUDA_SUCCESS; c += DTOH_BATCH) {
+        size_t count = chunks - c < DTOH_BATCH ? chunks - c : DTOH_BATCH;
+
+        rc = dtoh_batch(dst, src, n, stream, c, count);
+    }
+    return rc;
 }
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)

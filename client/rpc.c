@@ -31,20 +31,35 @@
  * CU_CTX_SCHED_AUTO (DETSHARE_SPIN_US overrides). */
 #define DS_SPIN_US 200u
 
+/*
+ * Two locks, so that reading replies never waits for a send: the executor writes a
+ * reply whole before it reads another call, so a sender blocked on a full socket may be
+ * waiting for exactly the reply the reader is taking in.  `lock` is the sending side's
+ * (the wire's send stream and ring, the flusher's state) and may be held across a
+ * blocking send; `wait` guards the calls waiting for replies and the reader role, and
+ * is never held across I/O.  When both are taken, `lock` comes first.
+ */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t queued; /* a first call was queued while the flusher slept */
+    pthread_mutex_t wait;
+    struct ds_rpc_pending *pending; /* under wait */
+    int reading;                    /* under wait: a thread reads replies */
     atomic_uint_fast64_t calls;
     struct ds_wire *wire;
     atomic_int ready;
-    int lost;
+    atomic_int lost;
     int flusher_idle;
     unsigned auto_spin_us;
     ds_hello_res hello;
     char where[300];
-} conn = { .lock = PTHREAD_MUTEX_INITIALIZER, .queued = PTHREAD_COND_INITIALIZER };
+} conn = { .lock = PTHREAD_MUTEX_INITIALIZER,
+           .queued = PTHREAD_COND_INITIALIZER,
+           .wait = PTHREAD_MUTEX_INITIALIZER };
 
 static _Thread_local uint64_t my_last;
+/* A thread waits for one reply at a time, so one condition per thread will do. */
+static _Thread_local pthread_cond_t my_wake = PTHREAD_COND_INITIALIZER;
 
 uint64_t ds__rpc_calls(void)
 {
@@ -56,11 +71,15 @@ uint64_t ds__rpc_my_last(void)
     return my_last;
 }
 
-/* Called with the lock held, for every call sent. */
-static void count_call(unsigned long proc, uint64_t t0)
+/* Called with conn.lock held, as each call leaves. */
+static void count_sent(void)
 {
-    ds__stats_add(proc, ds_now_ns() - t0);
     my_last = atomic_fetch_add_explicit(&conn.calls, 1, memory_order_acq_rel) + 1;
+}
+
+static int lost(void)
+{
+    return atomic_load(&conn.lost);
 }
 
 int ds__rpc_ready(void)
@@ -152,30 +171,168 @@ void ds__rpc_sched_flags(unsigned flags)
     pthread_mutex_unlock(&conn.lock);
 }
 
-/* Called with the lock held. */
+/* The reader role is free: wake a caller still waiting for its reply to take it, or
+ * every one once the session is lost (none of them will be answered).  Called with
+ * conn.wait held. */
+static void hand_over(void)
+{
+    for (struct ds_rpc_pending *p = conn.pending; p != NULL; p = p->next) {
+        if (p->sleeping && !p->done) {
+            pthread_cond_signal(p->wake);
+            if (!lost())
+                return;
+        }
+    }
+}
+
+/* Log the first failure and shut the socket down, so that a reader waiting for bytes
+ * and a sender waiting for room both stop; every waiting call then fails, and so does
+ * every later one.  Called with conn.lock held. */
 static CUresult transport_failed(unsigned long proc, int err)
 {
-    if (!conn.lost)
+    if (!atomic_exchange(&conn.lost, 1)) {
         ds_error("lost detshare-server at %s during %s: %s; every later call fails with "
                  "CUDA_ERROR_DEVICE_UNAVAILABLE",
                  conn.where, ds_proc_name(proc) ? ds_proc_name(proc) : "?",
                  err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
-    conn.lost = 1;
+        ds__wire_shutdown(conn.wire);
+    }
     pthread_cond_signal(&conn.queued);
+    pthread_mutex_lock(&conn.wait);
+    /* A reader hands over itself once it stops. */
+    if (!conn.reading)
+        hand_over();
+    pthread_mutex_unlock(&conn.wait);
     return CUDA_ERROR_DEVICE_UNAVAILABLE;
+}
+
+/* A failure the reader saw.  The socket is shut down before conn.lock is taken: a
+ * sender stuck in send(), the executor no longer reading, then lets go of it. */
+static void reader_failed(unsigned long proc, int err)
+{
+    ds__wire_shutdown(conn.wire);
+    pthread_mutex_lock(&conn.lock);
+    transport_failed(proc, err);
+    pthread_mutex_unlock(&conn.lock);
+}
+
+/* ds__wire_read_reply's question: which pending call is `xid`?  The reader's own call
+ * needs no lock, since only its owner changes it. */
+static void *find_pending(void *reader, uint32_t xid, xdrproc_t *xres, void **res)
+{
+    struct ds_rpc_pending *p = reader;
+
+    if (p->xid != xid) {
+        pthread_mutex_lock(&conn.wait);
+        for (p = conn.pending; p != NULL && (p->xid != xid || p->done); p = p->next)
+            ;
+        pthread_mutex_unlock(&conn.wait);
+    }
+    if (p != NULL) {
+        *xres = p->xres;
+        *res = p->res;
+    }
+    return p;
+}
+
+/* Be the reader until p's reply is in or the session is lost: decode each reply into
+ * its caller's results, without holding conn.wait while bytes are awaited, and wake
+ * that caller; then hand the reading over.  Called and returns with conn.wait held. */
+static void read_replies(struct ds_rpc_pending *p)
+{
+    conn.reading = 1;
+    while (!p->done && !lost()) {
+        struct ds_rpc_pending *q = NULL;
+        int err;
+
+        pthread_mutex_unlock(&conn.wait);
+        err = ds__wire_read_reply(conn.wire, find_pending, p, (void **)&q);
+        if (err != 0)
+            reader_failed(p->proc, err);
+        pthread_mutex_lock(&conn.wait);
+        if (err == 0) {
+            q->done = 1;
+            if (q->sleeping)
+                pthread_cond_signal(q->wake);
+        }
+    }
+    conn.reading = 0;
+    hand_over();
+}
+
+/* Wait until p's reply is in (returns 0), or until the session is lost and nobody can
+ * be decoding into p any more (DS_EIO); p is then no longer pending.  Called and
+ * returns with conn.wait held. */
+static int await(struct ds_rpc_pending *p)
+{
+    struct ds_rpc_pending **pp;
+
+    while (!p->done) {
+        if (!conn.reading && lost())
+            break;
+        if (!conn.reading) {
+            read_replies(p);
+            continue;
+        }
+        p->sleeping = 1;
+        pthread_cond_wait(p->wake, &conn.wait);
+        p->sleeping = 0;
+    }
+    for (pp = &conn.pending; *pp != p; pp = &(*pp)->next)
+        ;
+    *pp = p->next;
+    return p->done ? 0 : DS_EIO;
+}
+
+/* Set p up for a call of proc whose reply goes into res, and list it: once the call
+ * leaves, any thread may read that reply.  Called with conn.lock held. */
+static void enlist(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xres, void *res)
+{
+    *p = (struct ds_rpc_pending){ .proc = proc, .xres = xres, .res = res,
+                                  .xid = ds__wire_xid(conn.wire), .t0 = ds_now_ns(),
+                                  .wake = &my_wake };
+    pthread_mutex_lock(&conn.wait);
+    p->next = conn.pending;
+    conn.pending = p;
+    pthread_mutex_unlock(&conn.wait);
+}
+
+/* Wait for p's reply (see await).  Returns 0 or DS_EIO. */
+static int finish(struct ds_rpc_pending *p)
+{
+    int err;
+
+    pthread_mutex_lock(&conn.wait);
+    err = await(p);
+    pthread_mutex_unlock(&conn.wait);
+    return err;
+}
+
+/* Where the handshake's reply goes: it is the only call awaiting one. */
+static void *hello_reply(void *want, uint32_t xid, xdrproc_t *xres, void **res)
+{
+    if (xid != *(uint32_t *)want)
+        return NULL;
+    *xres = (xdrproc_t)xdr_ds_hello_res;
+    *res = &conn.hello;
+    return &conn.hello;
 }
 
 static CUresult handshake(void)
 {
     char name[DS_NAME_MAX + 1];
     ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = name };
+    uint32_t xid;
+    void *owner;
     int err;
 
     tenant_identity(name, sizeof(name), &a.klass);
     a.arena_base = ds__mem_arena_base();
     memset(&conn.hello, 0, sizeof(conn.hello));
-    err = ds__wire_call(conn.wire, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a,
-                        (xdrproc_t)xdr_ds_hello_res, &conn.hello);
+    xid = ds__wire_xid(conn.wire);
+    err = ds__wire_post(conn.wire, xid, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a);
+    if (err == 0)
+        err = ds__wire_read_reply(conn.wire, hello_reply, &xid, &owner);
     if (err != 0) {
         ds_error("no answer from detshare-server at %s: %s", conn.where,
                  err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
@@ -212,7 +369,7 @@ static void *flusher(void *unused)
     /* The kernel's default 50 us timer slack would make every period late. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     pthread_mutex_lock(&conn.lock);
-    while (!conn.lost) {
+    while (!lost()) {
         uint64_t since = ds__wire_queued_since(conn.wire);
 
         if (since == 0) {
@@ -237,21 +394,30 @@ static void *flusher(void *unused)
 }
 
 /* A forked child shares the parent's socket: a call from it would interleave records
- * with the parent's.  As with the real driver, CUDA does not work in the child. */
+ * with the parent's.  As with the real driver, CUDA does not work in the child.  Both
+ * locks are taken so that the child gets them in a known state; neither is held while
+ * a reader or a caller sleeps, so a fork waits at most for a send. */
 static void atfork_prepare(void)
 {
     pthread_mutex_lock(&conn.lock);
+    pthread_mutex_lock(&conn.wait);
 }
 
 static void atfork_parent(void)
 {
+    pthread_mutex_unlock(&conn.wait);
     pthread_mutex_unlock(&conn.lock);
 }
 
+/* The child has only the thread that forked: the calls waiting for replies, the
+ * reader's among them, belong to threads it does not have. */
 static void atfork_child(void)
 {
     if (ds__rpc_ready())
-        conn.lost = 1;
+        atomic_store(&conn.lost, 1);
+    conn.pending = NULL;
+    conn.reading = 0;
+    pthread_mutex_unlock(&conn.wait);
     pthread_mutex_unlock(&conn.lock);
 }
 
@@ -341,30 +507,48 @@ CUresult ds__rpc_init(void)
     return rc;
 }
 
-CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
+/* List p and send its call, unless the session is lost.  Called with conn.lock held.
+ * Whatever it returns, p is to be collected. */
+static CUresult post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
+                     xdrproc_t xres, void *res)
 {
-    uint64_t t0;
-    CUresult rc;
     int err;
 
-    pthread_mutex_lock(&conn.lock);
-    if (conn.lost) {
-        pthread_mutex_unlock(&conn.lock);
+    enlist(p, proc, xres, res);
+    if (lost())
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    }
-    t0 = ds_now_ns();
-    err = ds__wire_call(conn.wire, proc, xarg, arg, xres, res);
-    count_call(proc, t0);
+    err = ds__wire_post(conn.wire, p->xid, proc, xarg, arg);
+    count_sent();
+    return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
+}
+
+CUresult ds__rpc_collect(struct ds_rpc_pending *p)
+{
+    int err = finish(p);
+
+    ds__stats_add(p->proc, ds_now_ns() - p->t0);
     /* The transport status decides whether res holds anything at all. */
-    rc = err == 0 ? (CUresult) * (int *)res : transport_failed(proc, err);
+    return err == 0 ? (CUresult) * (int *)p->res : CUDA_ERROR_DEVICE_UNAVAILABLE;
+}
+
+CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
+{
+    struct ds_rpc_pending p;
+
+    if (lost())
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    pthread_mutex_lock(&conn.lock);
+    /* A failed post is collected like any other: it fails once nothing can be decoding
+     * into res. */
+    post(&p, proc, xarg, arg, xres, res);
     pthread_mutex_unlock(&conn.lock);
-    return rc;
+    return ds__rpc_collect(&p);
 }
 
 CUresult ds__rpc_hold(void)
 {
     pthread_mutex_lock(&conn.lock);
-    if (!conn.lost)
+    if (!lost())
         return CUDA_SUCCESS;
     pthread_mutex_unlock(&conn.lock);
     return CUDA_ERROR_DEVICE_UNAVAILABLE;
@@ -375,50 +559,54 @@ void ds__rpc_release(void)
     pthread_mutex_unlock(&conn.lock);
 }
 
-CUresult ds__rpc_post(unsigned long proc, xdrproc_t xarg, void *arg, uint32_t *xid)
+CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
+                      xdrproc_t xres, void *res)
 {
-    uint64_t t0 = ds_now_ns();
-    int err;
-
-    if (conn.lost)
-        return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    err = ds__wire_post(conn.wire, proc, xarg, arg, xid);
-    count_call(proc, t0);
-    return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
+    return post(p, proc, xarg, arg, xres, res);
 }
 
-CUresult ds__rpc_collect(unsigned long proc, uint32_t xid, xdrproc_t xres, void *res)
+/* Queue a batched call at time t0; one too large for the ring leaves with a DS_NULL
+ * call listed as *trip, whose reply the caller awaits without conn.lock.  Called with
+ * conn.lock held.  Returns 0 or DS_EIO; either way *large says whether *trip is listed. */
+static int queue(unsigned long proc, xdrproc_t xarg, void *arg, uint64_t t0,
+                 struct ds_rpc_pending *trip, int *large)
 {
-    int err;
+    uint64_t since = ds__wire_queued_since(conn.wire);
+    int err = ds__wire_queue(conn.wire, proc, xarg, arg);
 
-    if (conn.lost)
-        return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    err = ds__wire_collect(conn.wire, xid, xres, res);
-    return err == 0 ? (CUresult) * (int *)res : transport_failed(proc, err);
+    *large = err == 1;
+    if (*large) {
+        enlist(trip, DS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL);
+        return ds__wire_send_large(conn.wire, proc, xarg, arg, trip->xid);
+    }
+    if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
+        return ds__wire_flush(conn.wire);
+    if (err == 0 && since == 0 && conn.flusher_idle && ds__wire_queued_since(conn.wire) != 0)
+        pthread_cond_signal(&conn.queued);
+    return err;
 }
 
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 {
+    struct ds_rpc_pending trip;
     CUresult rc = CUDA_SUCCESS;
+    uint64_t t0;
+    int err, large;
 
     pthread_mutex_lock(&conn.lock);
-    if (conn.lost) {
-        rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
-    } else {
-        uint64_t t0 = ds_now_ns();
-        uint64_t since = ds__wire_queued_since(conn.wire);
-        int err = ds__wire_queue(conn.wire, proc, xarg, arg);
-
-        if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
-            err = ds__wire_flush(conn.wire);
-        else if (err == 0 && since == 0 && conn.flusher_idle &&
-                 ds__wire_queued_since(conn.wire) != 0)
-            pthread_cond_signal(&conn.queued);
-        count_call(proc, t0);
-        if (err != 0)
-            rc = transport_failed(proc, err);
+    if (lost()) {
+        pthread_mutex_unlock(&conn.lock);
+        return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
+    t0 = ds_now_ns();
+    err = queue(proc, xarg, arg, t0, &trip, &large);
+    count_sent();
+    if (err != 0)
+        rc = transport_failed(proc, err);
     pthread_mutex_unlock(&conn.lock);
+    if (large && finish(&trip) != 0)
+        rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    ds__stats_add(proc, ds_now_ns() - t0);
     return rc;
 }
 

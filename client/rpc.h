@@ -1,14 +1,20 @@
 /*
- * The client's one connection to its executor.  Every call is serialised under one
- * lock, so the library is safe to use from any number of application threads.
- * Synchronous calls wait for the reply; batched calls get none and are buffered, which
- * is what lets a tenant issue asynchronous work at memory speed.  A buffer leaves with
- * the next synchronous call, once it is 20 us old when more calls come, or after 200 us
- * when the tenant stops calling (a flusher thread sends it), so the GPU does not wait
- * for the tenant's next synchronisation to start on work already issued.
+ * The client's one connection to its executor, shared by every application thread.
+ * Calls leave one at a time, under a sending lock; a synchronous call then waits for its
+ * reply without holding it, so the tenant's other threads go on calling meanwhile, as
+ * with the driver.  Replies may come in any order and are matched to their calls by
+ * xid: one waiting thread at a time reads the socket, hands each reply to its caller,
+ * and passes the reading on once its own reply is in.
+ *
+ * Batched calls get no reply and are buffered, which is what lets a tenant issue
+ * asynchronous work at memory speed.  A buffer leaves with the next synchronous call,
+ * once it is 20 us old when more calls come, or after 200 us when the tenant stops
+ * calling (a flusher thread sends it), so the GPU does not wait for the tenant's next
+ * synchronisation to start on work already issued.
  *
  * A transport failure, whenever it happens, is reported to the application as
- * CUDA_ERROR_DEVICE_UNAVAILABLE and logged once; the session does not come back.
+ * CUDA_ERROR_DEVICE_UNAVAILABLE and logged once: every call waiting for a reply fails
+ * with it, and so does every later call; the session does not come back.
  */
 #ifndef DS_RPC_H
 #define DS_RPC_H
@@ -16,6 +22,8 @@
 #include "ds_procs.h"
 
 #include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
 
 /* Connect to the server (DETSHARE_SERVER or the default socket) and shake hands, once.
  * Returns CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE after one line on stderr saying why. */
@@ -40,15 +48,36 @@ void ds__rpc_sched_flags(unsigned flags);
  * transport failed (res then holds nothing to free). */
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res);
 
-/* Several synchronous calls in flight, for copies over TCP, whose round trips would
- * otherwise leave each side idle in turn: ds__rpc_hold takes the connection (returns
- * CUDA_SUCCESS, or CUDA_ERROR_DEVICE_UNAVAILABLE without holding it), ds__rpc_post sends
- * calls, ds__rpc_collect reads their replies oldest first (each must be collected,
- * whatever it returns), ds__rpc_release lets other threads call again. */
+/* A synchronous call waiting for its reply, in the caller's storage from ds__rpc_post
+ * until ds__rpc_collect returns.  The fields belong to rpc.c. */
+struct ds_rpc_pending {
+    struct ds_rpc_pending *next;
+    unsigned long proc;
+    uint32_t xid;
+    xdrproc_t xres;
+    void *res;
+    uint64_t t0;
+    int done;              /* the reply is decoded into res */
+    int sleeping;          /* the caller sleeps on *wake */
+    pthread_cond_t *wake;  /* the calling thread's */
+};
+
+/* Several synchronous calls in flight from one thread, for copies over TCP, whose round
+ * trips would otherwise leave each side idle in turn.  ds__rpc_hold keeps the other
+ * threads from sending, not from waiting for their replies (returns CUDA_SUCCESS, or
+ * CUDA_ERROR_DEVICE_UNAVAILABLE without holding); ds__rpc_post sends a call whose reply
+ * is to be decoded into res (returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE);
+ * ds__rpc_release lets the others send again; ds__rpc_collect waits for a posted
+ * call's reply, in any order, and returns as ds__rpc_call does.  Every p given to
+ * ds__rpc_post must be collected, whatever post returned.  The calls leave back to
+ * back, and the thread sends nothing else until it has collected them all: the
+ * executor writes a reply whole before it reads on, so a thread that had to wait to
+ * send while a reply of its own is unread could wait for ever. */
 CUresult ds__rpc_hold(void);
-CUresult ds__rpc_post(unsigned long proc, xdrproc_t xarg, void *arg, uint32_t *xid);
-CUresult ds__rpc_collect(unsigned long proc, uint32_t xid, xdrproc_t xres, void *res);
+CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
+                      xdrproc_t xres, void *res);
 void ds__rpc_release(void);
+CUresult ds__rpc_collect(struct ds_rpc_pending *p);
 
 /* Queue a batched call.  Returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);

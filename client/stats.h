@@ -14,7 +14,7 @@ struct ds_proc_stats {
     uint64_t ns; /* time inside the transport: a round trip for synchronous calls */
 };
 
-/* Account one call of procedure `proc` that took `ns`; called with the RPC lock held. */
+/* Account one call of procedure `proc` that took `ns`; from any thread. */
 void ds__stats_add(unsigned long proc, uint64_t ns);
 
 /* Copy procedure `proc`'s counters into *out.  Returns 0, or -1 for an unknown number. */

@@ -11,19 +11,23 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 /* Record-stream buffers; a larger message leaves in fragments of this size. */
 #define DS_WIREBUF (256 * 1024)
+/* xdrrec_create's size for the direction a stream never uses: 0 gets its default. */
+#define UNUSED_BUF 0
 /* Bytes of ring first offered to a call's encoder. */
 #define SMALL_CALL (64u * 1024)
 
 struct ds_wire {
-    XDR xdrs;
+    XDR tx; /* calls */
+    XDR rx; /* replies */
     int fd;
-    unsigned spin_us;
+    atomic_uint spin_us; /* set by any thread, read by the reader */
     uint32_t xid;
     uint64_t queued_since;
     /* The last queued call's record is left open: xdrrec can only send its buffer by
@@ -45,15 +49,18 @@ static int read_fd(void *h, void *buf, int len)
 
         if (n > 0)
             return (int)n;
-        if (n == 0)
+        if (n == 0) {
+            errno = ECONNRESET; /* for the log line: errno would be a spin's EAGAIN */
             return -1;
+        }
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -1;
         /* The clock starts at the first empty read: most reads find data at once. */
         if (until == 0)
-            until = ds_now_ns() + (uint64_t)w->spin_us * 1000u;
+            until = ds_now_ns() +
+                    (uint64_t)atomic_load_explicit(&w->spin_us, memory_order_relaxed) * 1000u;
         if (spinning && ds_now_ns() >= until) {
             struct pollfd p = { .fd = w->fd, .events = POLLIN };
 
@@ -79,9 +86,12 @@ struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
     if (w == NULL)
         return NULL;
     w->fd = fd;
-    w->spin_us = spin_us;
+    atomic_init(&w->spin_us, spin_us);
     w->ring.bell = -1;
-    xdrrec_create(&w->xdrs, DS_WIREBUF, DS_WIREBUF, w, read_fd, write_fd);
+    xdrrec_create(&w->tx, DS_WIREBUF, UNUSED_BUF, w, read_fd, write_fd);
+    xdrrec_create(&w->rx, UNUSED_BUF, DS_WIREBUF, w, read_fd, write_fd);
+    w->tx.x_op = XDR_ENCODE;
+    w->rx.x_op = XDR_DECODE;
     return w;
 }
 
@@ -89,7 +99,8 @@ void ds__wire_close(struct ds_wire *w)
 {
     if (w == NULL)
         return;
-    XDR_DESTROY(&w->xdrs);
+    XDR_DESTROY(&w->tx);
+    XDR_DESTROY(&w->rx);
     ds_ring_close(&w->ring);
     close(w->fd);
     free(w);
@@ -97,7 +108,20 @@ void ds__wire_close(struct ds_wire *w)
 
 void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us)
 {
-    w->spin_us = spin_us;
+    atomic_store_explicit(&w->spin_us, spin_us, memory_order_relaxed);
+}
+
+void ds__wire_shutdown(struct ds_wire *w)
+{
+    int e = errno;
+
+    shutdown(w->fd, SHUT_RDWR);
+    errno = e;
+}
+
+uint32_t ds__wire_xid(struct ds_wire *w)
+{
+    return ++w->xid;
 }
 
 /* Encode one call message (header, no credentials, arguments). */
@@ -116,48 +140,21 @@ static bool_t encode_call(XDR *xdrs, uint32_t xid, unsigned long proc, xdrproc_t
 }
 
 /* Encode a call into the socket's send buffer, after ending the record left open. */
-static int encode(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+static int encode(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                  void *arg)
 {
-    w->xdrs.x_op = XDR_ENCODE;
-    if (w->open && !xdrrec_endofrecord(&w->xdrs, FALSE))
+    if (w->open && !xdrrec_endofrecord(&w->tx, FALSE))
         return DS_EIO;
     w->open = 1;
-    return encode_call(&w->xdrs, ++w->xid, proc, xarg, arg) ? 0 : DS_EIO;
+    return encode_call(&w->tx, xid, proc, xarg, arg) ? 0 : DS_EIO;
 }
 
 /* End the open record and send the buffer. */
 static int send_now(struct ds_wire *w)
 {
-    w->xdrs.x_op = XDR_ENCODE;
     w->open = 0;
     w->queued_since = 0;
-    return xdrrec_endofrecord(&w->xdrs, TRUE) ? 0 : DS_EIO;
-}
-
-/* Read the reply to call `xid`.  Batched calls get no reply, so the next record on the
- * stream is this call's; anything else means the two ends disagree. */
-static int read_reply(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res)
-{
-    struct rpc_msg m = { 0 };
-    struct rpc_err e;
-
-    m.acpted_rply.ar_verf = _null_auth;
-    m.acpted_rply.ar_results.where = res;
-    m.acpted_rply.ar_results.proc = xres;
-    w->xdrs.x_op = XDR_DECODE;
-    if (!xdrrec_skiprecord(&w->xdrs))
-        return DS_EIO;
-    if (!xdr_replymsg(&w->xdrs, &m)) {
-        xdr_free(xres, res);
-        return DS_EIO;
-    }
-    _seterr_reply(&m, &e);
-    if (m.rm_xid != xid || e.re_status != RPC_SUCCESS) {
-        if (e.re_status == RPC_SUCCESS)
-            xdr_free(xres, res);
-        return DS_EPROTO;
-    }
-    return 0;
+    return xdrrec_endofrecord(&w->tx, TRUE) ? 0 : DS_EIO;
 }
 
 int ds__wire_offer_ring(struct ds_wire *w)
@@ -206,10 +203,9 @@ static size_t encode_into(unsigned char *p, size_t room, uint32_t xid, unsigned 
 /* Put a call into the ring.  Returns 0, 1 when it does not fit even into an empty ring,
  * or DS_EIO.  The encoder is first given a small window: nearly every call fits in it,
  * and a sanitizer build checks the whole window on every call. */
-static int ring_put(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+static int ring_put(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                    void *arg)
 {
-    uint32_t xid = ++w->xid;
-
     for (;;) {
         size_t avail, len = 0;
         unsigned char *p = ds_ring_space(&w->ring, &avail);
@@ -228,12 +224,13 @@ static int ring_put(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void 
 }
 
 /* Send a call over the socket now, with whatever was queued before it. */
-static int socket_send(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+static int socket_send(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                       void *arg)
 {
-    return encode(w, proc, xarg, arg) == 0 && send_now(w) == 0 ? 0 : DS_EIO;
+    return encode(w, xid, proc, xarg, arg) == 0 && send_now(w) == 0 ? 0 : DS_EIO;
 }
 
-/* DS_NULL's arguments and result. */
+/* DS_NULL's arguments. */
 static bool_t nothing(XDR *xdrs, void *p)
 {
     (void)xdrs;
@@ -241,25 +238,20 @@ static bool_t nothing(XDR *xdrs, void *p)
     return TRUE;
 }
 
-/* A batched call too large for the ring goes over the socket, followed by a round
- * trip there: once it is answered, the executor has taken the call, and the ring's
- * next record cannot overtake it. */
-static int socket_queue_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
+int ds__wire_send_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                        uint32_t null_xid)
 {
-    if (socket_send(w, proc, xarg, arg) != 0 ||
-        socket_send(w, DS_NULL, (xdrproc_t)nothing, NULL) != 0)
+    if (socket_send(w, ++w->xid, proc, xarg, arg) != 0 ||
+        socket_send(w, null_xid, DS_NULL, (xdrproc_t)nothing, NULL) != 0)
         return DS_EIO;
-    return read_reply(w, w->xid, (xdrproc_t)nothing, NULL);
+    return 0;
 }
 
 int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    if (w->ring.hdr != NULL) {
-        int rc = ring_put(w, proc, xarg, arg);
-
-        return rc == 1 ? socket_queue_large(w, proc, xarg, arg) : rc;
-    }
-    if (encode(w, proc, xarg, arg) != 0)
+    if (w->ring.hdr != NULL)
+        return ring_put(w, ++w->xid, proc, xarg, arg);
+    if (encode(w, ++w->xid, proc, xarg, arg) != 0)
         return DS_EIO;
     if (w->queued_since == 0)
         w->queued_since = ds_now_ns();
@@ -276,34 +268,59 @@ uint64_t ds__wire_queued_since(const struct ds_wire *w)
     return w->queued_since;
 }
 
-int ds__wire_post(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  uint32_t *xid)
+int ds__wire_post(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                  void *arg)
 {
     if (w->ring.hdr != NULL) {
-        int rc = ring_put(w, proc, xarg, arg);
+        int rc = ring_put(w, xid, proc, xarg, arg);
 
-        if (rc <= 0) {
-            *xid = w->xid;
+        if (rc <= 0)
             return rc;
-        }
     }
-    if (socket_send(w, proc, xarg, arg) != 0)
+    return socket_send(w, xid, proc, xarg, arg);
+}
+
+/* A reply being read: its header, then where its results go, asked of the caller's
+ * find once the header has given the xid. */
+struct reply {
+    struct rpc_msg m;
+    ds_wire_find_fn find;
+    void *arg;
+    int asked;
+    void *owner;
+    xdrproc_t xres;
+    void *res;
+};
+
+/* xdr_replymsg's decoder of the results of a successful reply, which it calls with the
+ * header (and so the xid) already decoded. */
+static bool_t results(XDR *xdrs, void *p)
+{
+    struct reply *r = p;
+
+    r->asked = 1;
+    r->owner = r->find(r->arg, r->m.rm_xid, &r->xres, &r->res);
+    return r->owner != NULL && r->xres(xdrs, r->res);
+}
+
+int ds__wire_read_reply(struct ds_wire *w, ds_wire_find_fn find, void *arg, void **owner)
+{
+    struct reply r = { .find = find, .arg = arg };
+    struct rpc_err e;
+
+    r.m.acpted_rply.ar_verf = _null_auth;
+    r.m.acpted_rply.ar_results.where = (caddr_t)&r;
+    r.m.acpted_rply.ar_results.proc = (xdrproc_t)results;
+    if (!xdrrec_skiprecord(&w->rx))
         return DS_EIO;
-    *xid = w->xid;
+    if (!xdr_replymsg(&w->rx, &r.m)) {
+        if (r.owner != NULL)
+            xdr_free(r.xres, r.res);
+        return r.asked && r.owner == NULL ? DS_EPROTO : DS_EIO;
+    }
+    _seterr_reply(&r.m, &e);
+    if (e.re_status != RPC_SUCCESS)
+        return DS_EPROTO;
+    *owner = r.owner;
     return 0;
-}
-
-int ds__wire_collect(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res)
-{
-    return read_reply(w, xid, xres, res);
-}
-
-int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  xdrproc_t xres, void *res)
-{
-    uint32_t xid;
-
-    if (ds__wire_post(w, proc, xarg, arg, &xid) != 0)
-        return DS_EIO;
-    return ds__wire_collect(w, xid, xres, res);
 }

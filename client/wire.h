@@ -9,7 +9,12 @@
  * awaited by polling the socket without sleeping for a bounded time: a reply usually
  * comes within microseconds, and a sleeping thread's wake-up costs more than that.
  *
- * Not thread-safe: the caller serialises (client/rpc.c holds one lock).
+ * Calls and replies are two record streams, so that one thread can read replies while
+ * another sends calls.  Replies may come in any order: each is matched to its call by
+ * xid.  The sending side (ds__wire_xid, _post, _queue, _send_large, _flush,
+ * _queued_since) is used by one thread at a time, and so is the receiving side
+ * (ds__wire_read_reply); the caller serialises each (client/rpc.c).
+ * ds__wire_set_spin and ds__wire_shutdown may be called from any thread.
  */
 #ifndef DS_WIRE_H
 #define DS_WIRE_H
@@ -33,30 +38,47 @@ int ds__wire_offer_ring(struct ds_wire *w);
 /* How long a reply is awaited without sleeping, from now on. */
 void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us);
 
-/* Send everything queued plus this call, then decode the reply into `res`.  Returns 0,
- * or DS_EIO when the connection failed (res then holds nothing), or DS_EPROTO when the
- * reply was not a successful one for this call. */
-int ds__wire_call(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  xdrproc_t xres, void *res);
+/* End the connection in both directions: a reader waiting for bytes and a sender
+ * waiting for room both fail at once, and so does anything later.  errno is kept. */
+void ds__wire_shutdown(struct ds_wire *w);
 
-/* Send a synchronous call whose reply is left to ds__wire_collect; *xid names it.
- * Replies come in the order the calls were sent.  Returns 0 or DS_EIO. */
-int ds__wire_post(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
-                  uint32_t *xid);
+/* A fresh xid for a call that awaits a reply: whoever will read that reply must know
+ * the xid before the call leaves. */
+uint32_t ds__wire_xid(struct ds_wire *w);
 
-/* Decode the reply to posted call xid, which must be the oldest one unanswered.
- * Returns as ds__wire_call does. */
-int ds__wire_collect(struct ds_wire *w, uint32_t xid, xdrproc_t xres, void *res);
+/* Send synchronous call `xid` (from ds__wire_xid), with everything queued before it;
+ * its reply is read by ds__wire_read_reply.  Returns 0 or DS_EIO. */
+int ds__wire_post(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
+                  void *arg);
 
 /* Queue a call that gets no reply; it leaves with the next flush, or by itself once the
- * send buffer is full; through the ring it reaches the executor at once.  Returns 0 or
- * DS_EIO. */
+ * send buffer is full; through the ring it reaches the executor at once.  Returns 0,
+ * DS_EIO, or 1 when it does not fit even into the empty ring: nothing was queued, the
+ * ring is drained, and the call is for ds__wire_send_large. */
 int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* Send a call that gets no reply and is too large for the ring over the socket,
+ * followed by DS_NULL call `null_xid` (from ds__wire_xid): once that is answered, the
+ * executor has taken the call, and no ring record queued after it can overtake it.
+ * Returns 0 or DS_EIO. */
+int ds__wire_send_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg,
+                        uint32_t null_xid);
 
 /* Send what is queued.  Returns 0 or DS_EIO. */
 int ds__wire_flush(struct ds_wire *w);
 
 /* Monotonic time (ns) at which the oldest queued call was queued; 0 when none is. */
 uint64_t ds__wire_queued_since(const struct ds_wire *w);
+
+/* Who awaits the reply to call `xid`: returns its owner (any non-NULL pointer), with
+ * *xres and *res saying how to decode the results and where they go; NULL when no call
+ * `xid` awaits a reply. */
+typedef void *(*ds_wire_find_fn)(void *arg, uint32_t xid, xdrproc_t *xres, void **res);
+
+/* Read the next reply, whoever's it is, decode its results as find(arg, ...) says, and
+ * set *owner to what find returned.  Returns 0, DS_EIO when the connection failed, or
+ * DS_EPROTO when the reply was not a successful one or nobody awaited it; on failure no
+ * results are left to free. */
+int ds__wire_read_reply(struct ds_wire *w, ds_wire_find_fn find, void *arg, void **owner);
 
 #endif

@@ -233,32 +233,6 @@ Test(fastpath, detshare_ring_0_keeps_calls_on_the_socket, .timeout = 120)
     ds_test_server_stop(&srv);
 }
 
-/* launch.cubin with its section table moved past `size` bytes of padding: a valid image
- * larger than the call ring. */
-static void *padded_cubin(size_t size)
-{
-    FILE *f = fopen(DS_KERNEL_DIR "/launch.cubin", "rb");
-    unsigned char *img = calloc(1, size);
-    uint64_t shoff;
-    uint16_t shentsize, shnum;
-    long n;
-
-    if (f == NULL || img == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0 ||
-        (size_t)n > size / 2 || fseek(f, 0, SEEK_SET) != 0 ||
-        fread(img, 1, (size_t)n, f) != (size_t)n)
-        _exit(20);
-    fclose(f);
-    memcpy(&shoff, img + 0x28, 8);
-    memcpy(&shentsize, img + 0x3a, 2);
-    memcpy(&shnum, img + 0x3c, 2);
-    if (shoff + (uint64_t)shentsize * shnum > (uint64_t)n)
-        _exit(21);
-    memcpy(img + size - (size_t)shentsize * shnum, img + shoff, (size_t)shentsize * shnum);
-    shoff = size - (uint64_t)shentsize * shnum;
-    memcpy(img + 0x28, &shoff, 8);
-    return img;
-}
-
 /* Work queued in the ring before and after a call too large for it (which goes over
  * the socket) runs in the order the tenant issued it: the second fill overwrites half
  * of the first. */
@@ -266,12 +240,15 @@ static void large_call_tenant(void)
 {
     enum { N = 4096 };
     static unsigned out[N];
-    void *img = padded_cubin((size_t)DS_RING_SIZE + (1u << 20));
+    void *img = ds_test_padded_cubin(DS_KERNEL_DIR "/launch.cubin",
+                                     (size_t)DS_RING_SIZE + (1u << 20));
     CUdeviceptr d;
     CUmodule big;
     CUfunction f;
     int ok = 1;
 
+    if (img == NULL)
+        _exit(20);
     ds_test_ctx();
     if (cuMemAlloc(&d, sizeof(out)) != CUDA_SUCCESS ||
         cuMemsetD32Async(d, 1, N, NULL) != CUDA_SUCCESS)

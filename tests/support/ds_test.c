@@ -244,6 +244,36 @@ CUmodule ds_test_module(const char *path)
     return m;
 }
 
+void *ds_test_padded_cubin(const char *path, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *img = calloc(1, size);
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    long n = 0;
+    int ok;
+
+    ok = f != NULL && img != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
+         (size_t)n <= size / 2 && fseek(f, 0, SEEK_SET) == 0 &&
+         fread(img, 1, (size_t)n, f) == (size_t)n;
+    if (f != NULL)
+        fclose(f);
+    if (ok) {
+        memcpy(&shoff, img + 0x28, 8);
+        memcpy(&shentsize, img + 0x3a, 2);
+        memcpy(&shnum, img + 0x3c, 2);
+        ok = shoff + (uint64_t)shentsize * shnum <= (uint64_t)n;
+    }
+    if (!ok) {
+        free(img);
+        return NULL;
+    }
+    memcpy(img + size - (size_t)shentsize * shnum, img + shoff, (size_t)shentsize * shnum);
+    shoff = size - (uint64_t)shentsize * shnum;
+    memcpy(img + 0x28, &shoff, 8);
+    return img;
+}
+
 /* The child: wait for go, run fn, report its status, wait for down to close. */
 static int peer_main(int go, int up, int down, int (*fn)(void *), void *arg)
 {

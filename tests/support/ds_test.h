@@ -69,6 +69,11 @@ const char *ds_test_cu_name(CUresult rc);
 /* Load the file at `path` (fatbin or cubin) as a module of the current context. */
 CUmodule ds_test_module(const char *path);
 
+/* The cubin at `path` with its section table moved past padding: a valid image of
+ * `size` bytes (larger than the call ring, say), to free.  NULL when the file cannot be
+ * read or is larger than size / 2. */
+void *ds_test_padded_cubin(const char *path, size_t size);
+
 /* A second tenant in a child process.  It is forked before the test connects (a forked
  * child of a connected tenant has no connection), connects and runs fn(arg) when
  * ds_test_peer_join lets it (fn returns 0 on success), then stays connected until
