@@ -93,6 +93,12 @@
     EP(cuMemGetAllocationPropertiesFromHandle, 10020,                     \
        cuMemGetAllocationPropertiesFromHandle)                            \
     EP(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle)   \
+    EP(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle)                        \
+    EP(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle)                      \
+    EP(cuIpcOpenMemHandle, 11000, cuIpcOpenMemHandle_v2)                  \
+    EP(cuIpcCloseMemHandle, 4010, cuIpcCloseMemHandle)                    \
+    EP(cuIpcGetEventHandle, 4010, cuIpcGetEventHandle)                    \
+    EP(cuIpcOpenEventHandle, 4010, cuIpcOpenEventHandle)                  \
     EP(cuTensorMapEncodeTiled, 12000, cuTensorMapEncodeTiled)             \
     EP(cuTensorMapEncodeIm2col, 12000, cuTensorMapEncodeIm2col)           \
     EP(cuTensorMapEncodeIm2colWide, 12080, cuTensorMapEncodeIm2colWide)   \

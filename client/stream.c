@@ -3,6 +3,7 @@
 #include "stream.h"
 
 #include "ctx.h"
+#include "ipc.h"
 #include "rpc.h"
 
 #include <pthread.h>
@@ -288,8 +289,11 @@ CUresult cuEventCreate(CUevent *pe, unsigned int flags)
     if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
         return rc;
     rc = ds_rpc_event_create(&a, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         *pe = (CUevent)(uintptr_t)r.ds_handle_res_u.handle;
+        if (flags & CU_EVENT_INTERPROCESS)
+            ds__ipc_event_note(*pe, 1);
+    }
     return rc;
 }
 
@@ -297,19 +301,25 @@ CUresult cuEventDestroy_v2(CUevent e)
 {
     ds_handle h = hv(e);
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_event_destroy(&h, &r);
+    rc = ds_rpc_event_destroy(&h, &r);
+    if (rc == CUDA_SUCCESS)
+        ds__ipc_event_note(e, 0);
+    return rc;
 }
 
 CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
 {
     ds_record_args a = { .event = hv(e), .stream = ds__stream_of(s), .flags = flags };
+    CUresult rc;
 
     DS_NEED_INIT();
     if (e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    return ds_rpc_event_record(&a);
+    rc = ds_rpc_event_record(&a);
+    return rc == CUDA_SUCCESS ? ds__ipc_event_recorded(e) : rc;
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s)

@@ -36,6 +36,8 @@ int ds_error_to_cu(int err)
         return CUDA_ERROR_NOT_SUPPORTED;
     case DS_EIO:
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    case DS_EPERM:
+        return CUDA_ERROR_NOT_PERMITTED;
     default:
         if (err <= DS_ECU(1))
             return DS_ECU(0) - err;

@@ -16,7 +16,8 @@
     X(DS_EPROTO, -7, "protocol violation")                      \
     X(DS_EBUSY, -8, "resource busy")                            \
     X(DS_ENOTSUP, -9, "not supported")                          \
-    X(DS_EDEVICE, -10, "device error")
+    X(DS_EDEVICE, -10, "device error")                          \
+    X(DS_EPERM, -11, "not permitted")
 
 enum ds_error {
 #define DS_ERROR_ENUM(name, val, text) name = val,

@@ -85,11 +85,16 @@
     S(tensormap_im2col, DS_TENSORMAP_IM2COL, ds_tensormap_im2col_args, ds_tensormap_res) \
     S(tensormap_im2col_wide, DS_TENSORMAP_IM2COL_WIDE, ds_tensormap_im2col_wide_args, \
       ds_tensormap_res)                                                       \
-    S(tensormap_replace, DS_TENSORMAP_REPLACE, ds_tensormap_replace_args, ds_tensormap_res)
+    S(tensormap_replace, DS_TENSORMAP_REPLACE, ds_tensormap_replace_args, ds_tensormap_res) \
+    S(ipc_mem_export, DS_IPC_MEM_EXPORT, ds_dptr, ds_ipc_handle_res)          \
+    S(ipc_mem_open, DS_IPC_MEM_OPEN, ds_ipc_mem_open_args, ds_range_res)      \
+    S(ipc_mem_close, DS_IPC_MEM_CLOSE, ds_dptr, ds_hyper_res)                 \
+    S(ipc_event_export, DS_IPC_EVENT_EXPORT, ds_handle, ds_ipc_handle_res)    \
+    S(ipc_event_open, DS_IPC_EVENT_OPEN, ds_ipc_event_open_args, ds_handle_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (tensor maps, 170-179). */
-#define DS_PROC_MAX 179
+ * in detshare.x (IPC, 180-189). */
+#define DS_PROC_MAX 189
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

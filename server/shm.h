@@ -16,8 +16,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 7
+#define DS_SHM_VERSION 8
 #define DS_SHM_SLOTS 64
+/* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
+#define DS_SHM_IPC_MAX 1024
+#define DS_SHM_IPC_BLOB 64
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
  * device), then bumps `bind_gen`; the executor reads both at its next kernel boundary,
@@ -52,6 +55,21 @@ struct ds_shm_slot {
     pid_t peer_pid;
     uid_t peer_uid;
     gid_t peer_gid;
+    /* Entries of the slot's IPC table ever used (server/ipcreg.h): clearing stops there. */
+    atomic_uint ipc_used;
+};
+
+/* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's
+ * executor, or by the control process clearing the slot once that executor is gone. */
+struct ds_shm_ipc {
+    atomic_uint seq;  /* even while stable, odd while being rewritten */
+    uint32_t kind;    /* 0 when free, else enum ds_ipcreg_kind */
+    uint32_t uid;     /* the exporting tenant's user */
+    uint32_t reserved0;
+    uint64_t size;    /* memory: the allocation's bytes */
+    uint64_t key[2];  /* random: a tenant's handle to the entry carries the same */
+    unsigned char blob[DS_SHM_IPC_BLOB]; /* the backend's: what opening it takes */
+    uint64_t reserved[3];
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
@@ -72,6 +90,8 @@ struct ds_shm {
     uint32_t pad;
     uint64_t reserved[4];
     struct ds_shm_slot slots[DS_SHM_SLOTS];
+    /* Slot i's IPC exports: 128 KiB each, touched only as far as it exports. */
+    struct ds_shm_ipc ipc[DS_SHM_SLOTS][DS_SHM_IPC_MAX];
 };
 
 /* Create and map a zeroed block in a new memfd (close-on-exec), returned in *fd.
@@ -87,7 +107,8 @@ void ds_shm_unmap(struct ds_shm *shm);
 /* Take a free slot; returns its index or -1 when all are taken. */
 int ds_shm_slot_take(struct ds_shm *shm);
 
-/* Return a slot to the free pool, forgetting everything its tenant held. */
+/* Return a slot to the free pool, forgetting everything its tenant held, its IPC exports
+ * included. */
 void ds_shm_slot_clear(struct ds_shm *shm, int idx);
 
 /* Account `size` bytes of sim device memory to slot idx.  Returns 0, or DS_ENOMEM when

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #define DS_ATTR_COUNT CU_DEVICE_ATTRIBUTE_MAX
+#define DS_IPC_BLOB 64 /* what a backend's IPC export says, for another executor */
 
 struct ds_shm;
 struct ds_backend;
@@ -254,6 +255,26 @@ struct ds_backend_ops {
     int (*tensormap_encode)(struct ds_backend *b, const struct ds_tensormap_desc *d,
                             CUtensorMap *out);
     int (*tensormap_replace)(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
+
+    /* CUDA IPC between executors (server/ipcreg.h keeps the exports).  ipc_mem_export
+     * makes the dev_alloc allocation [addr, addr+size), whole, reachable by other
+     * executors until dev_free, and writes what opening it takes to blob; ipc_mem_open
+     * maps one that another executor exported (its blob and size, from the registry;
+     * flags: CUipcMem_flags) at *addr, until ipc_mem_close.  Mappings opened elsewhere
+     * outlive the exporter's dev_free on the sim; on a GPU they do what the driver does.
+     * ipc_event_export and ipc_event_open do the same for an event created with
+     * CU_EVENT_INTERPROCESS (the executor exports no event it opened); an opened event
+     * orders work across executors and goes with event_destroy.  An open returns
+     * DS_EHANDLE when the export is gone, or the driver's own error. */
+    int (*ipc_mem_export)(struct ds_backend *b, uint64_t addr, uint64_t size,
+                          unsigned char blob[DS_IPC_BLOB]);
+    int (*ipc_mem_open)(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                        uint64_t size, unsigned flags, uint64_t *addr);
+    void (*ipc_mem_close)(struct ds_backend *b, uint64_t addr);
+    int (*ipc_event_export)(struct ds_backend *b, struct ds_bevent *e,
+                            unsigned char blob[DS_IPC_BLOB]);
+    int (*ipc_event_open)(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                          struct ds_bevent **out);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -1,7 +1,7 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c,
- * ops_vmm.c, ops_tensormap.c, executor.c for hello).  A handler validates all of its
+ * ops_vmm.c, ops_tensormap.c, ops_ipc.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
  * for the next synchronous call).
@@ -26,6 +26,13 @@ int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
 /* Unmap, free and release everything the tenant reserved, mapped and created with the
  * VMM calls; the backend must still be open. */
 void ds__ops_vmm_fini(struct ds_tenant *t);
+
+/* IPC (ops_ipc.c).  Allocation `base` or event e is going: its export, if any, is
+ * withdrawn first.  ds__ops_ipc_close closes the other tenants' memory opened in context
+ * ctx (all: in any), whatever references remain; the backend must still be open. */
+void ds__ops_ipc_mem_gone(struct ds_tenant *t, uint64_t base);
+void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
+void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */

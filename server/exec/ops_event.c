@@ -4,27 +4,30 @@
 
 #include <stdlib.h>
 
-#define EVENT_FLAGS_ALLOWED (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)
+#define EVENT_FLAGS_ALLOWED \
+    (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
 
 CUresult ds__ops_event_create(struct ds_tenant *t, const ds_event_create_args *a,
                               ds_handle_res *r)
 {
     struct ds_vevent *e;
+    int rc;
 
     if (ds__tenant_ctx(t, a->ctx) == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (a->flags & CU_EVENT_INTERPROCESS)
-        return CUDA_ERROR_NOT_SUPPORTED;
     if ((a->flags & ~(unsigned)EVENT_FLAGS_ALLOWED) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* An interprocess event (ops_ipc.c) is never timed, as CUDA requires. */
+    if ((a->flags & CU_EVENT_INTERPROCESS) && !(a->flags & CU_EVENT_DISABLE_TIMING))
         return CUDA_ERROR_INVALID_VALUE;
     e = calloc(1, sizeof(*e));
     if (e == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->ctx = a->ctx;
     e->flags = a->flags;
-    if (t->ops->event_create(t->be, a->flags, &e->real) != 0) {
+    if ((rc = t->ops->event_create(t->be, a->flags, &e->real)) != 0) {
         free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return ds_error_to_cu(rc);
     }
     r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_EVENT, e);
     if (r->ds_handle_res_u.handle == 0) {
@@ -42,6 +45,7 @@ CUresult ds__ops_event_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_
     (void)r;
     if (e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    ds__ops_ipc_event_gone(t, e);
     t->ops->event_destroy(t->be, e->real);
     free(e);
     return CUDA_SUCCESS;

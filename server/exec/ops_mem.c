@@ -41,6 +41,7 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     ds__tenant_mem_account(t, -(int64_t)e->size);
     if (ds_memtab_remove(&t->mem, *p, NULL) != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    ds__ops_ipc_mem_gone(t, *p);
     return ds_error_to_cu(t->ops->dev_free(t->be, *p));
 }
 

@@ -30,6 +30,8 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->host_maps);
     ds_memtab_init(&t->vmm_va);
     ds_memtab_init(&t->vmm_maps);
+    ds_memtab_init(&t->ipc_out);
+    ds_memtab_init(&t->ipc_in);
 }
 
 CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at)
@@ -125,12 +127,14 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
             free(s);
         }
     }
+    ds__ops_ipc_close(t, ctx, all);
     cur = 0;
     while ((h = ds_handles_next(&t->h, DS_H_EVENT, &cur)) != 0) {
         struct ds_vevent *e = ds_handles_get(&t->h, h, DS_H_EVENT);
 
         if (all || e->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_EVENT);
+            ds__ops_ipc_event_gone(t, e);
             t->ops->event_destroy(t->be, e->real);
             free(e);
         }
@@ -140,6 +144,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
             uint64_t base = t->mem.v[i].base;
 
             ds__tenant_mem_account(t, -(int64_t)t->mem.v[i].size);
+            ds__ops_ipc_mem_gone(t, base);
             t->ops->dev_free(t->be, base);
             ds_memtab_remove(&t->mem, base, NULL);
         }
@@ -223,6 +228,8 @@ void ds__tenant_fini(struct ds_tenant *t)
     ds_memtab_destroy(&t->host_maps);
     ds_memtab_destroy(&t->vmm_va);
     ds_memtab_destroy(&t->vmm_maps);
+    ds_memtab_destroy(&t->ipc_out);
+    ds_memtab_destroy(&t->ipc_in);
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;

@@ -40,10 +40,19 @@ struct ds_vgraph {
     void *real; /* struct ds_bgraph or struct ds_bgexec */
 };
 
+/* An export in the server's IPC registry (ops_ipc.c): its entry, and the handle the
+ * tenant got, which it gets again when it exports the same thing again. */
+struct ds_ipc_export {
+    int index;
+    unsigned char handle[DS_IPC_HANDLE_SIZE];
+};
+
 struct ds_vevent {
     uint64_t ctx;
     unsigned flags;
     struct ds_bevent *real;
+    struct ds_ipc_export *exported; /* cuIpcGetEventHandle's, while the event lives */
+    int opened;                     /* made by cuIpcOpenEventHandle */
 };
 
 /* A loaded module (or library: the same thing to the executor). */
@@ -84,6 +93,10 @@ struct ds_tenant {
                                  * owner = device address */
     struct ds_memtab vmm_va;    /* cuMemAddressReserve's reservations */
     struct ds_memtab vmm_maps;  /* cuMemMap's mappings: owner = the allocation's handle */
+    struct ds_memtab ipc_out;   /* allocations exported (cuIpcGetMemHandle):
+                                 * data = struct ds_ipc_export */
+    struct ds_memtab ipc_in;    /* other tenants' memory opened (cuIpcOpenMemHandle):
+                                 * owner = context, data = its references (ops_ipc.c) */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     struct ds_binder binder;    /* runs while the device is open */

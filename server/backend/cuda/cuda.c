@@ -621,6 +621,11 @@ const struct ds_backend_ops ds_cuda_backend = {
     .vmm_set_access = ds__cuda_vmm_set_access,
     .tensormap_encode = ds__cuda_tensormap_encode,
     .tensormap_replace = ds__cuda_tensormap_replace,
+    .ipc_mem_export = ds__cuda_ipc_mem_export,
+    .ipc_mem_open = ds__cuda_ipc_mem_open,
+    .ipc_mem_close = ds__cuda_ipc_mem_close,
+    .ipc_event_export = ds__cuda_ipc_event_export,
+    .ipc_event_open = ds__cuda_ipc_event_open,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

@@ -97,7 +97,12 @@
     X(cuMemSetAccess, cuMemSetAccess) \
     X(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled) \
     X(cuTensorMapEncodeIm2col, cuTensorMapEncodeIm2col) \
-    X(cuTensorMapReplaceAddress, cuTensorMapReplaceAddress)
+    X(cuTensorMapReplaceAddress, cuTensorMapReplaceAddress) \
+    X(cuIpcGetMemHandle, cuIpcGetMemHandle) \
+    X(cuIpcOpenMemHandle, cuIpcOpenMemHandle) \
+    X(cuIpcCloseMemHandle, cuIpcCloseMemHandle) \
+    X(cuIpcGetEventHandle, cuIpcGetEventHandle) \
+    X(cuIpcOpenEventHandle, cuIpcOpenEventHandle)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */
@@ -185,8 +190,8 @@ struct ds_backend {
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
- * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory) and
- * cuda_tensormap.c (tensor maps). */
+ * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory),
+ * cuda_tensormap.c (tensor maps) and cuda_ipc.c (IPC). */
 
 /* cuda_gate.c: backend.h's gate. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
@@ -244,6 +249,15 @@ int ds__cuda_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size,
 int ds__cuda_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
                               CUtensorMap *out);
 int ds__cuda_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
+int ds__cuda_ipc_mem_export(struct ds_backend *b, uint64_t addr, uint64_t size,
+                            unsigned char blob[DS_IPC_BLOB]);
+int ds__cuda_ipc_mem_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                          uint64_t size, unsigned flags, uint64_t *addr);
+void ds__cuda_ipc_mem_close(struct ds_backend *b, uint64_t addr);
+int ds__cuda_ipc_event_export(struct ds_backend *b, struct ds_bevent *e,
+                              unsigned char blob[DS_IPC_BLOB]);
+int ds__cuda_ipc_event_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                            struct ds_bevent **out);
 void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
 int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                  struct ds_bfunc **out, struct ds_param_layout *layout);

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memfd_create */
 /*
  * The sim device: a software GPU for machines without one.  Device memory is host
  * memory behind device-like addresses; work on streams takes modelled time.
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 void ds__sim_free_work(struct sim_work *w)
@@ -151,6 +153,7 @@ static void fill_attrs(int *a, int sms)
     a[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 1;
     a[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH] = 1;
     a[CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED] = 1;
+    a[CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED] = 1;
 }
 
 static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
@@ -162,6 +165,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     b->cfg = *cfg;
     ds_memtab_init(&b->mem);
     ds_memtab_init(&b->vmm_maps);
+    ds_memtab_init(&b->ipc_out);
     /* An H100's defaults. */
     b->limits[CU_LIMIT_STACK_SIZE] = 1024;
     b->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
@@ -264,6 +268,8 @@ static void sim_close(struct ds_backend *b)
         ds__sim_free_work(s->captured);
         free(s);
     }
+    ds__sim_ipc_fini(b);
+    /* Other tenants' memory opened here is counted to this tenant too (sim_ipc.c). */
     for (size_t i = 0; i < b->mem.n; i++) {
         if (b->mem.v[i].owner == SIM_HOST_PAGES)
             continue;
@@ -349,6 +355,7 @@ int ds__sim_mem_free(struct ds_backend *b, uint64_t addr)
 
     if (rc != 0)
         return rc;
+    ds__sim_ipc_unshare(b, addr);
     munmap(e.data, e.size);
     ds_shm_sim_release(b->cfg.shm, b->cfg.slot, e.size);
     return 0;
@@ -529,25 +536,48 @@ static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
     return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
+/* Whether e was recorded, with the device time its recorded work ends at in *at.  An
+ * interprocess event's record is in host time, shared with other executors, whose device
+ * clocks stand still at other times than this one's. */
+static int event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at)
+{
+    uint64_t host;
+
+    if (e->shared == NULL) {
+        *at = e->at_ns;
+        return e->recorded;
+    }
+    host = atomic_load(e->shared);
+    *at = host > b->stalled_ns ? host - b->stalled_ns : 0;
+    return host != 0;
+}
+
 static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
                                  struct ds_bevent *e)
 {
+    uint64_t at;
+
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     s = stream_or_legacy(b, s);
-    if (e->recorded)
-        s->ready_ns = max_u64(s->ready_ns, e->at_ns);
+    if (event_at(b, e, &at))
+        s->ready_ns = max_u64(s->ready_ns, at);
     return 0;
 }
 
 static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
 {
     struct ds_bevent *e = calloc(1, sizeof(*e));
+    int rc;
 
     (void)b;
     if (e == NULL)
         return DS_ENOMEM;
     e->flags = flags;
+    if ((flags & CU_EVENT_INTERPROCESS) && (rc = ds__sim_ipc_event_init(e)) != 0) {
+        free(e);
+        return rc;
+    }
     *out = e;
     return 0;
 }
@@ -555,14 +585,20 @@ static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_beve
 static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 {
     (void)b;
+    ds__sim_ipc_event_fini(e);
     free(e);
 }
 
 static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
 {
+    uint64_t at;
+
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    e->at_ns = ds__sim_submit(b, s, 0);
+    at = ds__sim_submit(b, s, 0);
+    if (e->shared != NULL)
+        atomic_store(e->shared, at + b->stalled_ns);
+    e->at_ns = at;
     e->recorded = 1;
     return 0;
 }
@@ -570,7 +606,9 @@ static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds
 /* An event never recorded counts as complete, as in CUDA. */
 static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
-    return !e->recorded || e->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
+    uint64_t at;
+
+    return !event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
 static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
@@ -596,6 +634,20 @@ static int sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
     return 0;
 }
 
+int ds__sim_memfd(const char *name)
+{
+    struct rlimit lim;
+    int fd = memfd_create(name, MFD_CLOEXEC);
+
+    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &lim) == 0 &&
+        lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+            fd = memfd_create(name, MFD_CLOEXEC);
+    }
+    return fd;
+}
+
 /* The one value measured so far: kind 0 read 7 on an H100 (docs/export-tables.md). */
 static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 {
@@ -618,7 +670,7 @@ static uint64_t fence_time(struct ds_backend *b, const struct ds_fence_at *at)
     if (at->kind == DS_FENCE_STREAM)
         return stream_or_legacy(b, at->stream)->ready_ns;
     if (at->kind == DS_FENCE_EVENT)
-        return at->event->recorded ? at->event->at_ns : 0;
+        return event_at(b, at->event, &t) ? t : 0;
     for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
         t = max_u64(t, s->ready_ns);
     return t;
@@ -723,4 +775,9 @@ const struct ds_backend_ops ds_sim_backend = {
     .vmm_set_access = ds__sim_vmm_set_access,
     .tensormap_encode = ds__sim_tensormap_encode,
     .tensormap_replace = ds__sim_tensormap_replace,
+    .ipc_mem_export = ds__sim_ipc_mem_export,
+    .ipc_mem_open = ds__sim_ipc_mem_open,
+    .ipc_mem_close = ds__sim_ipc_mem_close,
+    .ipc_event_export = ds__sim_ipc_event_export,
+    .ipc_event_open = ds__sim_ipc_event_open,
 };

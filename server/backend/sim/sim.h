@@ -10,6 +10,7 @@
 #include "cubin.h"
 #include "ds_memtab.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Cost model, loosely an H100 on PCIe 5: enough to make timings plausible, not a
@@ -28,6 +29,7 @@
 #define SIM_VA_REGION (1ull << 40) /* each tenant's addresses live in their own TiB */
 #define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */
 #define SIM_VMM_VA 2     /* memtab owner of a VMM reservation (sim_vmm.c) */
+#define SIM_IPC_OPEN 3   /* memtab owner of another tenant's memory, opened (sim_ipc.c) */
 #define SIM_VA_ALIGN 4096ull
 #define SIM_VMM_GRANULARITY (2ull << 20) /* an H100's, minimum and recommended */
 
@@ -62,10 +64,22 @@ struct ds_bgexec {
     struct sim_work *work;
 };
 
+/* A memfd that other executors open by its tag (sim_ipc.c). */
+struct sim_shared {
+    int fd;
+    uint64_t tag[2];
+};
+
+/* An interprocess event (CU_EVENT_INTERPROCESS) keeps its last record in `shared`, a word
+ * of a memfd page that every executor holding the event maps: the host time (ds_now_ns)
+ * at which the recorded work ends, 0 before any record; recorded and at_ns are then
+ * unused.  `own` is the memfd when this executor made the event. */
 struct ds_bevent {
     unsigned flags;
     int recorded;
     uint64_t at_ns;
+    atomic_uint_fast64_t *shared;
+    struct sim_shared *own;
 };
 
 struct ds_bfunc {
@@ -97,6 +111,7 @@ struct ds_backend {
     uint64_t stalled_ns; /* host time spent applying data effects: not device time */
     struct ds_memtab mem; /* data = host mapping; a VMM reservation is one entry */
     struct ds_memtab vmm_maps; /* VMM mappings inside the reservations */
+    struct ds_memtab ipc_out;  /* allocations exported for IPC: data = struct sim_shared */
     uint64_t va_base, va_end;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head of created streams */
@@ -106,9 +121,9 @@ struct ds_backend {
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
- * kernels), sim_graph.c (capture and graphs), sim_vmm.c (virtual memory) and
- * sim_tensormap.c (tensor maps).  Each returns what its sim_* counterpart in the backend
- * interface (backend.h) returns. */
+ * kernels), sim_graph.c (capture and graphs), sim_vmm.c (virtual memory),
+ * sim_tensormap.c (tensor maps) and sim_ipc.c (IPC).  Each returns what its sim_*
+ * counterpart in the backend interface (backend.h) returns. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
@@ -136,6 +151,29 @@ int ds__sim_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct d
 void ds__sim_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
 int ds__sim_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
 int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);
+
+/* A memfd named `name`, close-on-exec.  Each allocation shared with other processes
+ * holds one for as long as it lives, and a framework can make thousands, past a default
+ * soft limit of 1024: the first refusal raises the soft limit to the hard one.  Returns
+ * the descriptor or -1 (errno set). */
+int ds__sim_memfd(const char *name);
+
+/* sim_ipc.c: backend.h's ipc_* operations; an allocation's export ending with its
+ * dev_free (and every one at close); an interprocess event's shared page made at its
+ * creation and let go at its destruction. */
+int ds__sim_ipc_mem_export(struct ds_backend *b, uint64_t addr, uint64_t size,
+                           unsigned char blob[DS_IPC_BLOB]);
+int ds__sim_ipc_mem_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                         uint64_t size, unsigned flags, uint64_t *addr);
+void ds__sim_ipc_mem_close(struct ds_backend *b, uint64_t addr);
+int ds__sim_ipc_event_export(struct ds_backend *b, struct ds_bevent *e,
+                             unsigned char blob[DS_IPC_BLOB]);
+int ds__sim_ipc_event_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
+                           struct ds_bevent **out);
+void ds__sim_ipc_unshare(struct ds_backend *b, uint64_t addr);
+void ds__sim_ipc_fini(struct ds_backend *b);
+int ds__sim_ipc_event_init(struct ds_bevent *e);
+void ds__sim_ipc_event_fini(struct ds_bevent *e);
 
 /* sim_tensormap.c: backend.h's tensormap_* operations. */
 int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* memfd_create */
 /*
  * The sim's virtual memory management.  A reservation is a range of the tenant's sim
  * addresses (one entry of b->mem, owner SIM_VMM_VA) backed by as much host address space
@@ -13,10 +12,8 @@
 #include "ds_error.h"
 #include "shm.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 struct ds_bpmem {
@@ -77,23 +74,6 @@ void ds__sim_vmm_free(struct ds_backend *b, uint64_t addr, uint64_t size)
         munmap(e.data, e.size);
 }
 
-/* One descriptor per physical allocation, for as long as it lives: a framework that grows
- * its pool in 2 MiB pieces can hold thousands, past a default soft limit of 1024, so the
- * first refusal raises the soft limit to the hard one. */
-static int new_memfd(void)
-{
-    struct rlimit lim;
-    int fd = memfd_create("detshare-sim-vmm", MFD_CLOEXEC);
-
-    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &lim) == 0 &&
-        lim.rlim_cur < lim.rlim_max) {
-        lim.rlim_cur = lim.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
-            fd = memfd_create("detshare-sim-vmm", MFD_CLOEXEC);
-    }
-    return fd;
-}
-
 /* Counted in the sim's device memory like cuMemAlloc's; pages cost the host nothing until
  * touched.  The sim compresses nothing. */
 int ds__sim_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
@@ -108,7 +88,9 @@ int ds__sim_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp 
         return DS_ENOMEM;
     }
     m->size = size;
-    m->fd = new_memfd();
+    /* One descriptor per physical allocation, for as long as it lives: a framework that
+     * grows its pool in 2 MiB pieces holds thousands. */
+    m->fd = ds__sim_memfd("detshare-sim-vmm");
     if (m->fd < 0 || ftruncate(m->fd, (off_t)size) != 0) {
         if (m->fd >= 0)
             close(m->fd);
