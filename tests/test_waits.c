@@ -100,14 +100,13 @@ static void *wait_thread(void *p)
 }
 
 /* The calls of a thread that has nothing to do with the long work: each needs its own
- * reply from the executor, and none depends on the long work. */
-static void unrelated_calls(CUstream other)
+ * reply from the executor, and none depends on the long work (cuMemFree would: the
+ * driver's free waits for the device, so p is allocated before and freed after). */
+static void unrelated_calls(CUstream other, CUdeviceptr p)
 {
-    CUdeviceptr p;
     CUevent e;
     int v = 7;
 
-    CU_OK(cuMemAlloc(&p, 1 << 20));
     CU_OK(cuMemcpyHtoD(p, &v, sizeof(v)));
     v = 0;
     CU_OK(cuMemcpyDtoH(&v, p, sizeof(v)));
@@ -117,17 +116,18 @@ static void unrelated_calls(CUstream other)
     CU_OK(cuEventRecord(e, other));
     CU_OK(cuEventSynchronize(e));
     CU_OK(cuStreamSynchronize(other));
-    CU_OK(cuMemFree(p));
     CU_OK(cuEventDestroy(e));
 }
 
 static void others_go_on(enum what what)
 {
     struct waiter w = { .what = what };
+    CUdeviceptr p;
     CUstream other;
     pthread_t t;
     double t0, took;
 
+    CU_OK(cuMemAlloc(&p, 1 << 20));
     CU_OK(cuStreamCreate(&w.s, CU_STREAM_NON_BLOCKING));
     CU_OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
     CU_OK(cuEventCreate(&w.e, CU_EVENT_DISABLE_TIMING));
@@ -137,7 +137,7 @@ static void others_go_on(enum what what)
     cr_assert(pthread_create(&t, NULL, wait_thread, &w) == 0);
     usleep(30 * 1000); /* the waiter's call is in by now, most likely */
     t0 = now_ms();
-    unrelated_calls(other);
+    unrelated_calls(other, p);
     CU_IS(cuStreamQuery(w.s), CUDA_ERROR_NOT_READY);
     took = now_ms() - t0;
     cr_assert(!atomic_load(&w.done), "the waiter returned before the long work ended");
@@ -146,6 +146,7 @@ static void others_go_on(enum what what)
     CU_OK(w.rc);
     cr_assert_geq(w.took_ms, LONG_MS * 0.8, "the wait took %.1f ms", w.took_ms);
     CU_OK(cuStreamQuery(w.s));
+    CU_OK(cuMemFree(p));
     CU_OK(cuStreamDestroy(w.s));
     CU_OK(cuStreamDestroy(other));
     CU_OK(cuEventDestroy(w.e));
