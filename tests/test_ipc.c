@@ -29,6 +29,8 @@ static void stop(void)
 TestSuite(ipc, .init = start, .fini = stop, .timeout = 120);
 
 #define N ((1u << 20) + 100) /* the shared allocation: not a whole number of pages */
+/* The one flag the driver accepts when opening memory (0 is refused on the H100). */
+#define LAZY CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 #define KB 1024u
 #define BUSY_MS 300
 #define BIG (256u << 20)
@@ -210,11 +212,11 @@ static int opener(int in, int out)
 
     NEED(ds_test_connect() == CUDA_SUCCESS && load_kernels(&k) == CUDA_SUCCESS, 1);
     NEED(get(in, &h, sizeof(h)) == 0, 2);
-    NEED(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) == CUDA_SUCCESS, 3);
+    NEED(cuIpcOpenMemHandle(&p, h, LAZY) == CUDA_SUCCESS, 3);
     NEED(cuMemcpyDtoH(back, p, N) == CUDA_SUCCESS && is_pattern(back, 0, N, 1), 4);
     NEED(cuMemGetAddressRange(&base, &size, p + 4099) == CUDA_SUCCESS && base == p && size == N, 5);
     /* Opened again: the same address, one more reference. */
-    NEED(cuIpcOpenMemHandle(&again, h, 0) == CUDA_SUCCESS && again == p, 6);
+    NEED(cuIpcOpenMemHandle(&again, h, LAZY) == CUDA_SUCCESS && again == p, 6);
     /* Not the opener's to free, nor to export. */
     NEED(cuMemFree(p) == CUDA_ERROR_INVALID_VALUE, 7);
     NEED(cuIpcGetMemHandle(&h, p) == CUDA_ERROR_INVALID_VALUE, 8);
@@ -394,13 +396,13 @@ Test(ipc, the_exporters_exit_makes_its_handles_stale)
     ds_test_ctx();
     cr_assert_eq(get(b.from, &h, sizeof(h)), 0, "the exporter did not export");
     before = free_mem();
-    CU_OK(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    CU_OK(cuIpcOpenMemHandle(&p, h, LAZY));
     opened = free_mem();
     if (ds_test_on_sim())
         cr_assert_eq(opened, before - N, "the sim counts an opened mapping to the opener");
     peer_end(&b);
     await_leave(left);
-    CU_IS(cuIpcOpenMemHandle(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+    CU_IS(cuIpcOpenMemHandle(&q, h, LAZY),
           CUDA_ERROR_INVALID_HANDLE);
     /* What was opened before stays the opener's until it closes it: on the sim the bytes
      * outlive their exporter; on a GPU the driver decides, but never gives other bytes. */
@@ -423,8 +425,8 @@ static int careless_opener(int in, int out)
     char c;
 
     NEED(ds_test_connect() == CUDA_SUCCESS && get(in, &h, sizeof(h)) == 0, 1);
-    NEED(cuIpcOpenMemHandle(&p, h, 0) == CUDA_SUCCESS, 2);
-    NEED(cuIpcOpenMemHandle(&q, h, 0) == CUDA_SUCCESS && q == p, 3);
+    NEED(cuIpcOpenMemHandle(&p, h, LAZY) == CUDA_SUCCESS, 2);
+    NEED(cuIpcOpenMemHandle(&q, h, LAZY) == CUDA_SUCCESS && q == p, 3);
     NEED(put(out, "o", 1) == 0 && read(in, &c, 1) == 0, 4);
     return 0;
 }
@@ -463,11 +465,11 @@ static int opener_of_freed(int in, int out)
     CUdeviceptr p, p2;
 
     NEED(ds_test_connect() == CUDA_SUCCESS && get(in, &h, sizeof(h)) == 0, 1);
-    NEED(cuIpcOpenMemHandle(&p, h, 0) == CUDA_SUCCESS, 2);
+    NEED(cuIpcOpenMemHandle(&p, h, LAZY) == CUDA_SUCCESS, 2);
     NEED(cuMemcpyDtoH(back, p, N) == CUDA_SUCCESS && is_pattern(back, 0, N, 1), 3);
     NEED(put(out, "r", 1) == 0 && get(in, &h2, sizeof(h2)) == 0, 4);
-    NEED(cuIpcOpenMemHandle(&p2, h, 0) == CUDA_ERROR_INVALID_HANDLE, 5);
-    NEED(cuIpcOpenMemHandle(&p2, h2, 0) == CUDA_SUCCESS && p2 != p, 6);
+    NEED(cuIpcOpenMemHandle(&p2, h, LAZY) == CUDA_ERROR_INVALID_HANDLE, 5);
+    NEED(cuIpcOpenMemHandle(&p2, h2, LAZY) == CUDA_SUCCESS && p2 != p, 6);
     NEED(cuMemcpyDtoH(back, p2, N) == CUDA_SUCCESS && is_pattern(back, 0, N, 4), 7);
     /* Freeing exported memory that another tenant has open is undefined for the driver;
      * the sim keeps the pages for the opener, as a mapping holds them. */
@@ -543,20 +545,20 @@ Test(ipc, forged_garbage_and_misused_handles_open_nothing)
     cr_assert_eq(get(b.from, &he, sizeof(he)), 0);
 
     memset(&forged, 0, sizeof(forged));
-    CU_IS(cuIpcOpenMemHandle(&p, forged, 0), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuIpcOpenMemHandle(&p, forged, LAZY), CUDA_ERROR_INVALID_HANDLE);
     for (size_t i = 0; i < sizeof(forged.reserved); i++)
         forged.reserved[i] = (char)(rand() & 0xff);
-    CU_IS(cuIpcOpenMemHandle(&p, forged, 0), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuIpcOpenMemHandle(&p, forged, LAZY), CUDA_ERROR_INVALID_HANDLE);
     for (size_t i = 0; i < sizeof(hm.reserved); i++) {
         forged = hm;
         forged.reserved[i] ^= 0x10;
-        CU_IS(cuIpcOpenMemHandle(&p, forged, 0), CUDA_ERROR_INVALID_HANDLE);
+        CU_IS(cuIpcOpenMemHandle(&p, forged, LAZY), CUDA_ERROR_INVALID_HANDLE);
     }
     /* A memory handle is no event handle, and the other way round. */
     memcpy(ev_as.reserved, hm.reserved, sizeof(ev_as.reserved));
     CU_IS(cuIpcOpenEventHandle(&e, ev_as), CUDA_ERROR_INVALID_HANDLE);
     memcpy(forged.reserved, he.reserved, sizeof(forged.reserved));
-    CU_IS(cuIpcOpenMemHandle(&p, forged, 0), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuIpcOpenMemHandle(&p, forged, LAZY), CUDA_ERROR_INVALID_HANDLE);
     /* Arguments. */
     CU_IS(cuIpcOpenMemHandle(&p, hm, 2), CUDA_ERROR_INVALID_VALUE);
     CU_IS(cuIpcOpenMemHandle(NULL, hm, 0), CUDA_ERROR_INVALID_VALUE);
@@ -568,10 +570,11 @@ Test(ipc, forged_garbage_and_misused_handles_open_nothing)
     CU_IS(cuIpcGetMemHandle(&mine, d + 4 * KB), CUDA_ERROR_INVALID_VALUE);
     /* The driver opens no handle in the process that exported it. */
     CU_OK(cuIpcGetMemHandle(&mine, d));
-    CU_IS(cuIpcOpenMemHandle(&p, mine, 0), CUDA_ERROR_INVALID_CONTEXT);
+    CU_IS(cuIpcOpenMemHandle(&p, mine, LAZY), CUDA_ERROR_INVALID_CONTEXT);
 
     /* All that left the real handles as they were. */
-    CU_OK(cuIpcOpenMemHandle(&p, hm, 0));
+    CU_IS(cuIpcOpenMemHandle(&p, hm, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuIpcOpenMemHandle(&p, hm, LAZY));
     CU_OK(cuIpcOpenEventHandle(&e, he));
     CU_OK(cuEventDestroy(e));
     CU_OK(cuIpcCloseMemHandle(p));
@@ -594,7 +597,7 @@ Test(ipc, a_tcp_tenant_may_not_use_ipc)
     ds_test_ctx();
     cr_assert_eq(get(b.from, &hm, sizeof(hm)), 0, "the other tenant did not export");
     cr_assert_eq(get(b.from, &he, sizeof(he)), 0);
-    CU_IS(cuIpcOpenMemHandle(&p, hm, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CU_IS(cuIpcOpenMemHandle(&p, hm, LAZY), CUDA_ERROR_NOT_SUPPORTED);
     CU_IS(cuIpcOpenEventHandle(&e, he), CUDA_ERROR_NOT_SUPPORTED);
     CU_OK(cuMemAlloc(&d, 4 * KB));
     CU_IS(cuIpcGetMemHandle(&h, d), CUDA_ERROR_NOT_SUPPORTED);
@@ -617,7 +620,7 @@ static int other_user(int in, int out)
     NEED(ds_test_connect() == CUDA_SUCCESS, 2);
     NEED(cuMemAlloc(&d, 4 * KB) == CUDA_SUCCESS && cuIpcGetMemHandle(&mine, d) == CUDA_SUCCESS, 3);
     NEED(put(out, &mine, sizeof(mine)) == 0 && get(in, &theirs, sizeof(theirs)) == 0, 4);
-    NEED(cuIpcOpenMemHandle(&p, theirs, 0) == CUDA_ERROR_INVALID_HANDLE, 5);
+    NEED(cuIpcOpenMemHandle(&p, theirs, LAZY) == CUDA_ERROR_INVALID_HANDLE, 5);
     NEED(put(out, "t", 1) == 0 && read(in, &c, 1) == 0, 6);
     return 0;
 }
@@ -639,7 +642,7 @@ Test(ipc, a_tenant_of_another_user_opens_nothing)
     CU_OK(cuMemAlloc(&d, 4 * KB));
     CU_OK(cuIpcGetMemHandle(&mine, d));
     cr_assert_eq(get(b.from, &theirs, sizeof(theirs)), 0, "the other user's tenant did not export");
-    CU_IS(cuIpcOpenMemHandle(&p, theirs, 0), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(cuIpcOpenMemHandle(&p, theirs, LAZY), CUDA_ERROR_INVALID_HANDLE);
     cr_assert_eq(put(b.to, &mine, sizeof(mine)), 0);
     cr_assert_eq(get(b.from, &c, 1), 0, "the other user's tenant stopped early");
     peer_end(&b);

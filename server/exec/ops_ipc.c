@@ -217,7 +217,9 @@ CUresult ds__ops_ipc_mem_open(struct ds_tenant *t, const ds_ipc_mem_open_args *a
         return CUDA_ERROR_INVALID_CONTEXT;
     if (tenant_uid(t, "cuIpcOpenMemHandle", &uid) != 0)
         return CUDA_ERROR_NOT_SUPPORTED;
-    if ((a->flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != 0)
+    /* The H100's driver (580) refuses any other flags, 0 included (run 44), as the
+     * runtime's documentation says it must be given. */
+    if (a->flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
         return CUDA_ERROR_INVALID_VALUE;
     rc = look_up(t, "cuIpcOpenMemHandle", &a->handle, DS_IPCREG_MEM, uid, &f);
     if (rc != CUDA_SUCCESS)
