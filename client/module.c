@@ -37,7 +37,10 @@ struct ds_cfunc *ds__module_func(const void *f)
     return cf != NULL && cf->magic == FUNC_MAGIC ? cf : NULL;
 }
 
-static CUresult load(CUmodule *out, const void *image)
+/* A library belongs to no context: a thread with none current may load one (cudart
+ * loads a kernel's library lazily, on a new thread's first launch, before it makes the
+ * primary context current there).  The executor then keeps it with the primary. */
+static CUresult load(CUmodule *out, const void *image, int library)
 {
     ds_module_load_args a;
     enum ds_image_kind kind;
@@ -49,7 +52,9 @@ static CUresult load(CUmodule *out, const void *image)
     DS_NEED_INIT();
     if (out == NULL || image == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS && library)
+        a.ctx = ds__rpc_primary();
+    else if (rc != CUDA_SUCCESS)
         return rc;
     if (ds_image_identify(image, SIZE_MAX, &kind, &start, &size) != 0)
         return CUDA_ERROR_INVALID_IMAGE;
@@ -63,7 +68,7 @@ static CUresult load(CUmodule *out, const void *image)
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-    return load(module, image);
+    return load(module, image, 0);
 }
 
 /* JIT options only tune how PTX is compiled, and logs; the executor compiles with its
@@ -74,12 +79,12 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
     (void)n;
     (void)options;
     (void)values;
-    return load(module, image);
+    return load(module, image, 0);
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 {
-    return load(module, fatbin);
+    return load(module, fatbin, 0);
 }
 
 /* The whole file, NUL-terminated so that PTX text is recognised. */
@@ -104,7 +109,7 @@ static void *read_file(const char *path)
     return buf;
 }
 
-CUresult cuModuleLoad(CUmodule *module, const char *path)
+static CUresult load_file(CUmodule *module, const char *path, int library)
 {
     void *image;
     CUresult rc;
@@ -115,9 +120,14 @@ CUresult cuModuleLoad(CUmodule *module, const char *path)
     image = read_file(path);
     if (image == NULL)
         return CUDA_ERROR_FILE_NOT_FOUND;
-    rc = load(module, image);
+    rc = load(module, image, library);
     free(image);
     return rc;
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *path)
+{
+    return load_file(module, path, 0);
 }
 
 static void forget_functions(uint64_t module)
@@ -248,7 +258,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
     (void)options;
     (void)values;
     (void)n;
-    return load((CUmodule *)library, code);
+    return load((CUmodule *)library, code, 1);
 }
 
 CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_option *jit_options,
@@ -261,7 +271,7 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_optio
     (void)options;
     (void)values;
     (void)n;
-    return cuModuleLoad((CUmodule *)library, path);
+    return load_file((CUmodule *)library, path, 1);
 }
 
 CUresult cuLibraryUnload(CUlibrary library)

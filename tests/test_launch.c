@@ -272,6 +272,54 @@ Test(launch, the_library_api_is_the_same_path)
     free(image);
 }
 
+static void *image_for_thread;
+
+/* A thread with no current context loads a library and takes a kernel from it, as
+ * cudart does on a new thread's first launch; then it makes a context current and
+ * launches.  Runs on its own thread: returns NULL or what failed. */
+static void *library_without_a_context(void *ctx)
+{
+    CUlibrary lib;
+    CUkernel k;
+    CUfunction f;
+    CUcontext none;
+    CUdeviceptr out;
+    int v = 9, n = 1, got = 0;
+    void *params[] = { &out, &v, &n };
+
+    if (cuCtxGetCurrent(&none) != CUDA_SUCCESS || none != NULL)
+        return "a new thread had a current context";
+    if (cuLibraryLoadData(&lib, image_for_thread, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS)
+        return "cuLibraryLoadData without a current context";
+    if (cuLibraryGetKernel(&k, lib, "fill") != CUDA_SUCCESS ||
+        cuKernelGetFunction(&f, k) != CUDA_SUCCESS)
+        return "cuLibraryGetKernel without a current context";
+    if (cuModuleLoadData((CUmodule *)&none, image_for_thread) != CUDA_ERROR_INVALID_CONTEXT)
+        return "cuModuleLoadData without a current context did not fail as the driver's";
+    if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS || cuMemAlloc(&out, sizeof(int)) != CUDA_SUCCESS ||
+        cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS ||
+        cuCtxSynchronize() != CUDA_SUCCESS || cuMemcpyDtoH(&got, out, sizeof(got)) != CUDA_SUCCESS)
+        return "the launch after making the context current";
+    if (!ds_test_on_sim() && got != 9)
+        return "the kernel's result";
+    if (cuMemFree(out) != CUDA_SUCCESS || cuLibraryUnload(lib) != CUDA_SUCCESS)
+        return "freeing";
+    return NULL;
+}
+
+Test(launch, a_thread_without_a_context_loads_a_library)
+{
+    CUcontext ctx = ds_test_ctx();
+    pthread_t t;
+    void *failed;
+
+    image_for_thread = slurp("launch.fatbin", NULL);
+    cr_assert(pthread_create(&t, NULL, library_without_a_context, ctx) == 0);
+    pthread_join(t, &failed);
+    cr_assert_null(failed, "%s", (const char *)failed);
+    free(image_for_thread);
+}
+
 Test(launch, bad_images_names_and_launches_are_refused)
 {
     static const char junk[64] = "definitely not a cubin";

@@ -19,7 +19,9 @@ CUresult ds__ops_module_load(struct ds_tenant *t, const ds_module_load_args *a, 
     size_t size;
     int rc;
 
-    if (ds__tenant_ctx(t, a->ctx) == NULL)
+    /* A library loaded while no context is current goes with the primary, retained or
+     * not (client/module.c). */
+    if (ds__tenant_ctx(t, a->ctx) == NULL && (a->ctx != t->primary || t->primary == 0))
         return CUDA_ERROR_INVALID_CONTEXT;
     /* The bytes must be one whole image of a known kind, with nothing read past them. */
     if (ds_image_identify(a->image.image_val, a->image.image_len, &kind, NULL, &size) != 0 ||
