@@ -44,7 +44,8 @@ static struct {
     pthread_cond_t queued; /* a first call was queued while the flusher slept */
     pthread_mutex_t wait;
     struct ds_rpc_pending *pending; /* under wait */
-    int reading;                    /* under wait: a thread reads replies */
+    atomic_int reading;             /* written under wait: a thread reads replies */
+    atomic_uint wait_spin_us;       /* how long a caller awaits its reply before sleeping */
     atomic_uint_fast64_t calls;
     struct ds_wire *wire;
     atomic_int ready;
@@ -165,6 +166,7 @@ void ds__rpc_sched_flags(unsigned flags)
         spin = conn.auto_spin_us;
         break;
     }
+    atomic_store(&conn.wait_spin_us, spin);
     pthread_mutex_lock(&conn.lock);
     if (conn.wire != NULL)
         ds__wire_set_spin(conn.wire, spin);
@@ -260,12 +262,30 @@ static void read_replies(struct ds_rpc_pending *p)
     hand_over();
 }
 
+/* While another thread reads, look for p's reply without sleeping for as long as the
+ * context's flags say (ds__rpc_sched_flags): the reader decodes it within microseconds
+ * of its arrival, and waking a sleeping thread costs more than that.  Returns 1 when the
+ * reply is in, 0 when the caller is to sleep or to read itself.  Called and returns
+ * with conn.wait held. */
+static int spin_for(struct ds_rpc_pending *p)
+{
+    uint64_t until = ds_now_ns() + (uint64_t)atomic_load(&conn.wait_spin_us) * 1000u;
+
+    pthread_mutex_unlock(&conn.wait);
+    while (!atomic_load(&p->done) && atomic_load(&conn.reading) && !lost() &&
+           ds_now_ns() < until)
+        ;
+    pthread_mutex_lock(&conn.wait);
+    return atomic_load(&p->done);
+}
+
 /* Wait until p's reply is in (returns 0), or until the session is lost and nobody can
  * be decoding into p any more (DS_EIO); p is then no longer pending.  Called and
  * returns with conn.wait held. */
 static int await(struct ds_rpc_pending *p)
 {
     struct ds_rpc_pending **pp;
+    int spun = 0;
 
     while (!p->done) {
         if (!conn.reading && lost())
@@ -274,6 +294,10 @@ static int await(struct ds_rpc_pending *p)
             read_replies(p);
             continue;
         }
+        if (!spun++ && spin_for(p))
+            break;
+        if (!conn.reading || p->done)
+            continue;
         p->sleeping = 1;
         pthread_cond_wait(p->wake, &conn.wait);
         p->sleeping = 0;
@@ -469,6 +493,7 @@ static CUresult connect_once(void)
         }
     }
     conn.auto_spin_us = spin_from_env();
+    atomic_store(&conn.wait_spin_us, conn.auto_spin_us);
     conn.wire = ds__wire_open(fd, conn.auto_spin_us);
     if (conn.wire == NULL) {
         close(fd);

@@ -22,6 +22,7 @@
 #include "ds_procs.h"
 
 #include <cuda.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -57,7 +58,7 @@ struct ds_rpc_pending {
     xdrproc_t xres;
     void *res;
     uint64_t t0;
-    int done;              /* the reply is decoded into res */
+    atomic_int done;       /* the reply is decoded into res */
     int sleeping;          /* the caller sleeps on *wake */
     pthread_cond_t *wake;  /* the calling thread's */
 };
