@@ -413,8 +413,33 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(void **)data = i->host;
         return i->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         *(unsigned *)data = 0;
+        break;
+    /* What the H100's driver answered for cuMemAlloc memory and for page-locked host
+     * memory (run 50; VMM mappings and module globals are answered as cuMemAlloc
+     * memory here). */
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+        *(unsigned *)data = i->type == CU_MEMORYTYPE_DEVICE;
+        break;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *(unsigned *)data = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = NULL;
+        break;
+    /* The driver maps page-locked memory in 2 MiB pieces and says so here (a 1 MiB
+     * allocation answered 2 MiB); the allocation itself is answered. */
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = i->size;
+        break;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(CUdeviceptr *)data = i->base;
         break;
     case CU_POINTER_ATTRIBUTE_MAPPED:
         *(unsigned *)data = ours;
@@ -429,6 +454,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(size_t *)data = i->size;
         break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         /* Unique for the allocation's lifetime; its base address serves. */
         *(unsigned long long *)data = i->base;
         break;

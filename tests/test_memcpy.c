@@ -219,6 +219,58 @@ Test(memcpy, allocation_accounting)
     CU_IS(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The rest of the attributes, as the H100's driver answered them for cuMemAlloc memory
+ * and page-locked host memory, 100 bytes in (docs/gpu-runs.md, run 50). */
+Test(memcpy, the_other_pointer_attributes_answer_as_the_driver)
+{
+    static const struct {
+        CUpointer_attribute attr;
+        unsigned long long dev, host;
+    } want[] = {
+        { CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0, 0 },
+        { CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, 1, 0 },
+        { CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, 0, 0 },
+        { CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, 1, 0 },
+        { CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE,
+          CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE },
+        { CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, 0, 0 },
+        { CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE, 1, 0 },
+    };
+    CUdeviceptr d, base, h64;
+    unsigned long long v, id1, id2;
+    void *h;
+
+    CU_OK(cuMemAlloc(&d, 1 << 20));
+    CU_OK(cuMemHostAlloc(&h, 1 << 20, 0));
+    h64 = (CUdeviceptr)(uintptr_t)h;
+    for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        v = 99;
+        CU_OK(cuPointerGetAttribute(&v, want[i].attr, d + 100));
+        cr_expect_eq(v & (want[i].attr == CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES ||
+                                  want[i].attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+                              ? ~0ull
+                              : 0xffffffffull),
+                     want[i].dev, "attribute %d of device memory: %llu", want[i].attr, v);
+        v = 99;
+        CU_OK(cuPointerGetAttribute(&v, want[i].attr, h64 + 100));
+        cr_expect_eq(v & (want[i].attr == CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES ||
+                                  want[i].attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+                              ? ~0ull
+                              : 0xffffffffull),
+                     want[i].host, "attribute %d of host memory: %llu", want[i].attr, v);
+    }
+    CU_OK(cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, d + 100));
+    cr_assert_eq(base, d);
+    v = 0;
+    CU_OK(cuPointerGetAttribute(&v, CU_POINTER_ATTRIBUTE_MAPPING_SIZE, d + 100));
+    cr_assert_geq(v, 1 << 20);
+    CU_OK(cuPointerGetAttribute(&id1, CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, d + 100));
+    CU_OK(cuPointerGetAttribute(&id2, CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, h64 + 100));
+    cr_assert(id1 != 0 && id2 != 0 && id1 != id2);
+    CU_OK(cuMemFreeHost(h));
+    CU_OK(cuMemFree(d));
+}
+
 /* Frameworks ask what a pointer is before copying from it (PyTorch's pin_memory). */
 Test(memcpy, pointer_attributes)
 {
