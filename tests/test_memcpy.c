@@ -219,6 +219,17 @@ Test(memcpy, allocation_accounting)
     CU_IS(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Attribute attr of p; the driver writes 4 bytes for most, 8 for handle types and pools. */
+static unsigned long long attribute(CUpointer_attribute attr, CUdeviceptr p)
+{
+    unsigned long long v = 99;
+    int wide = attr == CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES ||
+               attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE;
+
+    CU_OK(cuPointerGetAttribute(&v, attr, p));
+    return wide ? v : v & 0xffffffffull;
+}
+
 /* The rest of the attributes, as the H100's driver answered them for cuMemAlloc memory
  * and page-locked host memory, 100 bytes in (docs/gpu-runs.md, run 50). */
 Test(memcpy, the_other_pointer_attributes_answer_as_the_driver)
@@ -244,20 +255,10 @@ Test(memcpy, the_other_pointer_attributes_answer_as_the_driver)
     CU_OK(cuMemHostAlloc(&h, 1 << 20, 0));
     h64 = (CUdeviceptr)(uintptr_t)h;
     for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        v = 99;
-        CU_OK(cuPointerGetAttribute(&v, want[i].attr, d + 100));
-        cr_expect_eq(v & (want[i].attr == CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES ||
-                                  want[i].attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
-                              ? ~0ull
-                              : 0xffffffffull),
-                     want[i].dev, "attribute %d of device memory: %llu", want[i].attr, v);
-        v = 99;
-        CU_OK(cuPointerGetAttribute(&v, want[i].attr, h64 + 100));
-        cr_expect_eq(v & (want[i].attr == CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES ||
-                                  want[i].attr == CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
-                              ? ~0ull
-                              : 0xffffffffull),
-                     want[i].host, "attribute %d of host memory: %llu", want[i].attr, v);
+        v = attribute(want[i].attr, d + 100);
+        cr_expect_eq(v, want[i].dev, "attribute %d of device memory: %llu", want[i].attr, v);
+        v = attribute(want[i].attr, h64 + 100);
+        cr_expect_eq(v, want[i].host, "attribute %d of host memory: %llu", want[i].attr, v);
     }
     CU_OK(cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, d + 100));
     cr_assert_eq(base, d);
