@@ -11,8 +11,9 @@ if [ "$PWD" != /work/main ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; c
 export LD_LIBRARY_PATH="$PWD/.dev/libs" CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 script=bench/torch_determinism.py
 dir=$(mktemp -d)
+(umask 077; echo "torch-$$-$RANDOM" > "$dir/tokens")
 ./build-gpu/server/detshare-server --device cuda --listen "unix:$dir/s" --listen tcp:127.0.0.1:7077 \
-    2> "$out/torch-server.log" &
+    --token-file "$dir/tokens" 2> "$out/torch-server.log" &
 srv=$!
 sleep 1
 timeout 300 python3 $script "$@" > "$out/torch-native1.txt" 2> "$out/torch-native.err"
@@ -21,7 +22,8 @@ ds_lib="$PWD/build-gpu/client:$LD_LIBRARY_PATH"
 DETSHARE_TENANT=torch-unix DETSHARE_SERVER="unix:$dir/s" LD_LIBRARY_PATH="$ds_lib" \
     timeout 400 python3 $script "$@" > "$out/torch-unix.txt" 2> "$out/torch-unix.err" &
 a=$!
-DETSHARE_TENANT=torch-tcp DETSHARE_SERVER=tcp:127.0.0.1:7077 LD_LIBRARY_PATH="$ds_lib" \
+DETSHARE_TENANT=torch-tcp DETSHARE_SERVER=tcp:127.0.0.1:7077 DETSHARE_TOKEN_FILE="$dir/tokens" \
+    LD_LIBRARY_PATH="$ds_lib" \
     timeout 400 python3 $script "$@" > "$out/torch-tcp.txt" 2> "$out/torch-tcp.err" &
 b=$!
 wait $a; ea=$?

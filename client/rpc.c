@@ -7,6 +7,7 @@
 #include "mem.h"
 #include "ds_log.h"
 #include "stats.h"
+#include "token.h"
 #include "wire.h"
 #include "ds_clock.h"
 
@@ -483,7 +484,16 @@ static CUresult connect_once(void)
         ds_error("cannot reach detshare-server at %s: %s", conn.where, strerror(errno));
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (a.kind == DS_ADDR_UNIX) {
+    if (a.kind != DS_ADDR_UNIX) {
+        char name[DS_NAME_MAX + 1];
+        ds_class klass;
+
+        tenant_identity(name, sizeof(name), &klass);
+        if (ds__token_present(fd, conn.where, name) != CUDA_SUCCESS) {
+            close(fd);
+            return CUDA_ERROR_NO_DEVICE;
+        }
+    } else {
         int arena = ds__mem_arena_create();
 
         if (arena >= 0) {

@@ -21,9 +21,17 @@ static void usage(FILE *f)
             "                          usable, else sim)\n"
             "  --gpu N                 host GPU ordinal to serve (default 0)\n"
             "  --listen unix:PATH      listen on a Unix socket (repeatable)\n"
-            "  --listen tcp:HOST:PORT  listen on TCP (repeatable)\n"
+            "  --listen tcp:HOST:PORT  listen on TCP (repeatable); needs --token-file or\n"
+            "                          --insecure\n"
             "                          default: one Unix socket at $XDG_RUNTIME_DIR/detshare.sock,\n"
             "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
+            "  --token-file PATH       tokens TCP tenants must show (DETSHARE_TOKEN or\n"
+            "                          DETSHARE_TOKEN_FILE): one per line, optionally followed\n"
+            "                          by the tenant-name prefix it may be used with; '#'\n"
+            "                          starts a comment (docs/security.md)\n"
+            "  --insecure              allow TCP listeners without a token file: anyone who\n"
+            "                          can reach one (on loopback, every local user) can use\n"
+            "                          the GPU; traffic is never encrypted\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
             "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
@@ -50,6 +58,28 @@ static void usage(FILE *f)
             "  -h, --help              this text\n\n"
             "Tenants: LD_LIBRARY_PATH=<build>/client DETSHARE_SERVER=unix:PATH ./program\n"
             "Logs go to stderr; DETSHARE_LOG=debug shows every failed call.\n");
+}
+
+/* A TCP listener lets whoever reaches it use the GPU: it takes tokens, or the operator's
+ * explicit --insecure.  Loopback is no exception: every user and container of the host
+ * reaches it.  Returns 0 or -1 after saying why. */
+static int check_tcp(const struct ds_server_config *cfg, int insecure)
+{
+    char where[300];
+
+    if (cfg->tokens != NULL || insecure)
+        return 0;
+    for (int i = 0; i < cfg->nlisten; i++) {
+        if (cfg->listen[i].kind == DS_ADDR_UNIX)
+            continue;
+        ds_addr_format(&cfg->listen[i], where, sizeof(where));
+        ds_error("refusing to listen on %s without tokens: anyone who can reach it could use "
+                 "the GPU (on loopback too: every user and container of this host).  Give "
+                 "--token-file PATH (tenants then set DETSHARE_TOKEN), or --insecure to allow "
+                 "it anyway", where);
+        return -1;
+    }
+    return 0;
 }
 
 /* "80G", "512M", "4096" -> bytes; 0 on bad input. */
@@ -144,6 +174,33 @@ static void default_admin(struct ds_server_config *cfg)
             snprintf(cfg->admin, sizeof(cfg->admin), "%s.admin", cfg->listen[i].path);
 }
 
+/* Run the control process, with the MPS daemon the device needs.  Returns the exit
+ * status. */
+static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const char *mps_dir)
+{
+    struct ds_mps mps;
+    int rc;
+
+    /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
+    if (cfg->backend == &ds_sim_backend) {
+        ds_info("MPS: not needed on the sim device (it models shared SMs)");
+        snprintf(cfg->mps, sizeof(cfg->mps), "not needed (sim)");
+        return ds_control_run(cfg);
+    }
+    /* Before any listener or thread exists: the daemon is forked from this process. */
+    if (ds_mps_start(&mps, mps_mode, cfg->gpu, mps_dir) != 0)
+        return 1;
+    cfg->mps_daemon = mps.daemon;
+    if (mps.daemon > 0)
+        snprintf(cfg->mps, sizeof(cfg->mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
+                 (int)mps.daemon);
+    else
+        snprintf(cfg->mps, sizeof(cfg->mps), "%s", ds_mps_mode_name(mps_mode));
+    rc = ds_control_run(cfg);
+    ds_mps_stop(&mps);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -158,15 +215,17 @@ int main(int argc, char **argv)
         { "warm", required_argument, NULL, 'w' },
         { "policy", required_argument, NULL, 'p' },
         { "admin", required_argument, NULL, 'a' },
+        { "token-file", required_argument, NULL, 't' },
+        { "insecure", no_argument, NULL, 'I' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
                                    .warm = 1, .policy = &ds_policy_shared };
     enum ds_mps_mode mps_mode = DS_MPS_START;
-    const char *device = "auto", *mps_dir = NULL;
-    struct ds_mps mps;
-    int c, rc;
+    const char *device = "auto", *mps_dir = NULL, *token_file = NULL;
+    struct ds_tokens *tokens = NULL;
+    int c, rc, insecure = 0;
 
     /* An executor is this program started by the control process (exec_spawn.h). */
     if (argc == 3 && strcmp(argv[1], "--executor") == 0)
@@ -219,6 +278,12 @@ int main(int argc, char **argv)
         case 'D':
             mps_dir = optarg;
             break;
+        case 't':
+            token_file = optarg;
+            break;
+        case 'I':
+            insecure = 1;
+            break;
         case 'a':
             if (set_admin(optarg, &cfg) != 0)
                 return 2;
@@ -252,24 +317,12 @@ int main(int argc, char **argv)
     if (cfg.nlisten == 0)
         ds_addr_default(&cfg.listen[cfg.nlisten++]);
     default_admin(&cfg);
-    if (choose_device(device, &cfg) != 0)
+    if (token_file != NULL && (cfg.tokens = tokens = ds_tokens_load(token_file)) == NULL)
         return 2;
-    /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
-    if (cfg.backend == &ds_sim_backend) {
-        ds_info("MPS: not needed on the sim device (it models shared SMs)");
-        snprintf(cfg.mps, sizeof(cfg.mps), "not needed (sim)");
-        return ds_control_run(&cfg);
-    }
-    /* Before any listener or thread exists: the daemon is forked from this process. */
-    if (ds_mps_start(&mps, mps_mode, cfg.gpu, mps_dir) != 0)
-        return 1;
-    cfg.mps_daemon = mps.daemon;
-    if (mps.daemon > 0)
-        snprintf(cfg.mps, sizeof(cfg.mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
-                 (int)mps.daemon);
+    if (check_tcp(&cfg, insecure) != 0 || choose_device(device, &cfg) != 0)
+        rc = 2;
     else
-        snprintf(cfg.mps, sizeof(cfg.mps), "%s", ds_mps_mode_name(mps_mode));
-    rc = ds_control_run(&cfg);
-    ds_mps_stop(&mps);
+        rc = serve(&cfg, mps_mode, mps_dir);
+    ds_tokens_free(tokens);
     return rc;
 }

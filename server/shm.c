@@ -92,6 +92,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     s->peer_uid = 0;
     s->peer_gid = 0;
     memset(s->tenant, 0, sizeof(s->tenant));
+    memset(s->granted, 0, sizeof(s->granted));
     ds_ipcreg_clear(shm, idx);
     atomic_store(&s->state, 0);
 }

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 8
+#define DS_SHM_VERSION 9
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -55,6 +55,11 @@ struct ds_shm_slot {
     pid_t peer_pid;
     uid_t peer_uid;
     gid_t peer_gid;
+    /* The tenant name a TCP tenant's token was accepted for (its preface's, checked
+     * against the token's name prefix by the control process before the handover);
+     * its hello must give the same name.  Empty when no token was checked (a Unix
+     * tenant, or a server started with --insecure and no token file). */
+    char granted[DS_NAME_MAX + 1];
     /* Entries of the slot's IPC table ever used (server/ipcreg.h): clearing stops there. */
     atomic_uint ipc_used;
 };

@@ -59,9 +59,12 @@ port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 srv=
 trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null; rm -rf "$tmp"' EXIT
 
+# TCP tenants show a token, as in production.
+(umask 077; echo "overhead-$$-$RANDOM" > "$tmp/tokens")
+
 start_server() {
     "$build/server/detshare-server" --device "$device" --mps "${MPS:-off}" --listen "unix:$sock" \
-        --listen "tcp:127.0.0.1:$port" 2> "$raw/server.log" &
+        --listen "tcp:127.0.0.1:$port" --token-file "$tmp/tokens" 2> "$raw/server.log" &
     srv=$!
     for _ in $(seq 600); do
         [ -S "$sock" ] && kill -0 "$srv" 2> /dev/null && return 0
@@ -79,7 +82,7 @@ tenant_env() {
     case $2 in
     native) return ;;
     unix) envs=(DETSHARE_SERVER="unix:$sock") ;;
-    tcp) envs=(DETSHARE_SERVER="tcp:127.0.0.1:$port") ;;
+    tcp) envs=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens") ;;
     esac
     envs+=(LD_LIBRARY_PATH="$build/client${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
            DETSHARE_TENANT="overhead-$1-$2")

@@ -2,6 +2,7 @@
 #include "control.h"
 
 #include "admin.h"
+#include "auth.h"
 
 #include "ds_log.h"
 #include "shm.h"
@@ -50,6 +51,7 @@ struct control {
     int ntenants;
     const struct ds_policy *policy;
     struct ds_admin *admin;
+    struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
     int live;
     int stopping;
 };
@@ -296,47 +298,118 @@ static int record_peer(struct ds_shm_slot *s, int fd)
     return 0;
 }
 
+/* The name of a TCP tenant's peer, for the log. */
+static void peer_name(uv_stream_t *client, char *buf, size_t len)
+{
+    struct sockaddr_storage sa;
+    int n = sizeof(sa);
+    char host[64] = "?";
+
+    if (uv_tcp_getpeername((uv_tcp_t *)client, (struct sockaddr *)&sa, &n) == 0)
+        uv_ip_name((struct sockaddr *)&sa, host, sizeof(host));
+    snprintf(buf, len, "%s", host);
+}
+
+/* A connection the server will not serve: a log line, the reason to a TCP tenant (its
+ * client prints it), and nothing else spent on it. */
+static void refuse(struct listener *l, uv_stream_t *client, const char *why)
+{
+    char where[300], peer[64] = "";
+
+    ds_addr_format(&l->addr, where, sizeof(where));
+    if (l->addr.kind != DS_ADDR_UNIX)
+        peer_name(client, peer, sizeof(peer));
+    ds_warn("refusing a tenant on %s%s%s: %s", where, peer[0] ? " from " : "", peer, why);
+    if (l->addr.kind != DS_ADDR_UNIX)
+        ds_auth_answer(client, why);
+}
+
+/* Hand an accepted connection to an executor; `granted` is the tenant name its token
+ * was accepted for (shm.h), NULL when none was checked.  Closes client. */
+static void serve(struct listener *l, uv_stream_t *client, const char *granted)
+{
+    struct control *c = l->ctl;
+    char where[300], who[64] = "";
+    struct ds_spawned e;
+    uv_os_fd_t fd;
+    int warm;
+
+    ds_addr_format(&l->addr, where, sizeof(where));
+    if (uv_fileno((uv_handle_t *)client, &fd) != 0) {
+        uv_close((uv_handle_t *)client, free_handle);
+        return;
+    }
+    if (take_executor(c, &e, &warm) != 0) {
+        refuse(l, client, errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
+        fill_pool(c);
+        uv_close((uv_handle_t *)client, free_handle);
+        return;
+    }
+    if (record_peer(&c->shm->slots[e.slot], fd) == 0)
+        snprintf(who, sizeof(who), ", from process %d of uid %u",
+                 (int)c->shm->slots[e.slot].peer_pid, (unsigned)c->shm->slots[e.slot].peer_uid);
+    snprintf(c->shm->slots[e.slot].granted, sizeof(c->shm->slots[e.slot].granted), "%s",
+             granted ? granted : "");
+    ds_info("tenant #%d connected on %s (executor pid %d, %s)%s%s%s", e.slot, where, (int)e.pid,
+            warm ? "started ahead" : "started for it", who,
+            granted && granted[0] ? ", token accepted for " : "", granted ? granted : "");
+    /* Before the handover: the tenant sends nothing more until it has this answer. */
+    if (l->addr.kind != DS_ADDR_UNIX && ds_auth_answer(client, NULL) != 0)
+        ds_debug("tenant #%d left before its token was answered", e.slot);
+    /* Placed before it is handed over, so its first kernel runs where the policy
+     * wants it. */
+    tenant_joined(c, e.slot);
+    if (ds_spawn_handover(&e, fd) != 0) {
+        ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
+        kill(e.pid, SIGKILL);
+    }
+    fill_pool(c);
+    uv_close((uv_handle_t *)client, free_handle);
+}
+
+/* ds_auth_done: the preface of a TCP tenant was read, or it never came. */
+static void authed(void *ctx, uv_stream_t *client, const char *name, const char *why)
+{
+    struct listener *l = ctx;
+
+    if (why == NULL && l->ctl->stopping)
+        why = "the server is shutting down";
+    if (why != NULL) {
+        refuse(l, client, why);
+        uv_close((uv_handle_t *)client, free_handle);
+        return;
+    }
+    serve(l, client, name);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct listener *l = server->data;
     struct control *c = l->ctl;
     char where[300];
     uv_stream_t *client;
-    struct ds_spawned e;
-    uv_os_fd_t fd;
-    int warm;
+    int rc;
 
     ds_addr_format(&l->addr, where, sizeof(where));
     if (status < 0 || (client = new_client(l)) == NULL) {
         ds_warn("accept on %s failed: %s", where, status < 0 ? uv_strerror(status) : "no memory");
         return;
     }
-    if (uv_accept(server, client) != 0 || uv_fileno((uv_handle_t *)client, &fd) != 0) {
+    if (uv_accept(server, client) != 0) {
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    if (take_executor(c, &e, &warm) != 0) {
-        ds_warn("refusing a tenant on %s: %s", where,
-                errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
-    } else {
-        char who[64] = "";
-
-        if (record_peer(&c->shm->slots[e.slot], fd) == 0)
-            snprintf(who, sizeof(who), ", from process %d of uid %u",
-                     (int)c->shm->slots[e.slot].peer_pid,
-                     (unsigned)c->shm->slots[e.slot].peer_uid);
-        ds_info("tenant #%d connected on %s (executor pid %d, %s)%s", e.slot, where, (int)e.pid,
-                warm ? "started ahead" : "started for it", who);
-        /* Placed before it is handed over, so its first kernel runs where the policy
-         * wants it. */
-        tenant_joined(c, e.slot);
-        if (ds_spawn_handover(&e, fd) != 0) {
-            ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
-            kill(e.pid, SIGKILL);
-        }
+    /* Peer credentials identify a Unix tenant; a TCP tenant shows its token first. */
+    if (l->addr.kind == DS_ADDR_UNIX) {
+        serve(l, client, NULL);
+        return;
     }
-    fill_pool(c);
-    uv_close((uv_handle_t *)client, free_handle);
+    rc = ds_auth_start(&c->authing, client, c->cfg->tokens, authed, l);
+    if (rc != 0) {
+        refuse(l, client, rc == UV_EBUSY ? "too many connections are presenting tokens"
+                                         : uv_strerror(rc));
+        uv_close((uv_handle_t *)client, free_handle);
+    }
 }
 
 static const char *exit_reason(int status, char *buf, size_t len)
@@ -454,6 +527,7 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     c->stopping = 1;
     ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live - c->nwarm);
     close_listeners(c);
+    ds_auth_cancel_all(&c->authing, "the server is shutting down");
     /* Held tenants must be able to finish. */
     uv_timer_stop(&c->tick);
     for (int i = 0; i < c->ntenants; i++)

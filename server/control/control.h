@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "ds_addr.h"
 #include "policy.h"
+#include "tokens.h"
 
 #include <sys/types.h>
 
@@ -31,6 +32,9 @@ struct ds_server_config {
     pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;
+    /* What a TCP tenant's token preface is checked against (auth.h); NULL accepts any
+     * (--insecure, or no TCP listener). */
+    const struct ds_tokens *tokens;
 };
 
 /* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when

@@ -94,6 +94,22 @@ static void copy_name(char *dst, const char *src)
         snprintf(dst, DS_NAME_MAX + 1, "anonymous");
 }
 
+/* A TCP tenant's token was accepted for the name its preface gave (the control process
+ * checked the token's name prefix against it): its hello may not claim another. */
+static int name_granted(const struct ds_tenant *t, const char *tenant)
+{
+    const char *granted = t->shm->slots[t->slot].granted;
+    char name[DS_NAME_MAX + 1];
+
+    if (granted[0] == '\0')
+        return 1;
+    copy_name(name, tenant);
+    if (strcmp(name, granted) == 0)
+        return 1;
+    ds_warn("refusing the hello of %s: its token was accepted for tenant %s", name, granted);
+    return 0;
+}
+
 CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
@@ -110,6 +126,10 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
+    if (!name_granted(t, a->tenant)) {
+        t->closing = 1;
+        return CUDA_ERROR_NOT_PERMITTED;
+    }
     rc = t->be != NULL ? 0 : ds__tenant_open(t);
     if (rc == 0)
         rc = ds__ops_make_primary(t);

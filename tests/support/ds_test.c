@@ -55,9 +55,27 @@ int ds_test_on_sim(void)
     return strcmp(ds_test_device(), "sim") == 0;
 }
 
+/* A token file holding one token of this server's own, owner-only as it should be. */
+static void write_token_file(struct ds_test_server *s, char *opt, size_t len)
+{
+    char path[128];
+    FILE *f;
+    int fd;
+
+    snprintf(s->token, sizeof(s->token), "dstest-%d-%ld", (int)getpid(), (long)time(NULL));
+    snprintf(path, sizeof(path), "%s/tokens", s->dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    f = fdopen(fd, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "# detshare test fixture\n%s\n", s->token);
+    cr_assert_eq(fclose(f), 0);
+    snprintf(opt, len, "--token-file %s", path);
+}
+
 static void spawn(struct ds_test_server *s, const char *args)
 {
-    char cmd[1024], mps[128];
+    char cmd[1024], mps[128], tokens[160] = "";
 
     /* sh splits `args` like a user's command line would.  On a GPU the server runs as in
      * production, with its own MPS daemon; the gpu tests hold a CTest resource lock, since
@@ -68,10 +86,13 @@ static void spawn(struct ds_test_server *s, const char *args)
         snprintf(mps, sizeof(mps), "--mps off");
     else
         snprintf(mps, sizeof(mps), "--mps start --mps-dir %s/mps", s->dir);
+    if (s->tcp_addr[0] && (args == NULL || (strstr(args, "--token-file") == NULL &&
+                                            strstr(args, "--insecure") == NULL)))
+        write_token_file(s, tokens, sizeof(tokens));
     snprintf(cmd, sizeof(cmd),
-             "exec %s --device %s %s --warm 0 --listen unix:%s %s%s %s >/dev/null 2>>%s",
+             "exec %s --device %s %s --warm 0 --listen unix:%s %s%s %s %s >/dev/null 2>>%s",
              DS_SERVER_BIN, ds_test_device(), mps, s->sock, s->tcp_addr[0] ? "--listen " : "",
-             s->tcp_addr, args ? args : "", s->log);
+             s->tcp_addr, tokens, args ? args : "", s->log);
     s->pid = fork();
     cr_assert(s->pid >= 0);
     if (s->pid == 0) {
@@ -135,6 +156,8 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
     for (int i = 0; i < 500 && ds_test_log_count(s, " left: ") < 1; i++)
         usleep(10000);
     setenv("DETSHARE_SERVER", s->unix_addr, 1);
+    if (s->token[0])
+        setenv("DETSHARE_TOKEN", s->token, 1);
 }
 
 int ds_test_log_has(const struct ds_test_server *s, const char *needle)

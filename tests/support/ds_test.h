@@ -18,6 +18,7 @@ struct ds_test_server {
     char log[128];
     char unix_addr[160];
     char tcp_addr[64]; /* empty unless started with TCP */
+    char token[64];    /* the fixture's token for TCP tenants, empty if it wrote none */
 };
 
 /* The device the fixture's servers use: DS_TEST_DEVICE (sim or cuda), default sim. */
@@ -35,7 +36,9 @@ int ds_test_on_sim(void);
 
 /* Start `detshare-server --device DEVICE` with extra arguments `args` (may be NULL), on a
  * fresh Unix socket and, when with_tcp, a free loopback TCP port.  Points
- * DETSHARE_SERVER at the Unix socket. */
+ * DETSHARE_SERVER at the Unix socket.  With TCP, unless args give --token-file or
+ * --insecure, the server gets a token file of one token (s->token), which DETSHARE_TOKEN
+ * is set to, so that TCP tenants authenticate as in production. */
 void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args);
 
 /* SIGTERM the server, wait for it, and assert a clean exit and a clean log. */

@@ -1,0 +1,76 @@
+#include "token.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+#include "ds_preface.h"
+#include "ds_token.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The first token of the file at path into buf.  Returns 0, or -1 after saying why. */
+static int token_from_file(const char *path, char *buf, size_t len)
+{
+    char line[1024], *token, *prefix;
+    FILE *f = fopen(path, "r");
+    int rc = 0;
+
+    if (f == NULL) {
+        ds_error("DETSHARE_TOKEN_FILE=%s cannot be read: %s", path, strerror(errno));
+        return -1;
+    }
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL)
+        rc = ds_token_line(line, &token, &prefix);
+    fclose(f);
+    if (rc == 1)
+        snprintf(buf, len, "%s", token);
+    explicit_bzero(line, sizeof(line));
+    if (rc == 1)
+        return 0;
+    if (rc == 0)
+        ds_error("DETSHARE_TOKEN_FILE=%s holds no token", path);
+    else
+        ds_error("DETSHARE_TOKEN_FILE=%s: its first token is longer than %d bytes, or more "
+                 "than a name prefix follows it", path, DS_TOKEN_MAX);
+    return -1;
+}
+
+/* The token to show into buf ("" for none).  Returns 0, or -1 after saying why. */
+static int find_token(char *buf, size_t len)
+{
+    const char *env = getenv("DETSHARE_TOKEN"), *file = getenv("DETSHARE_TOKEN_FILE");
+
+    buf[0] = '\0';
+    if (env != NULL && env[0] != '\0') {
+        if (strlen(env) > DS_TOKEN_MAX) {
+            ds_error("DETSHARE_TOKEN is longer than %d bytes", DS_TOKEN_MAX);
+            return -1;
+        }
+        snprintf(buf, len, "%s", env);
+        return 0;
+    }
+    if (file != NULL && file[0] != '\0')
+        return token_from_file(file, buf, len);
+    return 0;
+}
+
+CUresult ds__token_present(int sock, const char *where, const char *name)
+{
+    char token[DS_TOKEN_MAX + 1], why[DS_PREFACE_REASON_MAX + 1];
+    int rc;
+
+    if (find_token(token, sizeof(token)) != 0)
+        return CUDA_ERROR_NO_DEVICE;
+    rc = ds_preface_send(sock, token, strlen(token), name);
+    explicit_bzero(token, sizeof(token));
+    if (rc == 0)
+        rc = ds_preface_await(sock, why, sizeof(why));
+    if (rc == 1)
+        ds_error("detshare-server at %s refused the token: %s", where, why);
+    else if (rc != 0)
+        ds_error("detshare-server at %s did not answer the token: %s", where,
+                 rc == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(rc));
+    return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}

@@ -1,0 +1,108 @@
+#include "ds_preface.h"
+
+#include "ds_error.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int ds_preface_send(int sock, const void *token, size_t token_len, const char *name)
+{
+    unsigned char buf[DS_PREFACE_MAX];
+    size_t name_len = strnlen(name, DS_NAME_MAX), n = 0;
+    ssize_t sent;
+
+    if (token_len > DS_TOKEN_MAX)
+        return DS_EINVAL;
+    buf[n++] = DS_PREFACE_MARKER;
+    buf[n++] = (unsigned char)token_len;
+    memcpy(buf + n, token, token_len);
+    n += token_len;
+    buf[n++] = (unsigned char)name_len;
+    memcpy(buf + n, name, name_len);
+    n += name_len;
+    do
+        sent = send(sock, buf, n, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    return sent == (ssize_t)n ? 0 : DS_EIO;
+}
+
+/* Exactly len bytes.  Returns 0 or DS_EIO. */
+static int recv_all(int sock, unsigned char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = recv(sock, buf, len, 0);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = ECONNRESET;
+            return DS_EIO;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ds_preface_await(int sock, char *why, size_t len)
+{
+    unsigned char head[2], text[DS_PREFACE_REASON_MAX];
+    size_t n;
+
+    if (recv_all(sock, head, 1) != 0)
+        return DS_EIO;
+    if (head[0] == DS_PREFACE_ACCEPTED)
+        return 0;
+    if (head[0] != DS_PREFACE_REFUSED)
+        return DS_EPROTO;
+    if (recv_all(sock, head + 1, 1) != 0 || recv_all(sock, text, head[1]) != 0)
+        return DS_EIO;
+    for (n = 0; n < head[1] && n + 1 < len; n++)
+        why[n] = text[n] >= 32 && text[n] < 127 ? (char)text[n] : '?';
+    if (len > 0)
+        why[n] = '\0';
+    return 1;
+}
+
+int ds_preface_missing(const unsigned char *buf, size_t have)
+{
+    size_t want = 2;
+
+    if (have >= 1 && buf[0] != DS_PREFACE_MARKER)
+        return DS_EPROTO;
+    if (have >= 2)
+        want = 3 + (size_t)buf[1];
+    if (have >= want) {
+        size_t name_len = buf[want - 1];
+
+        if (name_len > DS_NAME_MAX)
+            return DS_EPROTO;
+        want += name_len;
+    }
+    return have <= want ? (int)(want - have) : DS_EPROTO;
+}
+
+void ds_preface_decode(const unsigned char *buf, struct ds_preface *p)
+{
+    p->token_len = buf[1];
+    p->token = buf + 2;
+    p->name_len = buf[2 + p->token_len];
+    p->name = (const char *)buf + 3 + p->token_len;
+}
+
+size_t ds_preface_answer(const char *why, unsigned char *out)
+{
+    size_t n;
+
+    if (why == NULL) {
+        out[0] = DS_PREFACE_ACCEPTED;
+        return 1;
+    }
+    n = strnlen(why, DS_PREFACE_REASON_MAX);
+    out[0] = DS_PREFACE_REFUSED;
+    out[1] = (unsigned char)n;
+    memcpy(out + 2, why, n);
+    return 2 + n;
+}

@@ -1,0 +1,134 @@
+#include "auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ds_auth {
+    struct ds_auth *next, **prev;
+    struct ds_auth_list *list;
+    uv_timer_t timer;
+    uv_stream_t *client;
+    const struct ds_tokens *tokens;
+    ds_auth_done done;
+    void *ctx;
+    unsigned char buf[DS_PREFACE_MAX];
+    size_t have;
+};
+
+static void free_auth(uv_handle_t *h)
+{
+    struct ds_auth *a = h->data;
+
+    explicit_bzero(a->buf, sizeof(a->buf));
+    free(a);
+}
+
+/* Stop waiting and hand the stream to the callback; a's memory goes with its timer. */
+static void finish(struct ds_auth *a, const char *name, const char *why)
+{
+    uv_read_stop(a->client);
+    a->client->data = NULL;
+    *a->prev = a->next;
+    if (a->next != NULL)
+        a->next->prev = a->prev;
+    a->list->n--;
+    uv_close((uv_handle_t *)&a->timer, free_auth);
+    a->done(a->ctx, a->client, name, why);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    finish(t->data, NULL, "no token preface in time");
+}
+
+/* Room for exactly the bytes the preface still needs, never more. */
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    struct ds_auth *a = h->data;
+    int missing = ds_preface_missing(a->buf, a->have);
+
+    (void)suggested;
+    *buf = uv_buf_init((char *)a->buf + a->have, missing > 0 ? (unsigned)missing : 0);
+}
+
+static void decided(struct ds_auth *a)
+{
+    char name[DS_NAME_MAX + 1];
+    struct ds_preface p;
+    const char *why;
+
+    ds_preface_decode(a->buf, &p);
+    why = a->tokens != NULL ? ds_tokens_check(a->tokens, &p) : NULL;
+    if (why != NULL || a->tokens == NULL)
+        name[0] = '\0';
+    else
+        snprintf(name, sizeof(name), "%.*s", (int)p.name_len, p.name);
+    finish(a, name, why);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    struct ds_auth *a = s->data;
+    int missing;
+
+    (void)buf;
+    if (n == 0)
+        return;
+    if (n < 0) {
+        finish(a, NULL, n == UV_EOF ? "the connection closed before its token preface"
+                                    : "the connection failed before its token preface");
+        return;
+    }
+    a->have += (size_t)n;
+    missing = ds_preface_missing(a->buf, a->have);
+    if (missing < 0)
+        finish(a, NULL, "not a token preface (a client of another detshare version?)");
+    else if (missing == 0)
+        decided(a);
+}
+
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const struct ds_tokens *tokens,
+                  ds_auth_done done, void *ctx)
+{
+    struct ds_auth *a;
+    int rc;
+
+    if (l->n >= DS_AUTH_MAX)
+        return UV_EBUSY;
+    if ((a = calloc(1, sizeof(*a))) == NULL)
+        return UV_ENOMEM;
+    *a = (struct ds_auth){ .list = l, .client = client, .tokens = tokens, .done = done,
+                           .ctx = ctx };
+    client->data = a;
+    rc = uv_read_start(client, on_alloc, on_read);
+    if (rc != 0) {
+        free(a);
+        return rc;
+    }
+    uv_timer_init(client->loop, &a->timer);
+    a->timer.data = a;
+    uv_timer_start(&a->timer, on_timeout, DS_AUTH_TIMEOUT_MS, 0);
+    a->next = l->head;
+    a->prev = &l->head;
+    if (l->head != NULL)
+        l->head->prev = &a->next;
+    l->head = a;
+    l->n++;
+    return 0;
+}
+
+void ds_auth_cancel_all(struct ds_auth_list *l, const char *why)
+{
+    while (l->head != NULL)
+        finish(l->head, NULL, why);
+}
+
+int ds_auth_answer(uv_stream_t *client, const char *why)
+{
+    unsigned char out[2 + DS_PREFACE_REASON_MAX];
+    uv_buf_t b = uv_buf_init((char *)out, (unsigned)ds_preface_answer(why, out));
+    int n = uv_try_write(client, &b, 1);
+
+    return n == (int)b.len ? 0 : (n < 0 ? n : UV_EAGAIN);
+}

@@ -1,0 +1,47 @@
+/*
+ * A TCP tenant's preface (ds_preface.h), read by the control process before the tenant
+ * costs an executor or a slot: without blocking the loop, exactly the preface's bytes
+ * (whatever follows is the executor's), for at most DS_AUTH_TIMEOUT_MS, and with at
+ * most DS_AUTH_MAX connections waiting at once.
+ */
+#ifndef DS_AUTH_H
+#define DS_AUTH_H
+
+#include "tokens.h"
+
+#include <uv.h>
+
+#define DS_AUTH_TIMEOUT_MS 3000
+#define DS_AUTH_MAX 64
+
+struct ds_auth;
+
+/* Connections whose preface is awaited; zero-initialised by its owner. */
+struct ds_auth_list {
+    struct ds_auth *head;
+    int n;
+};
+
+/* Called once per connection given to ds_auth_start.  `why` is NULL when the preface was
+ * accepted, `name` then being the tenant name it was accepted for ("" when tokens is
+ * NULL: nothing was checked); else it is the reason, for the log and the tenant.  The
+ * stream is the callee's from then on (not reading), to answer (ds_auth_answer) and
+ * close. */
+typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name,
+                             const char *why);
+
+/* Read client's preface and check it against tokens (NULL: accept any token).  Returns
+ * 0, or a libuv error (the stream is then still the caller's).  DS_AUTH_MAX waiting
+ * already is UV_EBUSY. */
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const struct ds_tokens *tokens,
+                  ds_auth_done done, void *ctx);
+
+/* End every wait in l, each with `why` (the server stops). */
+void ds_auth_cancel_all(struct ds_auth_list *l, const char *why);
+
+/* Answer the preface: accepted when why is NULL, else refused for that reason.  A few
+ * bytes on a connection that has sent nothing else, so they go without blocking.
+ * Returns 0 or a libuv error. */
+int ds_auth_answer(uv_stream_t *client, const char *why);
+
+#endif

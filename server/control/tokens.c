@@ -1,0 +1,176 @@
+#include "tokens.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+#include "ds_token.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct token {
+    unsigned char bytes[DS_TOKEN_MAX]; /* zero-padded, so every comparison is as long */
+    size_t len;
+    char prefix[DS_NAME_MAX + 1]; /* empty: any tenant name */
+};
+
+struct ds_tokens {
+    struct token *v;
+    size_t n;
+};
+
+static int add(struct ds_tokens *t, const char *token, const char *prefix)
+{
+    struct token *v = realloc(t->v, (t->n + 1) * sizeof(*v));
+
+    if (v == NULL)
+        return DS_ENOMEM;
+    t->v = v;
+    v = &t->v[t->n++];
+    memset(v, 0, sizeof(*v));
+    v->len = strlen(token);
+    memcpy(v->bytes, token, v->len);
+    snprintf(v->prefix, sizeof(v->prefix), "%s", prefix ? prefix : "");
+    return 0;
+}
+
+static void warn_if_shared(FILE *f, const char *path)
+{
+    struct stat st;
+
+    if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)))
+        ds_warn("token file %s is readable by %s: tokens are secrets (chmod 600 it)", path,
+                (st.st_mode & S_IROTH) ? "others" : "its group");
+}
+
+/* Every line of f into t.  Returns 0, or -1 after logging why. */
+static int read_lines(struct ds_tokens *t, FILE *f, const char *path)
+{
+    char line[1024], *token, *prefix;
+    int no = 0, rc;
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        no++;
+        if (strchr(line, '\n') == NULL && !feof(f)) {
+            ds_error("token file %s, line %d: longer than %zu bytes", path, no,
+                     sizeof(line) - 2);
+            return -1;
+        }
+        rc = ds_token_line(line, &token, &prefix);
+        if (rc < 0) {
+            ds_error("token file %s, line %d: expected a token of at most %d bytes, then "
+                     "optionally a tenant-name prefix of at most %d", path, no,
+                     DS_TOKEN_MAX, DS_NAME_MAX);
+            return -1;
+        }
+        if (rc == 1 && add(t, token, prefix) != 0) {
+            ds_error("token file %s: out of memory", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+struct ds_tokens *ds_tokens_load(const char *path)
+{
+    struct ds_tokens *t = calloc(1, sizeof(*t));
+    FILE *f = fopen(path, "r");
+    int ok;
+
+    if (f == NULL || t == NULL) {
+        ds_error("cannot read token file %s: %s", path, strerror(f ? ENOMEM : errno));
+        if (f != NULL)
+            fclose(f);
+        free(t);
+        return NULL;
+    }
+    warn_if_shared(f, path);
+    ok = read_lines(t, f, path) == 0;
+    if (ok && ferror(f)) {
+        ds_error("cannot read token file %s: %s", path, strerror(EIO));
+        ok = 0;
+    }
+    if (ok && t->n == 0) {
+        ds_error("token file %s holds no token (one per line, then optionally a tenant-name "
+                 "prefix; '#' starts a comment)", path);
+        ok = 0;
+    }
+    fclose(f);
+    if (!ok) {
+        ds_tokens_free(t);
+        return NULL;
+    }
+    ds_info("%zu token(s) from %s", t->n, path);
+    return t;
+}
+
+void ds_tokens_free(struct ds_tokens *t)
+{
+    if (t == NULL)
+        return;
+    /* Secrets do not linger in freed memory. */
+    if (t->v != NULL)
+        explicit_bzero(t->v, t->n * sizeof(*t->v));
+    free(t->v);
+    free(t);
+}
+
+/* 1 when x is 0, else 0, without a branch. */
+static size_t is_zero(unsigned x)
+{
+    return (size_t)(((uint64_t)x - 1) >> 63);
+}
+
+/* The index of the token equal to `given`, or t->n.  Every byte of every token is
+ * compared whatever matches, so the time taken says nothing about the tokens. */
+static size_t find(const struct ds_tokens *t, const unsigned char *given, size_t len)
+{
+    unsigned char padded[DS_TOKEN_MAX] = { 0 };
+    size_t hit = t->n, found = 0;
+
+    memcpy(padded, given, len);
+    for (size_t i = 0; i < t->n; i++) {
+        unsigned d = (unsigned)(t->v[i].len ^ len);
+        size_t first;
+
+        for (size_t k = 0; k < DS_TOKEN_MAX; k++)
+            d |= (unsigned)(t->v[i].bytes[k] ^ padded[k]);
+        first = is_zero(d) & (found ^ 1);
+        hit = (hit & (first - 1)) | (i & (0 - first));
+        found |= first;
+    }
+    explicit_bzero(padded, sizeof(padded));
+    return hit;
+}
+
+/* A name the hello could give unchanged: the executor keeps only printable characters
+ * without spaces in names (a hostile name must not forge log lines). */
+static int name_ok(const struct ds_preface *p)
+{
+    if (p->name_len == 0)
+        return 0;
+    for (size_t i = 0; i < p->name_len; i++)
+        if (p->name[i] <= 32 || p->name[i] >= 127)
+            return 0;
+    return 1;
+}
+
+const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_preface *p)
+{
+    size_t i, plen;
+
+    if (p->token_len == 0)
+        return "no token given (the tenant sets DETSHARE_TOKEN or DETSHARE_TOKEN_FILE)";
+    i = find(t, p->token, p->token_len);
+    if (i == t->n)
+        return "unknown token";
+    if (!name_ok(p))
+        return "the tenant name (DETSHARE_TENANT) must be printable, without spaces";
+    plen = strlen(t->v[i].prefix);
+    if (plen > p->name_len || memcmp(p->name, t->v[i].prefix, plen) != 0)
+        return "this token is not for this tenant name (DETSHARE_TENANT)";
+    return NULL;
+}
