@@ -32,6 +32,11 @@ void ds__ops_vmm_fini(struct ds_tenant *t);
  * ctx (all: in any), whatever references remain; the backend must still be open. */
 void ds__ops_ipc_mem_gone(struct ds_tenant *t, uint64_t base);
 void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
+
+/* Give event e (its backend event made) a handle, into *out; e is taken over, and freed
+ * with its backend event when no handle is left.  Returns CUDA_SUCCESS or
+ * CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out);
 void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is

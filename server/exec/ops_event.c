@@ -29,13 +29,17 @@ CUresult ds__ops_event_create(struct ds_tenant *t, const ds_event_create_args *a
         free(e);
         return ds_error_to_cu(rc);
     }
-    r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_EVENT, e);
-    if (r->ds_handle_res_u.handle == 0) {
-        t->ops->event_destroy(t->be, e->real);
-        free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return ds__ops_event_publish(t, e, &r->ds_handle_res_u.handle);
+}
+
+CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out)
+{
+    *out = ds_handles_add(&t->h, DS_H_EVENT, e);
+    if (*out != 0)
+        return CUDA_SUCCESS;
+    t->ops->event_destroy(t->be, e->real);
+    free(e);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult ds__ops_event_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)

@@ -330,11 +330,5 @@ CUresult ds__ops_ipc_event_open(struct ds_tenant *t, const ds_ipc_event_open_arg
         free(e);
         return ds_error_to_cu(err);
     }
-    r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_EVENT, e);
-    if (r->ds_handle_res_u.handle == 0) {
-        t->ops->event_destroy(t->be, e->real);
-        free(e);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return ds__ops_event_publish(t, e, &r->ds_handle_res_u.handle);
 }
