@@ -52,10 +52,11 @@ static CUresult load(CUmodule *out, const void *image, int library)
     DS_NEED_INIT();
     if (out == NULL || image == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS && library)
+    if (ds__ctx_current(&a.ctx) != CUDA_SUCCESS) {
+        if (!library)
+            return CUDA_ERROR_INVALID_CONTEXT;
         a.ctx = ds__rpc_primary();
-    else if (rc != CUDA_SUCCESS)
-        return rc;
+    }
     if (ds_image_identify(image, SIZE_MAX, &kind, &start, &size) != 0)
         return CUDA_ERROR_INVALID_IMAGE;
     a.image.image_val = (char *)start;
