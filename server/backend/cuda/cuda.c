@@ -33,23 +33,21 @@ int ds__cuda_err(CUresult r)
 }
 
 /*
- * A tenant's synchronising call waits for this reply, and the driver's blocking wait
- * may wake a while after the GPU is done; so poll for up to spin_us (the server's
- * --spin-us) before blocking.  Short work, the common case of a launch-bound tenant,
- * ends within the poll.  Waits for stream s, or for event e when s is NULL (a real
- * stream never is).
+ * A device-to-host copy into the executor's own buffer (a TCP tenant's) is answered
+ * once it is done, and the driver's blocking wait may wake a while after the GPU is;
+ * so poll stream s for up to spin_us (the server's --spin-us) before blocking.  Every
+ * other synchronisation waits on a fence (cuda_fence.c) without holding the executor.
  */
-static CUresult wait_done(struct ds_backend *b, CUstream s, CUevent e)
+static CUresult wait_done(struct ds_backend *b, CUstream s)
 {
     uint64_t until = ds_now_ns() + (uint64_t)b->spin_us * 1000u;
     CUresult r;
 
     do {
-        r = s != NULL ? b->cu.cuStreamQuery(s) : b->cu.cuEventQuery(e);
-        if (r != CUDA_ERROR_NOT_READY)
+        if ((r = b->cu.cuStreamQuery(s)) != CUDA_ERROR_NOT_READY)
             return r;
     } while (ds_now_ns() < until);
-    return s != NULL ? b->cu.cuStreamSynchronize(s) : b->cu.cuEventSynchronize(e);
+    return b->cu.cuStreamSynchronize(s);
 }
 
 static int load_driver(struct driver *cu)
@@ -355,7 +353,7 @@ static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_
     rc = ds__cuda_order(b, s);
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
-    return rc ? rc : ds__cuda_err(wait_done(b, s->s, NULL));
+    return rc ? rc : ds__cuda_err(wait_done(b, s->s));
 }
 
 static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,

@@ -34,7 +34,6 @@
     X(cuCtxSetCurrent, cuCtxSetCurrent) \
     X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain) \
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease) \
-    X(cuCtxSynchronize_v2, cuCtxSynchronize) \
     X(cuCtxGetLimit, cuCtxGetLimit) \
     X(cuGetExportTable, cuGetExportTable) \
     X(cuStreamBeginCapture, cuStreamBeginCapture) \
@@ -69,7 +68,6 @@
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
     X(cuEventQuery, cuEventQuery) \
-    X(cuEventSynchronize, cuEventSynchronize) \
     X(cuEventElapsedTime, cuEventElapsedTime) \
     X(cuLibraryLoadData, cuLibraryLoadData) \
     X(cuLibraryUnload, cuLibraryUnload) \

@@ -118,14 +118,15 @@ static int mark(struct ds_backend *b, const struct ds_fence_at *at, struct ds_bf
 int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
                           struct ds_bfence **out)
 {
+    struct ds_bstream *s = ds__cuda_real(b, at->stream);
     struct ds_bfence *f = NULL;
     int rc;
 
     *out = NULL;
     /* What the driver answers a synchronisation of a capturing stream: an error, and the
      * capture invalidated. */
-    if (at->kind == DS_FENCE_STREAM && ds__cuda_real(b, at->stream)->capturing)
-        return ds__cuda_err(b->cu.cuStreamSynchronize(ds__cuda_real(b, at->stream)->s));
+    if (at->kind == DS_FENCE_STREAM && s->capturing)
+        return ds__cuda_err(b->cu.cuStreamSynchronize(s->s));
     if ((rc = fence_new(b, &f)) != 0)
         return rc;
     rc = mark(b, at, f);
