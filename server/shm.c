@@ -133,23 +133,6 @@ void ds_shm_gate(struct ds_shm *shm, int idx, int closed)
     atomic_uint *g = &shm->slots[idx].gate;
 
     atomic_store_explicit(g, closed ? 1u : 0u, memory_order_release);
-    if (!closed)
-        futex(g, FUTEX_WAKE, INT32_MAX, NULL);
-}
-
-void ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void))
-{
-    struct ds_shm_slot *s = &shm->slots[idx];
-    /* Woken at each opening; the timeout only bounds how late a stop is seen. */
-    const struct timespec tick = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
-    uint64_t t0;
-
-    if (atomic_load_explicit(&s->gate, memory_order_acquire) == 0)
-        return;
-    t0 = ds_now_ns();
-    while (atomic_load_explicit(&s->gate, memory_order_acquire) != 0 && !stop())
-        futex(&s->gate, FUTEX_WAIT, 1, &tick);
-    atomic_fetch_add(&s->gated_ns, ds_now_ns() - t0);
 }
 
 uint64_t ds_shm_sim_used(const struct ds_shm *shm)

@@ -42,8 +42,9 @@ struct ds_shm_slot {
     atomic_uint_fast64_t launches;
     atomic_uint_fast64_t mem_used;
     /* The gate: while the control process holds it closed (1), the executor starts
-     * none of its tenant's kernels; it sleeps on the word (a futex) and adds the time
-     * to gated_ns.  Work already on the GPU goes on. */
+     * none of its tenant's kernels; it holds them, and what follows them, in a queue
+     * (server/exec/held.h) and adds the time they waited to gated_ns.  Work already on
+     * the GPU goes on. */
     atomic_uint gate;
     atomic_uint_fast64_t gated_ns;
     /* Sim: CLOCK_MONOTONIC time at which the tenant's queued kernels end, so that
@@ -132,12 +133,9 @@ void ds_shm_bind_wake(struct ds_shm *shm, int idx);
 /* Wait up to timeout_ms for slot idx's bind_gen to differ from `seen`; returns it. */
 unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeout_ms);
 
-/* Close (1) or open (0) slot idx's gate, waking its executor when it opens. */
+/* Close (1) or open (0) slot idx's gate.  The executor looks at it before each launch,
+ * and while it holds calls, every 200 us. */
 void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
-
-/* Executor side, before a kernel: return at once while the gate is open, else sleep
- * until it opens or stop() says to give up, adding the time to the slot's gated_ns. */
-void ds_shm_gate_pass(struct ds_shm *shm, int idx, int (*stop)(void));
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

@@ -9,6 +9,7 @@
 #include "shm.h"
 #include "exec_spawn.h"
 #include "ds_clock.h"
+#include "held.h"
 #include "waits.h"
 
 #include <errno.h>
@@ -61,17 +62,13 @@ static const struct proc_entry procs[DS_PROC_MAX + 1] = { DS_PROCS(ENTRY_S, ENTR
 static struct ds_tenant tenant;
 static struct ds_conn conn;
 static struct ds_waits waits = { .efd = -1 };
+static struct ds_held held;
 static volatile sig_atomic_t stop_requested;
 /* Calls served and, with DETSHARE_LOG=debug, the time spent serving them (decode to
  * reply sent), by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
  * calls it made and, against the tenant's own timing, how much of a round trip is the
  * executor's (and tests can see which path a copy took). */
 static unsigned long long served[DS_PROC_MAX + 1], served_ns[DS_PROC_MAX + 1];
-
-int ds_executor_stopping(void)
-{
-    return stop_requested != 0;
-}
 
 static void on_term(int sig)
 {
@@ -220,6 +217,42 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
         xdr_free(e->xdr_res, (char *)&r);
 }
 
+static int gate_closed(void)
+{
+    return atomic_load_explicit(&tenant.shm->slots[tenant.slot].gate, memory_order_acquire) != 0;
+}
+
+/* Refuse a call at once with `err`, as its handler would have. */
+static void refuse(const struct proc_entry *e, const struct ds_call *call, CUresult err)
+{
+    union any_res r;
+
+    if (e->batched) {
+        if (tenant.pending == 0)
+            tenant.pending = err;
+        return;
+    }
+    memset(&r, 0, sizeof(r));
+    r.hello.err = err;
+    if (ds_conn_reply(&conn, call, e->xdr_res, &r) != 0)
+        tenant.closing = 1;
+}
+
+/* Hold a decoded call behind the gate (held.h); its arguments move to the queue. */
+static void hold(const struct proc_entry *e, const struct ds_call *call, union any_arg *a)
+{
+    union any_arg *copy = malloc(sizeof(*copy));
+
+    if (copy != NULL) {
+        *copy = *a;
+        if (ds__held_push(&held, call->proc, call->xid, copy) == 0)
+            return;
+        free(copy);
+    }
+    xdr_free(e->xdr_arg, (char *)a);
+    refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
 static void dispatch(const struct ds_call *call)
 {
     unsigned long proc = call->proc;
@@ -250,10 +283,55 @@ static void dispatch(const struct ds_call *call)
         return;
     }
     served[proc]++;
+    if (ds__held_must_hold(&held, proc, gate_closed)) {
+        hold(e, call, &a);
+        return;
+    }
     serve(&tenant, e, call, &a);
     xdr_free(e->xdr_arg, (char *)&a);
     if (tenant.timing)
         served_ns[proc] += ds_now_ns() - t0;
+}
+
+/* Serve held calls in order, up to a launch that meets the gate still closed (held.h).
+ * Returns how many were served. */
+static unsigned serve_held(void)
+{
+    struct ds_held_call *h;
+    unsigned n = 0;
+    uint64_t held_ns;
+
+    while (held.head != NULL && !tenant.closing &&
+           !(ds__held_is_launch(held.head->proc) && gate_closed())) {
+        const struct proc_entry *e;
+        struct ds_call call = { 0 };
+
+        h = ds__held_pop(&held, &held_ns);
+        e = &procs[h->proc];
+        call.proc = h->proc;
+        call.xid = h->xid;
+        serve(&tenant, e, &call, h->args);
+        xdr_free(e->xdr_arg, (char *)h->args);
+        free(h->args);
+        free(h);
+        if (held_ns != 0)
+            atomic_fetch_add(&tenant.shm->slots[tenant.slot].gated_ns, held_ns);
+        n++;
+    }
+    return n;
+}
+
+/* The tenant left: what it still had held goes unserved. */
+static void drop_held(void)
+{
+    struct ds_held_call *h;
+    uint64_t held_ns;
+
+    while ((h = ds__held_pop(&held, &held_ns)) != NULL) {
+        xdr_free(procs[h->proc].xdr_arg, (char *)h->args);
+        free(h->args);
+        free(h);
+    }
 }
 
 static void install_term_handler(void)
@@ -281,12 +359,31 @@ static int ended(int rc)
     return DS_EXEC_PROTOCOL;
 }
 
+/* How often a sleeping executor with held calls looks at its gate again.  Nothing wakes
+ * it when the gate opens (the word is in shared memory, not a descriptor a poll can
+ * watch), and a look costs a system call: every 200 us is 0.4% of a core, and a tenant
+ * held for a policy's turn of tens of milliseconds resumes at most that late. */
+#define GATE_LOOK_NS (200 * 1000u)
+
+/* When to wake without being woken: the fences' time, or soon when calls are held. */
+static uint64_t wake_time(void)
+{
+    uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), gate;
+
+    if (held.count == 0)
+        return fences;
+    gate = ds_now_ns() + GATE_LOOK_NS;
+    return fences != 0 && fences < gate ? fences : gate;
+}
+
 /*
- * The executor's loop, as libuv's uv_run turns: take the calls that have come; between
- * them, send the replies whose fences the device has passed; when neither has happened
- * for spin_us, arm the fences and sleep until a call, a fence's wake-up on the eventfd,
- * or the time a fence gave.  Spinning first is what makes a short synchronisation
- * return within microseconds of the GPU finishing: a wake-up costs more than that.
+ * The executor's loop, as libuv's uv_run turns: serve the calls held behind the gate
+ * while it is open (held.h); take the calls that have come; between them, send the
+ * replies whose fences the device has passed; when none of this has happened for
+ * spin_us, arm the fences and sleep until a call, a fence's wake-up on the eventfd, or
+ * the time a fence (or the held calls' next look at the gate) gave.  Spinning first is
+ * what makes a short synchronisation return within microseconds of the GPU finishing: a
+ * wake-up costs more than that.
  */
 static int serve_loop(unsigned spin_us)
 {
@@ -295,7 +392,14 @@ static int serve_loop(unsigned spin_us)
 
     for (;;) {
         struct ds_call call;
-        int rc = ds_conn_poll(&conn, &call, look++);
+        int rc;
+
+        if (held.count > 0 && serve_held() > 0) {
+            if (tenant.closing)
+                return DS_EXEC_PROTOCOL;
+            idle_since = 0;
+        }
+        rc = ds_conn_poll(&conn, &call, look++);
 
         if (rc == 1) {
             dispatch(&call);
@@ -318,7 +422,7 @@ static int serve_loop(unsigned spin_us)
             idle_since = ds_now_ns();
         if (ds_now_ns() - idle_since < (uint64_t)spin_us * 1000u)
             continue;
-        if (ds_conn_sleep(&conn, waits.efd, ds__waits_arm(&waits, tenant.ops, tenant.be)) != 0)
+        if (ds_conn_sleep(&conn, waits.efd, wake_time()) != 0)
             return DS_EXEC_DISCONNECTED;
         ds__waits_woken(&waits);
         idle_since = 0;
@@ -396,6 +500,7 @@ static int serve_tenant(int fd, unsigned spin_us)
      * stream reads and writes block. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     ds_conn_init(&conn, fd, &stop_requested);
+    ds__held_init(&held);
     rc = take_descriptors(fd);
     if (rc == 0) {
         status = serve_loop(spin_us);
@@ -404,6 +509,7 @@ static int serve_tenant(int fd, unsigned spin_us)
     } else {
         status = rc == DS_EIO ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
     }
+    drop_held();
     if (tenant.be != NULL)
         ds__waits_drop(&waits, tenant.ops, tenant.be);
     ds_conn_close(&conn);

@@ -15,7 +15,4 @@
  * the process's exit status. */
 int ds_executor_main(const char *slot_arg);
 
-/* 1 once SIGTERM asked this executor to stop: long waits give up on it. */
-int ds_executor_stopping(void);
-
 #endif

@@ -3,7 +3,6 @@
 #include "ds_arena.h"
 #include "ds_error.h"
 #include "ds_log.h"
-#include "executor.h"
 #include "ops.h"
 #include "policy.h"
 #include "shm.h"
@@ -282,7 +281,6 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
 {
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
 
-    ds_shm_gate_pass(t->shm, t->slot, ds_executor_stopping);
     follow_binding(t);
     if (atomic_load_explicit(&t->shm->gating, memory_order_relaxed) && !t->gate_failed &&
         t->ops->gate(t->be, s, (const volatile unsigned *)&slot->gate) != 0)

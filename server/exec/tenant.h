@@ -133,12 +133,13 @@ int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base);
 /* Undo one host mapping: its device range, then the backend's mapping. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
 
-/* At a kernel boundary, before work on stream s: wait while the control process holds
- * the tenant's gate closed; when it has asked for another binding since the last one,
- * move the tenant's work there (backend bind) and report it in the control block; and,
- * while the policy uses gates, make the GPU wait on the gate too.  Three atomic loads
- * when nothing changed and no policy gates.  Every kernel and graph launch goes through
- * here. */
+/* At a kernel boundary, before work on stream s (the gate is open: a closed one held
+ * the launch before its handler ran, held.h): when the control process has asked for
+ * another binding since the last one, move the tenant's work there (backend bind) and
+ * report it in the control block; and, while the policy uses gates, make the GPU wait
+ * on the gate too, so that work already submitted stops at the next kernel when the gate
+ * closes.  Two atomic loads when nothing changed and no policy gates.  Every kernel and
+ * graph launch goes through here. */
 void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
 
 /* For a synchronising call's handler (one whose reply is a ds_void_res): its reply is
