@@ -205,6 +205,64 @@ Test(pool, memory_freed_on_a_stream_is_reused_by_the_next_allocation_there)
     CU_OK(cuStreamDestroy(s));
 }
 
+/* A kernel over a grid wide enough to keep the sim busy for milliseconds, touching
+ * nothing (n = 0) of p. */
+static void busy(CUdeviceptr p, CUstream s)
+{
+    static CUfunction f;
+    int v = 0, n = 0;
+    void *params[] = { &p, &v, &n };
+
+    if (f == NULL)
+        CU_OK(cuModuleGetFunction(&f, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    CU_OK(cuLaunchKernel(f, 2640000, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+/* Memory freed on busy stream a, asked for on stream b before a gets there: with
+ * internal dependencies allowed, b gets it and waits for a's work; without, b gets other
+ * memory and does not wait. */
+static void reuse_across_streams(int internal)
+{
+    CUdeviceptr p, q;
+    CUmemoryPool pool;
+    CUstream a, b;
+
+    DS_SIM_ONLY(); /* modelled time */
+    ds_test_ctx();
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    pool = create_pool();
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                                &internal));
+    CU_OK(cuMemAllocFromPoolAsync(&p, MIB, pool, a));
+    busy(p, a);
+    CU_OK(cuMemFreeAsync(p, a));
+    CU_OK(cuMemAllocFromPoolAsync(&q, MIB, pool, b));
+    if (internal) {
+        cr_assert_eq(q, p);
+        CU_IS(cuStreamQuery(b), CUDA_ERROR_NOT_READY);
+    } else {
+        cr_assert_neq(q, p);
+        CU_OK(cuStreamQuery(b));
+    }
+    CU_IS(cuStreamQuery(a), CUDA_ERROR_NOT_READY);
+    CU_OK(cuMemFreeAsync(q, b));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuStreamDestroy(a));
+    CU_OK(cuStreamDestroy(b));
+}
+
+Test(pool, another_stream_reuses_freed_memory_by_waiting_for_the_free)
+{
+    reuse_across_streams(1);
+}
+
+Test(pool, without_internal_dependencies_another_stream_gets_other_memory)
+{
+    reuse_across_streams(0);
+}
+
 Test(pool, attributes_round_trip_and_the_amounts_follow_allocations)
 {
     cuuint64_t threshold = 64ull * MIB, zero = 0, one = 1;
