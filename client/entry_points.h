@@ -93,6 +93,22 @@
     EP(cuMemGetAllocationPropertiesFromHandle, 10020,                     \
        cuMemGetAllocationPropertiesFromHandle)                            \
     EP(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle)   \
+    EP(cuMemAllocAsync, 11020, cuMemAllocAsync)                           \
+    EP(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync)           \
+    EP(cuMemFreeAsync, 11020, cuMemFreeAsync)                             \
+    EP(cuDeviceGetDefaultMemPool, 11020, cuDeviceGetDefaultMemPool)       \
+    EP(cuDeviceGetMemPool, 11020, cuDeviceGetMemPool)                     \
+    EP(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool)                     \
+    EP(cuMemGetDefaultMemPool, 13000, cuMemGetDefaultMemPool)             \
+    EP(cuMemGetMemPool, 13000, cuMemGetMemPool)                           \
+    EP(cuMemSetMemPool, 13000, cuMemSetMemPool)                           \
+    EP(cuMemPoolCreate, 11020, cuMemPoolCreate)                           \
+    EP(cuMemPoolDestroy, 11020, cuMemPoolDestroy)                         \
+    EP(cuMemPoolSetAttribute, 11020, cuMemPoolSetAttribute)               \
+    EP(cuMemPoolGetAttribute, 11020, cuMemPoolGetAttribute)               \
+    EP(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo)                           \
+    EP(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess)                     \
+    EP(cuMemPoolGetAccess, 11020, cuMemPoolGetAccess)                     \
     EP(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle)                        \
     EP(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle)                      \
     EP(cuIpcOpenMemHandle, 11000, cuIpcOpenMemHandle_v2)                  \

@@ -22,16 +22,28 @@ static struct ds_memtab host_mem;
 static unsigned char *arena;        /* shared with the executor; NULL without one */
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
- * to whatever it hands out at the same addresses later. */
-void ds__mem_remember(uint64_t base, uint64_t size)
+ * to whatever it hands out at the same addresses later.  owner: the pool, if any. */
+void ds__mem_remember_pool(uint64_t base, uint64_t size, uint64_t pool)
 {
-    struct ds_memtab_entry e = { .base = base, .size = size };
+    struct ds_memtab_entry e = { .base = base, .size = size, .owner = pool };
     const struct ds_memtab_entry *old;
 
     pthread_mutex_lock(&lock);
     while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL)
         ds_memtab_remove(&device_mem, old->base, NULL);
     ds_memtab_insert(&device_mem, &e);
+    pthread_mutex_unlock(&lock);
+}
+
+void ds__mem_remember(uint64_t base, uint64_t size)
+{
+    ds__mem_remember_pool(base, size, 0);
+}
+
+void ds__mem_drop(uint64_t base)
+{
+    pthread_mutex_lock(&lock);
+    ds_memtab_remove(&device_mem, base, NULL);
     pthread_mutex_unlock(&lock);
 }
 
@@ -147,11 +159,8 @@ CUresult cuMemFree_v2(CUdeviceptr p)
     if (p == 0)
         return CUDA_SUCCESS;
     rc = ds_rpc_mem_free(&d, &r);
-    if (rc == CUDA_SUCCESS) {
-        pthread_mutex_lock(&lock);
-        ds_memtab_remove(&device_mem, p, NULL);
-        pthread_mutex_unlock(&lock);
-    }
+    if (rc == CUDA_SUCCESS)
+        ds__mem_drop(p);
     return rc;
 }
 
@@ -367,6 +376,7 @@ struct ptr_info {
     uint64_t base, size;
     uint64_t dev;  /* the device address of this byte, 0 when there is none */
     void *host;    /* the host address of this byte, NULL when there is none */
+    uint64_t pool; /* the memory pool it was allocated from, 0 when none */
 };
 
 static struct ptr_info ptr_info(uint64_t p)
@@ -387,6 +397,7 @@ static struct ptr_info ptr_info(uint64_t p)
         i.base = e->base;
         i.size = e->size;
         i.dev = p;
+        i.pool = e->owner;
     }
     pthread_mutex_unlock(&lock);
     return i;
@@ -431,7 +442,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(unsigned *)data = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
         break;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        *(CUmemoryPool *)data = NULL;
+        *(CUmemoryPool *)data = (CUmemoryPool)(uintptr_t)i->pool;
         break;
     /* The driver maps page-locked memory in 2 MiB pieces and says so here (a 1 MiB
      * allocation answered 2 MiB); the allocation itself is answered. */

@@ -16,6 +16,13 @@ int ds__mem_is_device(uint64_t p);
  * mapping). */
 void ds__mem_remember(uint64_t base, uint64_t size);
 
+/* The same for an allocation of memory pool `pool` (its handle), which pointer
+ * attributes name. */
+void ds__mem_remember_pool(uint64_t base, uint64_t size, uint64_t pool);
+
+/* Forget the device range that starts at base, if any (an allocation freed). */
+void ds__mem_drop(uint64_t base);
+
 /* Forget every device range that overlaps [base, base+size) (VMM mappings unmapped). */
 void ds__mem_forget(uint64_t base, uint64_t size);
 

@@ -90,11 +90,22 @@
     S(ipc_mem_open, DS_IPC_MEM_OPEN, ds_ipc_mem_open_args, ds_range_res)      \
     S(ipc_mem_close, DS_IPC_MEM_CLOSE, ds_dptr, ds_hyper_res)                 \
     S(ipc_event_export, DS_IPC_EVENT_EXPORT, ds_handle, ds_ipc_handle_res)    \
-    S(ipc_event_open, DS_IPC_EVENT_OPEN, ds_ipc_event_open_args, ds_handle_res)
+    S(ipc_event_open, DS_IPC_EVENT_OPEN, ds_ipc_event_open_args, ds_handle_res) \
+    S(pool_default, DS_POOL_DEFAULT, int, ds_handle_res)                      \
+    S(pool_current, DS_POOL_CURRENT, int, ds_handle_res)                      \
+    S(pool_set_current, DS_POOL_SET_CURRENT, ds_pool_set_args, ds_void_res)   \
+    S(pool_create, DS_POOL_CREATE, ds_pool_props, ds_handle_res)              \
+    S(pool_destroy, DS_POOL_DESTROY, ds_handle, ds_void_res)                  \
+    S(pool_attr, DS_POOL_ATTR, ds_pool_attr_args, ds_hyper_res)               \
+    S(pool_trim, DS_POOL_TRIM, ds_pool_trim_args, ds_void_res)                \
+    S(pool_set_access, DS_POOL_SET_ACCESS, ds_pool_set_access_args, ds_void_res) \
+    S(pool_get_access, DS_POOL_GET_ACCESS, ds_pool_get_access_args, ds_hyper_res) \
+    S(mem_alloc_async, DS_MEM_ALLOC_ASYNC, ds_alloc_async_args, ds_pool_alloc_res) \
+    B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (IPC, 180-189). */
-#define DS_PROC_MAX 189
+ * in detshare.x (memory pools, 190-209). */
+#define DS_PROC_MAX 209
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -86,3 +86,8 @@ Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");
 }
+
+Test(runtime, cudaMallocAsync_and_memory_pools)
+{
+    check("malloc_async", "6 rounds of 8 MiB, round trips exact");
+}

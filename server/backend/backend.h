@@ -28,6 +28,7 @@ struct ds_bgraph;
 struct ds_bgexec;
 struct ds_bpmem;
 struct ds_bfence;
+struct ds_bpool;
 
 /* A kernel's parameter buffer as the driver lays it out: n parameters, each at
  * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
@@ -275,6 +276,29 @@ struct ds_backend_ops {
                             unsigned char blob[DS_IPC_BLOB]);
     int (*ipc_event_open)(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
                           struct ds_bevent **out);
+
+    /* Memory pools and the stream-ordered allocator (cuMemAllocAsync, cuMemPool*).
+     * pool_default gives the device's default pool, pool_create a new one from checked
+     * properties (device memory of the tenant's device, handle types none); either is let
+     * go with pool_destroy, which the executor calls only once none of the pool's
+     * allocations is live, and which frees the memory the pool keeps (the default pool
+     * itself stays the device's).  pool_alloc makes size bytes usable by work submitted
+     * to s after it, at *addr; pool_free gives an allocation of p back once the work
+     * submitted to s before it is done (NULL s: the legacy stream).  pool_attr reads, or
+     * sets (set != 0) then reads, a CUmemPool_attribute whose value and settability the
+     * executor has checked; pool_trim releases what the pool keeps beyond keep bytes, as
+     * far as it safely can.  pool_alloc returns DS_ENOMEM when the device is full. */
+    int (*pool_default)(struct ds_backend *b, struct ds_bpool **out);
+    int (*pool_create)(struct ds_backend *b, uint64_t max_size, unsigned usage,
+                       struct ds_bpool **out);
+    void (*pool_destroy)(struct ds_backend *b, struct ds_bpool *p);
+    int (*pool_alloc)(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
+                      struct ds_bstream *s, uint64_t *addr);
+    int (*pool_free)(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
+                     struct ds_bstream *s);
+    int (*pool_attr)(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
+                     uint64_t *value);
+    int (*pool_trim)(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -20,6 +20,7 @@ enum ds_htype {
     DS_H_GRAPH = 6,
     DS_H_GEXEC = 7,
     DS_H_VMEM = 8, /* a physical allocation of cuMemCreate */
+    DS_H_POOL = 9, /* a memory pool (cuMemPoolCreate, or the device's default) */
 };
 
 struct ds_handle_slot {

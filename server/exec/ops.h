@@ -1,7 +1,7 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c,
- * ops_vmm.c, ops_tensormap.c, ops_ipc.c, executor.c for hello).  A handler validates all of its
+ * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
  * for the next synchronous call).
@@ -26,6 +26,15 @@ int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
 /* Unmap, free and release everything the tenant reserved, mapped and created with the
  * VMM calls; the backend must still be open. */
 void ds__ops_vmm_fini(struct ds_tenant *t);
+
+/* Memory pools (ops_pool.c).  ds__ops_pool_owns: 1 when t->mem entry e is an allocation
+ * of a pool.  ds__ops_pool_free_now: cuMemFree of such an allocation, which CUDA allows:
+ * it goes back to its pool after all work submitted so far (a synchronising call's
+ * CUresult).  ds__ops_pool_fini frees every pool allocation and pool of the tenant; the
+ * backend must still be open. */
+int ds__ops_pool_owns(const struct ds_memtab_entry *e);
+CUresult ds__ops_pool_free_now(struct ds_tenant *t, uint64_t ptr);
+void ds__ops_pool_fini(struct ds_tenant *t);
 
 /* IPC (ops_ipc.c).  Allocation `base` or event e is going: its export, if any, is
  * withdrawn first.  ds__ops_ipc_close closes the other tenants' memory opened in context

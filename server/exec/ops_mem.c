@@ -35,6 +35,8 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, *p, 0);
 
     (void)r;
+    if (e != NULL && e->base == *p && ds__ops_pool_owns(e))
+        return ds__ops_pool_free_now(t, *p);
     /* Only what cuMemAlloc returned, not a module's global. */
     if (e == NULL || e->base != *p || e->data != NULL)
         return CUDA_ERROR_INVALID_VALUE;

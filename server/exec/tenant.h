@@ -75,9 +75,10 @@ struct ds_tenant {
     struct ds_backend *be; /* opened at the handshake */
     struct ds_device_view view;
     struct ds_handles h;
-    struct ds_memtab mem; /* owner = context handle; module globals and accessible VMM
-                           * mappings carry a mark in data (not freeable by cuMemFree) and
-                           * their module or allocation handle as owner */
+    struct ds_memtab mem; /* owner = context handle; module globals, accessible VMM
+                           * mappings and pool allocations carry a mark in data (not
+                           * freed with their context) and their module, allocation or
+                           * pool handle as owner */
     uint64_t primary;     /* handle of the primary context once first retained */
     uint64_t next_id;
     int pending;          /* CUresult of the first failed batched call, 0 if none */
@@ -97,6 +98,8 @@ struct ds_tenant {
                                  * data = struct ds_ipc_export */
     struct ds_memtab ipc_in;    /* other tenants' memory opened (cuIpcOpenMemHandle):
                                  * owner = context, data = its references (ops_ipc.c) */
+    uint64_t pool_default;      /* the device's default pool, once named (ops_pool.c) */
+    uint64_t pool_current;      /* cuDeviceSetMemPool's; 0: the default pool */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     struct ds_binder binder;    /* runs while the device is open */

@@ -230,6 +230,8 @@ static void cuda_describe(struct ds_backend *b, struct ds_device_view *v)
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] = 0;
+    /* Nor can a pool be (server/exec/ops_pool.c). */
+    v->attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
 }
 
 struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s)
@@ -624,6 +626,13 @@ const struct ds_backend_ops ds_cuda_backend = {
     .ipc_mem_close = ds__cuda_ipc_mem_close,
     .ipc_event_export = ds__cuda_ipc_event_export,
     .ipc_event_open = ds__cuda_ipc_event_open,
+    .pool_default = ds__cuda_pool_default,
+    .pool_create = ds__cuda_pool_create,
+    .pool_destroy = ds__cuda_pool_destroy,
+    .pool_alloc = ds__cuda_pool_alloc,
+    .pool_free = ds__cuda_pool_free,
+    .pool_attr = ds__cuda_pool_attr,
+    .pool_trim = ds__cuda_pool_trim,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

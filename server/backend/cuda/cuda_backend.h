@@ -100,7 +100,15 @@
     X(cuIpcOpenMemHandle, cuIpcOpenMemHandle) \
     X(cuIpcCloseMemHandle, cuIpcCloseMemHandle) \
     X(cuIpcGetEventHandle, cuIpcGetEventHandle) \
-    X(cuIpcOpenEventHandle, cuIpcOpenEventHandle)
+    X(cuIpcOpenEventHandle, cuIpcOpenEventHandle) \
+    X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool) \
+    X(cuMemPoolCreate, cuMemPoolCreate) \
+    X(cuMemPoolDestroy, cuMemPoolDestroy) \
+    X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync) \
+    X(cuMemFreeAsync, cuMemFreeAsync) \
+    X(cuMemPoolSetAttribute, cuMemPoolSetAttribute) \
+    X(cuMemPoolGetAttribute, cuMemPoolGetAttribute) \
+    X(cuMemPoolTrimTo, cuMemPoolTrimTo)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */
@@ -189,7 +197,7 @@ struct ds_backend {
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
  * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory),
- * cuda_tensormap.c (tensor maps) and cuda_ipc.c (IPC). */
+ * cuda_tensormap.c (tensor maps), cuda_ipc.c (IPC) and cuda_pool.c (memory pools). */
 
 /* cuda_gate.c: backend.h's gate. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
@@ -256,6 +264,17 @@ int ds__cuda_ipc_event_export(struct ds_backend *b, struct ds_bevent *e,
                               unsigned char blob[DS_IPC_BLOB]);
 int ds__cuda_ipc_event_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
                             struct ds_bevent **out);
+int ds__cuda_pool_default(struct ds_backend *b, struct ds_bpool **out);
+int ds__cuda_pool_create(struct ds_backend *b, uint64_t max_size, unsigned usage,
+                         struct ds_bpool **out);
+void ds__cuda_pool_destroy(struct ds_backend *b, struct ds_bpool *p);
+int ds__cuda_pool_alloc(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
+                        struct ds_bstream *s, uint64_t *addr);
+int ds__cuda_pool_free(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
+                       struct ds_bstream *s);
+int ds__cuda_pool_attr(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
+                       uint64_t *value);
+int ds__cuda_pool_trim(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
 void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
 int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                  struct ds_bfunc **out, struct ds_param_layout *layout);

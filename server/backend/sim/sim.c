@@ -780,4 +780,11 @@ const struct ds_backend_ops ds_sim_backend = {
     .ipc_mem_close = ds__sim_ipc_mem_close,
     .ipc_event_export = ds__sim_ipc_event_export,
     .ipc_event_open = ds__sim_ipc_event_open,
+    .pool_default = ds__sim_pool_default,
+    .pool_create = ds__sim_pool_create,
+    .pool_destroy = ds__sim_pool_destroy,
+    .pool_alloc = ds__sim_pool_alloc,
+    .pool_free = ds__sim_pool_free,
+    .pool_attr = ds__sim_pool_attr,
+    .pool_trim = ds__sim_pool_trim,
 };

@@ -122,8 +122,8 @@ struct ds_backend {
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
  * kernels), sim_graph.c (capture and graphs), sim_vmm.c (virtual memory),
- * sim_tensormap.c (tensor maps) and sim_ipc.c (IPC).  Each returns what its sim_*
- * counterpart in the backend interface (backend.h) returns. */
+ * sim_tensormap.c (tensor maps), sim_ipc.c (IPC) and sim_pool.c (memory pools).  Each
+ * returns what its sim_* counterpart in the backend interface (backend.h) returns. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
@@ -174,6 +174,19 @@ void ds__sim_ipc_unshare(struct ds_backend *b, uint64_t addr);
 void ds__sim_ipc_fini(struct ds_backend *b);
 int ds__sim_ipc_event_init(struct ds_bevent *e);
 void ds__sim_ipc_event_fini(struct ds_bevent *e);
+
+/* sim_pool.c: backend.h's pool_* operations. */
+int ds__sim_pool_default(struct ds_backend *b, struct ds_bpool **out);
+int ds__sim_pool_create(struct ds_backend *b, uint64_t max_size, unsigned usage,
+                        struct ds_bpool **out);
+void ds__sim_pool_destroy(struct ds_backend *b, struct ds_bpool *p);
+int ds__sim_pool_alloc(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
+                       struct ds_bstream *s, uint64_t *addr);
+int ds__sim_pool_free(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
+                      struct ds_bstream *s);
+int ds__sim_pool_attr(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
+                      uint64_t *value);
+int ds__sim_pool_trim(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
 
 /* sim_tensormap.c: backend.h's tensormap_* operations. */
 int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
