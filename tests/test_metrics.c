@@ -344,6 +344,8 @@ Test(metrics, tenants_appear_with_their_labels_and_counters_grow)
     cr_expect_eq(of_tenant(body, "detshare_tenant_memory_used_bytes", "beta",
                            "class=\"latency\""), 3 << 20, "%s", body);
     cr_expect_geq(value(body, "detshare_device_memory_used_bytes", NULL, NULL), 4 << 20);
+    /* The sim's setting, or on a GPU what the start-up probe read from the driver. */
+    cr_expect_gt(value(body, "detshare_device_memory_bytes", NULL, NULL), 4 << 20, "%s", body);
     cr_expect_eq(of_tenant(body, "detshare_tenant_launches_total", "alpha", NULL), 5);
     cr_expect_eq(of_tenant(body, "detshare_tenant_launches_total", "beta", NULL), 4);
     cr_expect_eq(of_tenant(body, "detshare_tenant_calls_total", "alpha", "procedure=\"launch\""),

@@ -1,7 +1,7 @@
 /*
- * The admin API: an owner-only (or owner-and-group) Unix socket in the control process.  A client sends one
- * msgpack map per request and gets one map back; detshare-ctl is its command-line client
- * and docs/admin.md its schema.  Requests:
+ * The admin API: an owner-only (or, with --admin-group, owner-and-group) Unix socket in
+ * the control process.  A client sends one msgpack map per request and gets one map back;
+ * detshare-ctl is its command-line client and docs/admin.md its schema.  Requests:
  *   {"cmd": "status"}                 -> {"ok": true, "status": {...}}
  *   {"cmd": "policy"}                 -> {"ok": true, "policy": NAME, "policies": [...]}
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching
