@@ -7,7 +7,9 @@
 #include "policy.h"
 #include "shm.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,11 @@ static void usage(FILE *f)
     fprintf(f,
             "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
             "                          the first Unix listener's path with .admin added)\n"
+            "  --admin-group GROUP     open the admin socket to GROUP too (mode 0660);\n"
+            "                          members can switch policies (docs/security.md)\n"
+            "  --metrics tcp:HOST:PORT|unix:PATH  serve Prometheus metrics over HTTP at\n"
+            "                          /metrics (docs/metrics.md); no authentication: bind\n"
+            "                          it where only the scraper reaches\n"
             "  --warm N                executors kept started ahead of tenants, with the\n"
             "                          device open, so that connecting takes milliseconds\n"
             "                          (default 1; 0 starts each when its tenant connects)\n"
@@ -119,6 +126,7 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
 
     ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
     cfg->device = DS_SHM_SIM;
+    cfg->device_memory = cfg->sim_memory;
     if (strcmp(want, "sim") == 0) {
         cfg->backend = &ds_sim_backend;
         log_sim(cfg, "asked for");
@@ -128,7 +136,8 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
         ds_error("--device %s: expected sim, cuda or auto", want);
         return -1;
     }
-    usable = ds_cuda_probe(cfg->gpu, &cfg->sm, why, sizeof(why)) == 0;
+    usable = ds_cuda_probe(cfg->gpu, &cfg->sm, &cfg->device_memory, why,
+                           sizeof(why)) == 0;
     if (usable) {
         cfg->backend = &ds_cuda_backend;
         cfg->device = DS_SHM_CUDA;
@@ -142,6 +151,40 @@ static int choose_device(const char *want, struct ds_server_config *cfg)
     cfg->backend = &ds_sim_backend;
     ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
     log_sim(cfg, why);
+    return 0;
+}
+
+/* A group name or number, for --admin-group.  Returns 0, or -1 after saying why. */
+static int set_admin_group(const char *arg, struct ds_server_config *cfg)
+{
+    struct group *g;
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    g = getgrnam(arg);
+    if (g == NULL && errno == 0 && arg[0] >= '0' && arg[0] <= '9') {
+        n = strtoul(arg, &end, 10);
+        if (*end == '\0' && n < (gid_t)-1)
+            g = getgrgid((gid_t)n);
+    }
+    if (g == NULL) {
+        fprintf(stderr, "detshare-server: --admin-group %s: %s\n", arg,
+                errno != 0 ? strerror(errno) : "no such group");
+        return -1;
+    }
+    cfg->admin_gid = g->gr_gid;
+    return 0;
+}
+
+static int set_metrics(const char *arg, struct ds_server_config *cfg)
+{
+    if (ds_addr_parse(arg, &cfg->metrics) != 0) {
+        fprintf(stderr, "detshare-server: --metrics takes tcp:HOST:PORT or unix:PATH, not %s\n",
+                arg);
+        return -1;
+    }
+    cfg->has_metrics = 1;
     return 0;
 }
 
@@ -185,12 +228,14 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
     if (cfg->backend == &ds_sim_backend) {
         ds_info("MPS: not needed on the sim device (it models shared SMs)");
         snprintf(cfg->mps, sizeof(cfg->mps), "not needed (sim)");
+        cfg->mps_mode = "none";
         return ds_control_run(cfg);
     }
     /* Before any listener or thread exists: the daemon is forked from this process. */
     if (ds_mps_start(&mps, mps_mode, cfg->gpu, mps_dir) != 0)
         return 1;
     cfg->mps_daemon = mps.daemon;
+    cfg->mps_mode = ds_mps_mode_name(mps_mode);
     if (mps.daemon > 0)
         snprintf(cfg->mps, sizeof(cfg->mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
                  (int)mps.daemon);
@@ -217,11 +262,14 @@ int main(int argc, char **argv)
         { "admin", required_argument, NULL, 'a' },
         { "token-file", required_argument, NULL, 't' },
         { "insecure", no_argument, NULL, 'I' },
+        { "admin-group", required_argument, NULL, 'G' },
+        { "metrics", required_argument, NULL, 'P' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
-                                   .warm = 1, .policy = &ds_policy_shared };
+                                   .warm = 1, .policy = &ds_policy_shared,
+                                   .admin_gid = (gid_t)-1 };
     enum ds_mps_mode mps_mode = DS_MPS_START;
     const char *device = "auto", *mps_dir = NULL, *token_file = NULL;
     struct ds_tokens *tokens = NULL;
@@ -286,6 +334,14 @@ int main(int argc, char **argv)
             break;
         case 'a':
             if (set_admin(optarg, &cfg) != 0)
+                return 2;
+            break;
+        case 'G':
+            if (set_admin_group(optarg, &cfg) != 0)
+                return 2;
+            break;
+        case 'P':
+            if (set_metrics(optarg, &cfg) != 0)
                 return 2;
             break;
         case 'p':

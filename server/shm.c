@@ -87,6 +87,10 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->gate, 0);
     atomic_store(&s->gated_ns, 0);
     atomic_store(&s->sim_busy_until, 0);
+    for (int p = 0; p <= DS_PROC_MAX; p++) {
+        atomic_store(&s->calls[p], 0);
+        atomic_store(&s->errors[p], 0);
+    }
     s->pid = 0;
     s->peer_pid = 0;
     s->peer_uid = 0;

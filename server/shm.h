@@ -11,12 +11,13 @@
 #define DS_SHM_H
 
 #include "detshare.h"
+#include "ds_procs.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 9
+#define DS_SHM_VERSION 10
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -63,6 +64,11 @@ struct ds_shm_slot {
     char granted[DS_NAME_MAX + 1];
     /* Entries of the slot's IPC table ever used (server/ipcreg.h): clearing stops there. */
     atomic_uint ipc_used;
+    /* For metrics, by procedure number (ds_procs.h), written by the executor alone:
+     * calls it decoded, and calls whose handler answered with an error (a batched call's
+     * error is counted at that call, not again at the synchronous call that returns it). */
+    atomic_uint_fast64_t calls[DS_PROC_MAX + 1];
+    atomic_uint_fast64_t errors[DS_PROC_MAX + 1];
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's

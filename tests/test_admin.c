@@ -1,13 +1,16 @@
 /* The admin API through detshare-ctl: status matches what tenants do, a policy switch at
- * run time moves live tenants, the socket is owner-only, bad requests are refused. */
+ * run time moves live tenants, the socket is owner-only unless --admin-group opens it to
+ * a group, bad requests are refused. */
 #include "ds_test.h"
 
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct ds_test_server srv;
@@ -134,4 +137,111 @@ Test(admin, the_socket_is_owner_only_and_bad_requests_are_refused)
     cr_assert_eq(ctl("policy", out, sizeof(out)), 0, "%s", out);
     cr_assert(strstr(out, "policy: shared"), "%s", out);
     ds_test_server_stop(&srv);
+}
+
+/* A group other than this process's own that it may give files to: one it is a member
+ * of, or any as root.  -1 when there is none. */
+static long other_group(void)
+{
+    gid_t groups[64];
+    int n = getgroups(64, groups);
+    struct group *g;
+
+    for (int i = 0; i < n; i++)
+        if (groups[i] != getgid())
+            return groups[i];
+    if (geteuid() != 0)
+        return -1;
+    setgrent();
+    while ((g = getgrent()) != NULL && g->gr_gid == getgid())
+        ;
+    endgrent();
+    return g != NULL ? (long)g->gr_gid : -1;
+}
+
+Test(admin, admin_group_opens_the_socket_to_that_group)
+{
+    char sock[160], args[64], out[4096];
+    long gid = other_group();
+    struct group *g;
+    struct stat st;
+
+    if (gid < 0)
+        cr_skip_test("no group to give the socket to");
+    g = getgrgid((gid_t)gid);
+    cr_assert_not_null(g);
+    snprintf(args, sizeof(args), "--admin-group %s", g->gr_name);
+    ds_test_server_start(&srv, 0, args);
+    snprintf(sock, sizeof(sock), "%s.admin", srv.sock);
+    cr_assert_eq(stat(sock, &st), 0);
+    cr_expect_eq(st.st_mode & 0777, 0660, "mode %o", st.st_mode & 0777);
+    cr_expect_eq(st.st_gid, (gid_t)gid);
+    cr_expect(ds_test_log_has(&srv, "open to its group"));
+    cr_assert_eq(ctl("policy", out, sizeof(out)), 0, "%s", out);
+    ds_test_server_stop(&srv);
+
+    /* By number too. */
+    snprintf(args, sizeof(args), "--admin-group %ld", gid);
+    ds_test_server_start(&srv, 0, args);
+    snprintf(sock, sizeof(sock), "%s.admin", srv.sock);
+    cr_assert_eq(stat(sock, &st), 0);
+    cr_expect_eq(st.st_gid, (gid_t)gid);
+    ds_test_server_stop(&srv);
+}
+
+/* The server's exit status with `args`, run through `as` (a command prefix, or ""), and
+ * its output in out. */
+static int server_exit(const char *as, const char *args, char *out, size_t len)
+{
+    char cmd[512];
+    FILE *p;
+    size_t n;
+
+    snprintf(cmd, sizeof(cmd),
+             "%s timeout 20 %s --device sim --mps off --warm 0 --listen "
+             "unix:/tmp/dsadmin-%d.sock %s 2>&1", as, DS_SERVER_BIN, (int)getpid(), args);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(p));
+}
+
+Test(admin, an_admin_group_that_cannot_be_used_stops_the_start)
+{
+    char out[4096];
+    gid_t mine[64];
+    struct group *g;
+    int n;
+
+    cr_expect_eq(server_exit("", "--admin-group no-such-group-here", out, sizeof(out)), 2, "%s",
+                 out);
+    cr_expect(strstr(out, "--admin-group no-such-group-here: no such group"), "%s", out);
+    cr_expect_eq(server_exit("", "--admin-group 4000000000", out, sizeof(out)), 2, "%s", out);
+    /* A group the server's user is not in (only root may give files to those): as root,
+     * the server runs as nobody and is given root's group. */
+    if (geteuid() == 0) {
+        if (access("/usr/bin/setpriv", X_OK) != 0)
+            return;
+        cr_expect_eq(server_exit("setpriv --reuid 65534 --regid 65534 --clear-groups",
+                                 "--admin-group 0", out, sizeof(out)), 1, "%s", out);
+        cr_expect(strstr(out, "cannot give the admin socket"), "%s", out);
+        return;
+    }
+    n = getgroups(64, mine);
+    setgrent();
+    while ((g = getgrent()) != NULL) {
+        char args[300];
+        int member = g->gr_gid == getgid();
+
+        for (int i = 0; i < n; i++)
+            member |= mine[i] == g->gr_gid;
+        if (member)
+            continue;
+        snprintf(args, sizeof(args), "--admin-group %s", g->gr_name);
+        cr_expect_eq(server_exit("", args, out, sizeof(out)), 1, "%s", out);
+        cr_expect(strstr(out, "cannot give the admin socket"), "%s", out);
+        break;
+    }
+    endgrent();
 }

@@ -41,6 +41,25 @@ Test(shm, shared_across_fork)
     close(fd);
 }
 
+/* A slot's next tenant starts its metrics from zero. */
+Test(shm, a_cleared_slot_forgets_its_call_counts)
+{
+    int fd;
+    struct ds_shm *shm = ds_shm_create(1, &fd);
+    int slot = ds_shm_slot_take(shm);
+
+    atomic_store(&shm->slots[slot].calls[DS_LAUNCH], 7);
+    atomic_store(&shm->slots[slot].errors[DS_PROC_MAX], 2);
+    atomic_store(&shm->slots[slot].launches, 7);
+    ds_shm_slot_clear(shm, slot);
+    cr_assert_eq(ds_shm_slot_take(shm), slot);
+    cr_assert_eq(atomic_load(&shm->slots[slot].calls[DS_LAUNCH]), 0);
+    cr_assert_eq(atomic_load(&shm->slots[slot].errors[DS_PROC_MAX]), 0);
+    cr_assert_eq(atomic_load(&shm->slots[slot].launches), 0);
+    ds_shm_unmap(shm);
+    close(fd);
+}
+
 Test(shm, slots_run_out_cleanly)
 {
     int fd;

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <rpc/rpc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +283,36 @@ Test(token, a_silent_peer_is_dropped_after_the_timeout)
     cr_assert_eq(buf[0], DS_PREFACE_REFUSED);
     cr_assert(ds_test_log_has(&srv, "no token preface in time"));
     cr_assert_eq(ds_test_log_count(&srv, EXECUTORS), executors + 1);
+}
+
+/* A token accepted for one name does not let the hello that follows claim another: the
+ * preface says alpha-1 (the token's prefix allows it), the hello says beta-1. */
+Test(token, a_hello_cannot_claim_another_name_than_the_token_was_granted_for)
+{
+    struct timeval wait = { .tv_sec = 10 };
+    ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = "beta-1",
+                        .klass = DS_CLASS_BEST_EFFORT };
+    ds_hello_res r;
+    char why[DS_PREFACE_REASON_MAX + 1];
+    int refused = ds_test_log_count(&srv, "refusing the hello of beta-1");
+    int fd = raw_connect(NULL);
+    CLIENT *c;
+
+    cr_assert_eq(ds_preface_send(fd, "tok-alpha", 9, "alpha-1"), 0);
+    cr_assert_eq(ds_preface_await(fd, why, sizeof(why)), 0, "refused: %s", why);
+    c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
+    cr_assert_not_null(c);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(clnt_call(c, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&a,
+                           (xdrproc_t)xdr_ds_hello_res, (char *)&r, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(r.err, CUDA_ERROR_NOT_PERMITTED, "hello -> %d", r.err);
+    clnt_destroy(c);
+    close(fd);
+    cr_assert(ds_test_log_has(&srv, "token accepted for alpha-1"));
+    cr_assert_eq(ds_test_log_count(&srv, "refusing the hello of beta-1: its token was accepted "
+                                         "for tenant alpha-1"), refused + 1);
+    cr_assert_eq(ds_test_log_count(&srv, "tenant[beta-1]"), 0, "beta-1 joined");
 }
 
 /* ---- Starting a server ---- */

@@ -316,10 +316,12 @@ struct ds_sm_groups {
 /* The sim's groups: the H100's granularity of 8 SMs. */
 void ds_sim_sm_groups(int sms, struct ds_sm_groups *out);
 
-/* Whether GPU `gpu` can be served by the cuda backend: 0 with its SM groups in *groups,
- * or a DS_E* code with the reason in why.  Runs the check in a short-lived child
+/* Whether GPU `gpu` can be served by the cuda backend: 0 with its SM groups in *groups
+ * and its memory in *memory (0 when the driver did not say), or a DS_E* code with the
+ * reason in why.  Runs the check in a short-lived child
  * process, so that the caller never initialises CUDA itself (CUDA does not survive a
  * fork after cuInit). */
-int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, char *why, size_t len);
+int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, uint64_t *memory, char *why,
+                  size_t len);
 
 #endif

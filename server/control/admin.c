@@ -3,6 +3,7 @@
 #include "detshare.h"
 #include "ds_log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,8 +275,24 @@ static void free_admin(uv_handle_t *h)
     free(h->data);
 }
 
-int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks *hooks,
-                  struct ds_admin **out)
+/* Widen the socket to `group`: the group first, so that no moment leaves it open to
+ * the group it had.  Returns 0 or a libuv error after logging. */
+static int give_to_group(const char *path, gid_t group)
+{
+    if (chown(path, (uid_t)-1, group) != 0) {
+        ds_error("cannot give the admin socket %s to group %u: %s (the server's user must "
+                 "be root or a member of that group)", path, (unsigned)group, strerror(errno));
+        return uv_translate_sys_error(errno);
+    }
+    if (chmod(path, 0660) != 0) {
+        ds_error("cannot open the admin socket %s to its group: %s", path, strerror(errno));
+        return uv_translate_sys_error(errno);
+    }
+    return 0;
+}
+
+int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
+                  const struct ds_admin_hooks *hooks, struct ds_admin **out)
 {
     struct ds_admin *a = calloc(1, sizeof(*a));
     mode_t old;
@@ -295,6 +312,11 @@ int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks
     umask(old);
     if (rc == 0 && chmod(path, 0600) != 0)
         rc = UV_EACCES;
+    if (rc == 0 && group != (gid_t)-1 && (rc = give_to_group(path, group)) != 0) {
+        unlink(path);
+        uv_close((uv_handle_t *)&a->listener, free_admin);
+        return rc;
+    }
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&a->listener, 16, on_connection);
     if (rc != 0) {
@@ -302,7 +324,8 @@ int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks
         uv_close((uv_handle_t *)&a->listener, free_admin);
         return rc;
     }
-    ds_info("admin socket: unix:%s (detshare-ctl --admin unix:%s status)", path, path);
+    ds_info("admin socket: unix:%s%s (detshare-ctl --admin unix:%s status)", path,
+            group != (gid_t)-1 ? ", open to its group" : "", path);
     *out = a;
     return 0;
 }

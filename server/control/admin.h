@@ -1,7 +1,7 @@
 /*
- * The admin API: an owner-only Unix socket in the control process.  A client sends one
- * msgpack map per request and gets one map back; detshare-ctl is its command-line client
- * and docs/admin.md its schema.  Requests:
+ * The admin API: an owner-only (or, with --admin-group, owner-and-group) Unix socket in
+ * the control process.  A client sends one msgpack map per request and gets one map back;
+ * detshare-ctl is its command-line client and docs/admin.md its schema.  Requests:
  *   {"cmd": "status"}                 -> {"ok": true, "status": {...}}
  *   {"cmd": "policy"}                 -> {"ok": true, "policy": NAME, "policies": [...]}
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching
@@ -13,6 +13,7 @@
 #define DS_ADMIN_H
 
 #include <msgpack.h>
+#include <sys/types.h>
 #include <uv.h>
 
 struct ds_admin;
@@ -29,9 +30,10 @@ struct ds_admin_hooks {
     int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
 };
 
-/* Listen on `path` (mode 0600) in `loop`.  Returns 0, or a libuv error after logging. */
-int ds_admin_open(uv_loop_t *loop, const char *path, const struct ds_admin_hooks *hooks,
-                  struct ds_admin **out);
+/* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and
+ * owned by that group (--admin-group).  Returns 0, or a libuv error after logging. */
+int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
+                  const struct ds_admin_hooks *hooks, struct ds_admin **out);
 
 /* Stop listening, close every admin connection and remove the socket file. */
 void ds_admin_close(struct ds_admin *a);

@@ -3,6 +3,8 @@
 
 #include "admin.h"
 #include "auth.h"
+#include "exposition.h"
+#include "metrics.h"
 
 #include "ds_log.h"
 #include "shm.h"
@@ -51,9 +53,14 @@ struct control {
     int ntenants;
     const struct ds_policy *policy;
     struct ds_admin *admin;
+    struct ds_metrics *metrics;
     struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
     int live;
     int stopping;
+    int mps_up; /* the MPS daemon this server started has not exited */
+    /* For metrics: tenants handed to an executor, connections refused. */
+    uint64_t served;
+    uint64_t refused[DS_REFUSED_COUNT];
 };
 
 /* Start an executor ahead of its tenant, on a slot of its own.  Returns 0 or -1. */
@@ -244,13 +251,37 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
     return n;
 }
 
-static void open_admin(struct control *c)
+/* Returns 0, or -1 when the operator asked for an admin socket that cannot be made. */
+static int open_admin(struct control *c)
 {
     struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
                                     .policy = admin_policy, .tenant_class = admin_tenant_class };
 
-    if (c->cfg->admin[0] != '\0')
-        ds_admin_open(c->loop, c->cfg->admin, &hooks, &c->admin);
+    if (c->cfg->admin[0] == '\0')
+        return 0;
+    return ds_admin_open(c->loop, c->cfg->admin, c->cfg->admin_gid, &hooks, &c->admin) == 0
+               ? 0
+               : -1;
+}
+
+static char *render_metrics(void *ctx, size_t *len)
+{
+    struct control *c = ctx;
+    struct ds_exposition_state st = { .cfg = c->cfg, .shm = c->shm, .policy = c->policy->name,
+                                      .tenants = c->tenants, .ntenants = c->ntenants,
+                                      .nwarm = c->nwarm, .mps_daemon_up = c->mps_up,
+                                      .tenants_served = c->served };
+
+    memcpy(st.refused, c->refused, sizeof(st.refused));
+    return ds_exposition_render(&st, len);
+}
+
+static int open_metrics(struct control *c)
+{
+    if (!c->cfg->has_metrics)
+        return 0;
+    return ds_metrics_open(c->loop, &c->cfg->metrics, render_metrics, c, &c->metrics) == 0 ? 0
+                                                                                          : -1;
 }
 
 static void free_handle(uv_handle_t *h)
@@ -311,11 +342,13 @@ static void peer_name(uv_stream_t *client, char *buf, size_t len)
 }
 
 /* A connection the server will not serve: a log line, the reason to a TCP tenant (its
- * client prints it), and nothing else spent on it. */
-static void refuse(struct listener *l, uv_stream_t *client, const char *why)
+ * client prints it), a count for metrics, and nothing else spent on it. */
+static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reason,
+                   const char *why)
 {
     char where[300], peer[64] = "";
 
+    l->ctl->refused[reason]++;
     ds_addr_format(&l->addr, where, sizeof(where));
     if (l->addr.kind != DS_ADDR_UNIX)
         peer_name(client, peer, sizeof(peer));
@@ -340,7 +373,8 @@ static void serve(struct listener *l, uv_stream_t *client, const char *granted)
         return;
     }
     if (take_executor(c, &e, &warm) != 0) {
-        refuse(l, client, errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
+        refuse(l, client, DS_REFUSED_CAPACITY,
+               errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
         fill_pool(c);
         uv_close((uv_handle_t *)client, free_handle);
         return;
@@ -359,6 +393,7 @@ static void serve(struct listener *l, uv_stream_t *client, const char *granted)
     /* Placed before it is handed over, so its first kernel runs where the policy
      * wants it. */
     tenant_joined(c, e.slot);
+    c->served++;
     if (ds_spawn_handover(&e, fd) != 0) {
         ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
         kill(e.pid, SIGKILL);
@@ -375,7 +410,7 @@ static void authed(void *ctx, uv_stream_t *client, const char *name, const char 
     if (why == NULL && l->ctl->stopping)
         why = "the server is shutting down";
     if (why != NULL) {
-        refuse(l, client, why);
+        refuse(l, client, l->ctl->stopping ? DS_REFUSED_SHUTDOWN : DS_REFUSED_TOKEN, why);
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
@@ -406,8 +441,8 @@ static void on_connection(uv_stream_t *server, int status)
     }
     rc = ds_auth_start(&c->authing, client, c->cfg->tokens, authed, l);
     if (rc != 0) {
-        refuse(l, client, rc == UV_EBUSY ? "too many connections are presenting tokens"
-                                         : uv_strerror(rc));
+        refuse(l, client, DS_REFUSED_CAPACITY,
+               rc == UV_EBUSY ? "too many connections are presenting tokens" : uv_strerror(rc));
         uv_close((uv_handle_t *)client, free_handle);
     }
 }
@@ -468,9 +503,11 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
     (void)signum;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (pid == c->cfg->mps_daemon)
+        if (pid == c->cfg->mps_daemon) {
+            c->mps_up = 0;
             ds_error("MPS: the control daemon exited (%s): executors started from now on "
                      "time-slice the GPU", exit_reason(status, buf, sizeof(buf)));
+        }
         if (reap_warm(c, pid, status))
             continue;
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
@@ -510,6 +547,9 @@ static void close_listeners(struct control *c)
     if (c->admin != NULL)
         ds_admin_close(c->admin);
     c->admin = NULL;
+    if (c->metrics != NULL)
+        ds_metrics_close(c->metrics);
+    c->metrics = NULL;
     for (int i = 0; i < c->nls; i++) {
         uv_close(&c->ls[i].h.handle, NULL);
         if (c->ls[i].addr.kind == DS_ADDR_UNIX)
@@ -635,12 +675,13 @@ static int start_signals(struct control *c)
 int ds_control_run(const struct ds_server_config *cfg)
 {
     struct control c;
-    int failed = 0;
+    int failed;
 
     memset(&c, 0, sizeof(c));
     c.cfg = cfg;
     c.loop = uv_default_loop();
     c.policy = cfg->policy;
+    c.mps_up = cfg->mps_daemon > 0;
     c.shm = ds_shm_create(cfg->sim_memory, &c.shm_fd);
     if (c.shm == NULL) {
         ds_error("cannot create the shared control block: %s", strerror(errno));
@@ -652,10 +693,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->spin_us = cfg->spin_us;
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
-    if (start_signals(&c) != 0)
-        failed = 1;
-    /* The admin socket first: once tenants can connect, their status can be asked. */
-    open_admin(&c);
+    /* The admin socket and metrics first: once tenants can connect, they can be seen. */
+    failed = start_signals(&c) != 0 || open_admin(&c) != 0 || open_metrics(&c) != 0;
     for (int i = 0; i < cfg->nlisten && !failed; i++)
         failed = open_listener(&c, &cfg->listen[i]) != 0;
     if (failed) {

@@ -28,7 +28,12 @@ struct ds_server_config {
     const struct ds_policy *policy; /* at start; detshare-ctl may switch it */
     struct ds_sm_groups sm;
     char mps[64];     /* for status: how executors share the GPU */
+    const char *mps_mode; /* for metrics: "started", "external", "off" or "none" (sim) */
+    uint64_t device_memory; /* bytes, 0 when not known to the control process */
     char admin[108];  /* admin socket path, empty for none */
+    gid_t admin_gid;  /* the admin socket's group (--admin-group), (gid_t)-1 for none */
+    int has_metrics;
+    struct ds_addr metrics; /* where /metrics is served, when has_metrics */
     pid_t mps_daemon; /* the MPS control daemon this server started, or 0 */
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;
@@ -38,7 +43,8 @@ struct ds_server_config {
 };
 
 /* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when
- * the server cannot start (a listener cannot be opened, say), after logging why. */
+ * the server cannot start (a listener, the admin socket or the metrics endpoint cannot
+ * be opened, say), after logging why. */
 int ds_control_run(const struct ds_server_config *cfg);
 
 #endif

@@ -24,9 +24,9 @@ static void pack_device(msgpack_packer *pk, const struct ds_server_config *cfg)
     key(pk, "sm_group_size");
     msgpack_pack_unsigned_int(pk, cfg->sm.size);
     key(pk, "memory");
-    /* The sim's size is the server's setting; a GPU's is known to executors only. */
-    if (cfg->device == DS_SHM_SIM)
-        msgpack_pack_uint64(pk, cfg->sim_memory);
+    /* The sim's size is the server's setting; a GPU's, what its probe read. */
+    if (cfg->device_memory > 0)
+        msgpack_pack_uint64(pk, cfg->device_memory);
     else
         msgpack_pack_nil(pk);
 }

@@ -195,6 +195,10 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
         t->pending = 0;
     } else {
         e->call(t, a, &r);
+        /* NOT_READY answers a query; it is no failure. */
+        if (r.hello.err != 0 && r.hello.err != CUDA_ERROR_NOT_READY)
+            atomic_fetch_add_explicit(&t->shm->slots[t->slot].errors[call->proc], 1,
+                                      memory_order_relaxed);
     }
     if (e->batched) {
         if (r.hello.err != 0) {
@@ -283,6 +287,8 @@ static void dispatch(const struct ds_call *call)
         return;
     }
     served[proc]++;
+    atomic_store_explicit(&tenant.shm->slots[tenant.slot].calls[proc], served[proc],
+                          memory_order_relaxed);
     if (ds__held_must_hold(&held, proc, gate_closed)) {
         hold(e, call, &a);
         return;

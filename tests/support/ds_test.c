@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int free_tcp_port(void)
+int ds_test_free_tcp_port(void)
 {
     struct sockaddr_in sin = { .sin_family = AF_INET };
     socklen_t len = sizeof(sin);
@@ -142,7 +142,8 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
     snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
     snprintf(s->unix_addr, sizeof(s->unix_addr), "unix:%s", s->sock);
     if (with_tcp)
-        snprintf(s->tcp_addr, sizeof(s->tcp_addr), "tcp:127.0.0.1:%d", free_tcp_port());
+        snprintf(s->tcp_addr, sizeof(s->tcp_addr), "tcp:127.0.0.1:%d",
+                 ds_test_free_tcp_port());
     spawn(s, args);
     for (int i = 0; i < 500 && !(up = can_connect(s->sock)); i++) {
         int status;

@@ -41,6 +41,9 @@ int ds_test_on_sim(void);
  * is set to, so that TCP tenants authenticate as in production. */
 void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args);
 
+/* A loopback TCP port that was free a moment ago. */
+int ds_test_free_tcp_port(void);
+
 /* SIGTERM the server, wait for it, and assert a clean exit and a clean log. */
 void ds_test_server_stop(struct ds_test_server *s);
 

@@ -655,12 +655,19 @@ CUresult ds__cuda_sm_groups(struct driver *cu, CUdevice dev, CUdevResource *sms,
     return CUDA_SUCCESS;
 }
 
+/* What a usable GPU's probe writes back. */
+struct probe_report {
+    struct ds_sm_groups groups;
+    uint64_t memory;
+};
+
 static int probe_child(int gpu, int report)
 {
-    struct ds_sm_groups g;
+    struct probe_report r = { .memory = 0 };
     struct driver cu;
     CUdevResource sms;
     CUdevice dev;
+    size_t total = 0;
 
     memset(&cu, 0, sizeof(cu));
     if (load_driver(&cu) != 0)
@@ -669,15 +676,19 @@ static int probe_child(int gpu, int report)
         return PROBE_INIT;
     if (cu.cuDeviceGet(&dev, gpu) != CUDA_SUCCESS)
         return PROBE_NO_GPU;
-    if (ds__cuda_sm_groups(&cu, dev, &sms, &g) != CUDA_SUCCESS)
+    if (ds__cuda_sm_groups(&cu, dev, &sms, &r.groups) != CUDA_SUCCESS)
         return PROBE_NO_GREEN;
-    if (write(report, &g, sizeof(g)) != (ssize_t)sizeof(g))
+    if (cu.cuDeviceTotalMem(&total, dev) == CUDA_SUCCESS)
+        r.memory = total;
+    if (write(report, &r, sizeof(r)) != (ssize_t)sizeof(r))
         return PROBE_NO_GREEN;
     return PROBE_OK;
 }
 
-int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, char *why, size_t len)
+int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, uint64_t *memory, char *why,
+                  size_t len)
 {
+    struct probe_report r;
     static const char *const reasons[] = {
         [PROBE_NO_DRIVER] = "no usable CUDA driver (libcuda.so.1)",
         [PROBE_INIT] = "cuInit failed: no GPU or driver problem",
@@ -702,15 +713,18 @@ int ds_cuda_probe(int gpu, struct ds_sm_groups *groups, char *why, size_t len)
     }
     close(report[1]);
     code = waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == PROBE_OK && read(report[0], groups, sizeof(*groups)) != sizeof(*groups))
+    if (code == PROBE_OK && read(report[0], &r, sizeof(r)) != sizeof(r))
         code = PROBE_NO_GREEN;
     close(report[0]);
     if (code < 0) {
         snprintf(why, len, "the probe crashed");
         return DS_EDEVICE;
     }
-    if (code == PROBE_OK)
+    if (code == PROBE_OK) {
+        *groups = r.groups;
+        *memory = r.memory;
         return 0;
+    }
     snprintf(why, len, "%s", code < (int)(sizeof(reasons) / sizeof(reasons[0])) && reasons[code]
                                  ? reasons[code] : "unknown probe failure");
     return DS_ENOTSUP;
