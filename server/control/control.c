@@ -661,9 +661,12 @@ static void reload_tokens(struct control *c)
 
 static void on_hangup(uv_signal_t *h, int signum)
 {
+    struct control *c = h->data;
+
     (void)signum;
-    reload_config(h->data);
-    reload_tokens(h->data);
+    reload_config(c);
+    reload_tokens(c);
+    ds_info("SIGHUP handled: %u quota(s) in force", c->nrules);
 }
 
 static void on_stop_signal(uv_signal_t *h, int signum)
