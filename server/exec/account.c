@@ -51,9 +51,12 @@ int ds__account_take(struct ds_account *a, enum ds_mem_kind k, uint64_t size)
     if (a->joined && ds_quota_changed(a->shm, a->seq))
         refresh(a);
     if (a->limit != 0 && (size > a->limit || a->total > a->limit - size)) {
-        ds_debug("refused %llu bytes: the tenant holds %llu of its %llu-byte quota",
-                 (unsigned long long)size, (unsigned long long)a->total,
-                 (unsigned long long)a->limit);
+        int first = a->refused++ == 0;
+
+        ds_log(first ? DS_LOG_INFO : DS_LOG_DEBUG,
+               "over its memory quota: %llu bytes refused (CUDA_ERROR_OUT_OF_MEMORY), holding "
+               "%llu of %llu%s", (unsigned long long)size, (unsigned long long)a->total,
+               (unsigned long long)a->limit, first ? "; further refusals at debug level" : "");
         return DS_ENOMEM;
     }
     a->used[k] += size;

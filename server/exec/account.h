@@ -22,6 +22,7 @@ struct ds_account {
     uint64_t limit;    /* bytes; 0: none */
     unsigned seq;      /* of the quota rules limit was read from */
     int joined;        /* limit is the tenant's (ds__account_join) */
+    unsigned refused;  /* allocations refused: the first is logged at info level */
 };
 
 /* Count nothing yet, for the tenant in slot `slot` of shm, whose name will be at
