@@ -16,6 +16,7 @@ struct ds_memtab_entry {
     uint64_t size;
     uint64_t owner; /* caller's tag, e.g. the context that allocated it */
     void *data;     /* caller's payload, e.g. the sim device's host buffer */
+    unsigned kind;  /* caller's type of range, e.g. the executor's enum ds_range_kind */
 };
 
 struct ds_memtab {

@@ -1,10 +1,12 @@
 /* detshare-server: option parsing; the work is in control.c and executor.c. */
+#include "config.h"
 #include "control.h"
 #include "ds_error.h"
 #include "ds_log.h"
 #include "executor.h"
 #include "mps.h"
 #include "policy.h"
+#include "quota.h"
 #include "shm.h"
 
 #include <errno.h>
@@ -35,7 +37,11 @@ static void usage(FILE *f)
             "                          can reach one (on loopback, every local user) can use\n"
             "                          the GPU; traffic is never encrypted\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
-            "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512M (default 80G)\n"
+            "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512MiB (default 80G)\n"
+            "  --config PATH           quotas by tenant name, one per line:\n"
+            "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
+            "                          read at start and again on SIGHUP, which also reads\n"
+            "                          --token-file again (docs/admin.md)\n"
             "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
             "                          a private MPS control daemon for the GPU and stops it\n"
             "                          on exit; external uses the one CUDA_MPS_PIPE_DIRECTORY\n"
@@ -87,29 +93,6 @@ static int check_tcp(const struct ds_server_config *cfg, int insecure)
         return -1;
     }
     return 0;
-}
-
-/* "80G", "512M", "4096" -> bytes; 0 on bad input. */
-static uint64_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    int shift = 0;
-
-    if (end == s)
-        return 0;
-    switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    case 'T': case 't': shift = 40; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v > (UINT64_MAX >> shift))
-        return 0;
-    return (uint64_t)v << shift;
 }
 
 static void log_sim(const struct ds_server_config *cfg, const char *why)
@@ -217,6 +200,17 @@ static void default_admin(struct ds_server_config *cfg)
             snprintf(cfg->admin, sizeof(cfg->admin), "%s.admin", cfg->listen[i].path);
 }
 
+/* The config file's quotas, or -1 after saying why the server will not start. */
+static int load_config(struct ds_server_config *cfg)
+{
+    if (ds_config_load(cfg->config, cfg->quotas, &cfg->nquotas) != 0) {
+        ds_error("not starting: fix %s first", cfg->config);
+        return -1;
+    }
+    ds_info("%u quota(s) from %s", cfg->nquotas, cfg->config);
+    return 0;
+}
+
 /* Run the control process, with the MPS daemon the device needs.  Returns the exit
  * status. */
 static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const char *mps_dir)
@@ -261,6 +255,7 @@ int main(int argc, char **argv)
         { "policy", required_argument, NULL, 'p' },
         { "admin", required_argument, NULL, 'a' },
         { "token-file", required_argument, NULL, 't' },
+        { "config", required_argument, NULL, 'c' },
         { "insecure", no_argument, NULL, 'I' },
         { "admin-group", required_argument, NULL, 'G' },
         { "metrics", required_argument, NULL, 'P' },
@@ -271,7 +266,7 @@ int main(int argc, char **argv)
                                    .warm = 1, .policy = &ds_policy_shared,
                                    .admin_gid = (gid_t)-1 };
     enum ds_mps_mode mps_mode = DS_MPS_START;
-    const char *device = "auto", *mps_dir = NULL, *token_file = NULL;
+    const char *device = "auto", *mps_dir = NULL;
     struct ds_tokens *tokens = NULL;
     int c, rc, insecure = 0;
 
@@ -303,8 +298,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'm':
-            cfg.sim_memory = parse_size(optarg);
-            if (cfg.sim_memory == 0) {
+            if (ds_quota_parse_size(optarg, &cfg.sim_memory) != 0) {
                 fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
                 return 2;
             }
@@ -327,7 +321,10 @@ int main(int argc, char **argv)
             mps_dir = optarg;
             break;
         case 't':
-            token_file = optarg;
+            cfg.token_file = optarg;
+            break;
+        case 'c':
+            cfg.config = optarg;
             break;
         case 'I':
             insecure = 1;
@@ -373,8 +370,12 @@ int main(int argc, char **argv)
     if (cfg.nlisten == 0)
         ds_addr_default(&cfg.listen[cfg.nlisten++]);
     default_admin(&cfg);
-    if (token_file != NULL && (cfg.tokens = tokens = ds_tokens_load(token_file)) == NULL)
+    if (cfg.token_file != NULL && (cfg.tokens = tokens = ds_tokens_load(cfg.token_file)) == NULL)
         return 2;
+    if (cfg.config != NULL && load_config(&cfg) != 0) {
+        ds_tokens_free(tokens);
+        return 2;
+    }
     if (check_tcp(&cfg, insecure) != 0 || choose_device(device, &cfg) != 0)
         rc = 2;
     else

@@ -82,6 +82,8 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->migrations, 0);
     atomic_store(&s->launches, 0);
     atomic_store(&s->mem_used, 0);
+    for (int k = 0; k < DS_SHM_MEM_KINDS; k++)
+        atomic_store(&s->mem_kind[k], 0);
     atomic_store(&s->klass, 0);
     atomic_store(&s->slo_ms, 0);
     atomic_store(&s->gate, 0);

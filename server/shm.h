@@ -22,6 +22,14 @@
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
 #define DS_SHM_IPC_BLOB 64
+/* Quota rules the control process publishes (server/quota.h). */
+#define DS_SHM_QUOTAS 64
+
+/* What a tenant's device memory is, for its accounting (server/exec/account.h): the
+ * kinds its quota counts.  Room is left for pools, managed memory and graph memory nodes
+ * as they come to be served. */
+enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_KINDS };
+#define DS_SHM_MEM_KINDS 8
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
  * device), then bumps `bind_gen`; the executor reads both at its next kernel boundary,
@@ -41,7 +49,10 @@ struct ds_shm_slot {
     /* The tenant's latency SLO in ms (0: none), set through the admin API. */
     atomic_uint slo_ms;
     atomic_uint_fast64_t launches;
+    /* Device memory the tenant holds, as its executor counts it against its quota on
+     * either backend: in all, and by enum ds_mem_kind. */
     atomic_uint_fast64_t mem_used;
+    atomic_uint_fast64_t mem_kind[DS_SHM_MEM_KINDS];
     /* The gate: while the control process holds it closed (1), the executor starts
      * none of its tenant's kernels; it holds them, and what follows them, in a queue
      * (server/exec/held.h) and adds the time they waited to gated_ns.  Work already on
@@ -86,6 +97,14 @@ struct ds_shm_ipc {
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
 
+/* One quota rule: the limits of the tenants whose name it matches (server/quota.h). */
+struct ds_shm_quota {
+    char name[DS_NAME_MAX + 1]; /* a tenant name, or a prefix followed by '*' */
+    uint64_t memory;            /* bytes; 0: no limit */
+    uint32_t sm_share;          /* percent of the SM groups, 1..100; 0: no limit */
+    uint32_t reserved;
+};
+
 struct ds_shm {
     uint32_t version;
     uint32_t nslots;
@@ -101,6 +120,11 @@ struct ds_shm {
     atomic_uint gating;
     uint32_t pad;
     uint64_t reserved[4];
+    /* The quota rules, written only by the control process under a sequence lock:
+     * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */
+    atomic_uint quota_seq;
+    uint32_t nquotas;
+    struct ds_shm_quota quotas[DS_SHM_QUOTAS];
     struct ds_shm_slot slots[DS_SHM_SLOTS];
     /* Slot i's IPC exports: 128 KiB each, touched only as far as it exports. */
     struct ds_shm_ipc ipc[DS_SHM_SLOTS][DS_SHM_IPC_MAX];

@@ -2,6 +2,7 @@
 
 #include "detshare.h"
 #include "ds_log.h"
+#include "quota.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -155,9 +156,70 @@ static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msg
     msgpack_pack_int(pk, n);
 }
 
+/* A limit of a quota request: 1 when `key` is given (nil: no limit, as 0), 0 when it
+ * is not, -1 when it is neither nil nor an unsigned integer up to max. */
+static int get_limit(const msgpack_object *req, const char *key, uint64_t max, uint64_t *out)
+{
+    const msgpack_object *v = lookup(req, key);
+
+    *out = 0;
+    if (v == NULL)
+        return 0;
+    if (v->type == MSGPACK_OBJECT_NIL)
+        return 1;
+    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 == 0 || v->via.u64 > max)
+        return -1;
+    *out = v->via.u64;
+    return 1;
+}
+
+static void pack_quotas(struct ds_admin *a, msgpack_packer *pk, int tenants)
+{
+    msgpack_pack_map(pk, tenants >= 0 ? 3 : 2);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_str(pk, "quotas");
+    a->hooks.pack_quotas(a->hooks.ctx, pk);
+    if (tenants >= 0) {
+        pack_str(pk, "tenants");
+        msgpack_pack_int(pk, tenants);
+    }
+}
+
+/* List the quota rules, or change one by name. */
+static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
+                       const char *name)
+{
+    struct ds_shm_quota q = { 0 };
+    uint64_t memory, share;
+    int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
+    int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
+    const char *why;
+
+    if (name == NULL) {
+        pack_quotas(a, pk, -1);
+        return;
+    }
+    if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 ||
+        has_memory + has_share == 0) {
+        pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
+                       "in '*'), and \"memory\" (bytes) or \"sm_share\" (1-100), nil for no "
+                       "limit");
+        return;
+    }
+    snprintf(q.name, sizeof(q.name), "%s", name);
+    q.memory = memory;
+    q.sm_share = (uint32_t)share;
+    why = a->hooks.set_quota(a->hooks.ctx, &q, has_memory, has_share, &tenants);
+    if (why != NULL)
+        pack_error(pk, why);
+    else
+        pack_quotas(a, pk, tenants);
+}
+
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
-    char cmd[32], name[64];
+    char cmd[32], name[DS_NAME_MAX + 1];
     int has_name = get_str(req, "name", name, sizeof(name)) != NULL;
 
     if (get_str(req, "cmd", cmd, sizeof(cmd)) == NULL) {
@@ -172,6 +234,8 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         pack_policy(a, pk, has_name ? name : NULL);
     } else if (strcmp(cmd, "tenant") == 0) {
         pack_tenant_class(a, req, pk, has_name ? name : NULL);
+    } else if (strcmp(cmd, "quota") == 0) {
+        pack_quota(a, req, pk, has_name ? name : NULL);
     } else {
         pack_error(pk, "unknown command");
     }

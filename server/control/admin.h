@@ -7,10 +7,17 @@
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching
  *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_ms": N}
  *                                     -> {"ok": true, "tenants": HOW_MANY}
+ *   {"cmd": "quota"}                  -> {"ok": true, "quotas": [{"name", "memory",
+ *                                        "sm_share"}...]}
+ *   {"cmd": "quota", "name": NAME, "memory": BYTES|nil, "sm_share": PCT|nil}
+ *                                     -> the same, after the change, and "tenants":
+ *                                        how many connected now it applies to
  * and {"ok": false, "error": TEXT} for anything else.
  */
 #ifndef DS_ADMIN_H
 #define DS_ADMIN_H
+
+#include "shm.h"
 
 #include <msgpack.h>
 #include <sys/types.h>
@@ -28,6 +35,14 @@ struct ds_admin_hooks {
     /* Give every tenant called `name` class `klass` (DS_CLASS_*) and SLO slo_ms (0:
      * none).  Returns how many there were. */
     int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
+    /* The quota rules in force, as ds_status_pack_quotas packs them. */
+    void (*pack_quotas)(void *ctx, msgpack_packer *pk);
+    /* Change the quota rule for q->name (checked): its memory limit when set_memory, its
+     * SM share when set_share, from q (0: no limit); a rule left with no limit goes.
+     * Returns NULL with *tenants the number of tenants connected now that the rule
+     * applies to, or why it was refused. */
+    const char *(*set_quota)(void *ctx, const struct ds_shm_quota *q, int set_memory,
+                             int set_share, int *tenants);
 };
 
 /* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and

@@ -9,7 +9,6 @@ struct ds_auth {
     struct ds_auth_list *list;
     uv_timer_t timer;
     uv_stream_t *client;
-    const struct ds_tokens *tokens;
     ds_auth_done done;
     void *ctx;
     unsigned char buf[DS_PREFACE_MAX];
@@ -54,13 +53,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void decided(struct ds_auth *a)
 {
+    const struct ds_tokens *tokens = a->list->tokens;
     char name[DS_NAME_MAX + 1];
     struct ds_preface p;
     const char *why;
 
     ds_preface_decode(a->buf, &p);
-    why = a->tokens != NULL ? ds_tokens_check(a->tokens, &p) : NULL;
-    if (why != NULL || a->tokens == NULL)
+    why = tokens != NULL ? ds_tokens_check(tokens, &p) : NULL;
+    if (why != NULL || tokens == NULL)
         name[0] = '\0';
     else
         snprintf(name, sizeof(name), "%.*s", (int)p.name_len, p.name);
@@ -88,8 +88,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         decided(a);
 }
 
-int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const struct ds_tokens *tokens,
-                  ds_auth_done done, void *ctx)
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, ds_auth_done done, void *ctx)
 {
     struct ds_auth *a;
     int rc;
@@ -98,8 +97,7 @@ int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const struct ds_t
         return UV_EBUSY;
     if ((a = calloc(1, sizeof(*a))) == NULL)
         return UV_ENOMEM;
-    *a = (struct ds_auth){ .list = l, .client = client, .tokens = tokens, .done = done,
-                           .ctx = ctx };
+    *a = (struct ds_auth){ .list = l, .client = client, .done = done, .ctx = ctx };
     client->data = a;
     rc = uv_read_start(client, on_alloc, on_read);
     if (rc != 0) {

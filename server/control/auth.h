@@ -16,10 +16,13 @@
 
 struct ds_auth;
 
-/* Connections whose preface is awaited; zero-initialised by its owner. */
+/* Connections whose preface is awaited; zero-initialised by its owner, who sets tokens
+ * and may replace them at any time (SIGHUP): each preface is checked against the set in
+ * force when it has arrived (NULL: accept any token). */
 struct ds_auth_list {
     struct ds_auth *head;
     int n;
+    const struct ds_tokens *tokens;
 };
 
 /* Called once per connection given to ds_auth_start.  `why` is NULL when the preface was
@@ -30,11 +33,9 @@ struct ds_auth_list {
 typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name,
                              const char *why);
 
-/* Read client's preface and check it against tokens (NULL: accept any token).  Returns
- * 0, or a libuv error (the stream is then still the caller's).  DS_AUTH_MAX waiting
- * already is UV_EBUSY. */
-int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const struct ds_tokens *tokens,
-                  ds_auth_done done, void *ctx);
+/* Read client's preface and check it against l's tokens.  Returns 0, or a libuv error
+ * (the stream is then still the caller's).  DS_AUTH_MAX waiting already is UV_EBUSY. */
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, ds_auth_done done, void *ctx);
 
 /* End every wait in l, each with `why` (the server stops). */
 void ds_auth_cancel_all(struct ds_auth_list *l, const char *why);

@@ -5,10 +5,12 @@
 #include "auth.h"
 #include "exposition.h"
 #include "metrics.h"
+#include "config.h"
 
 #include "ds_log.h"
 #include "shm.h"
 #include "exec_spawn.h"
+#include "quota.h"
 #include "status.h"
 
 #include <errno.h>
@@ -25,6 +27,9 @@
 
 /* How long tenants get to finish after SIGTERM before they are killed. */
 #define DS_STOP_GRACE_MS 5000
+/* While a quota limits SM shares: how often tenants' names are looked at, since a name
+ * is known only from its tenant's hello, which the executor sees, not this process. */
+#define DS_WATCH_MS 20
 
 struct listener {
     union {
@@ -42,9 +47,10 @@ struct control {
     uv_loop_t *loop;
     struct listener ls[DS_MAX_LISTEN];
     int nls;
-    uv_signal_t sig_chld, sig_term, sig_int;
+    uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
     uv_timer_t grace;
-    uv_timer_t tick; /* the policy's on_tick */
+    uv_timer_t tick;  /* the policy's on_tick */
+    uv_timer_t watch; /* SM shares of tenants whose name appeared (DS_WATCH_MS) */
     struct ds_shm *shm;
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
@@ -55,6 +61,9 @@ struct control {
     struct ds_admin *admin;
     struct ds_metrics *metrics;
     struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
+    struct ds_tokens *reloaded;  /* the tokens read on SIGHUP, once any were */
+    struct ds_shm_quota rules[DS_SHM_QUOTAS]; /* the quotas in force, as published */
+    unsigned nrules;
     int live;
     int stopping;
     int mps_up; /* the MPS daemon this server started has not exited */
@@ -116,10 +125,26 @@ static int is_warm(const struct control *c, pid_t pid)
     return -1;
 }
 
-/* Hand the policy's decisions to the executors (shm.h), saying what changed. */
+/* The share of the SM groups tenant `slot`'s quota allows, in percent (0: no limit).
+ * Until its hello names it, nothing limits it. */
+static unsigned sm_share_of(const struct control *c, int slot)
+{
+    const struct ds_shm_slot *s = &c->shm->slots[slot];
+    const struct ds_shm_quota *q;
+
+    if (s->tenant[0] == '\0')
+        return 0;
+    q = ds_quota_match(c->rules, c->nrules, s->tenant);
+    return q != NULL ? q->sm_share : 0;
+}
+
+/* Hand the policy's decisions to the executors (shm.h), saying what changed.  Every
+ * binding is cut to the tenant's SM share here, whatever the policy, which keeps its own
+ * decision (so a share raised later gives back what the policy chose). */
 static void apply(struct control *c)
 {
     char what[200];
+    uint64_t want;
 
     for (int i = 0; i < c->ntenants; i++) {
         struct ds_sched_tenant *t = &c->tenants[i];
@@ -129,12 +154,37 @@ static void apply(struct control *c)
             ds_debug("policy %s: tenant #%d %s", c->policy->name, t->id,
                      t->gated ? "held" : "released");
         }
-        if (t->groups == atomic_load(&c->shm->slots[t->id].groups))
+        want = ds_quota_cap_groups(t->groups, c->cfg->sm.count, sm_share_of(c, t->id));
+        if (want == atomic_load(&c->shm->slots[t->id].groups))
             continue;
-        ds_shm_bind(c->shm, t->id, t->groups);
-        ds_groups_format(t->groups, c->cfg->sm.size, what, sizeof(what));
-        ds_info("policy %s: tenant #%d runs on %s", c->policy->name, t->id, what);
+        ds_shm_bind(c->shm, t->id, want);
+        ds_groups_format(want, c->cfg->sm.size, what, sizeof(what));
+        ds_info("policy %s: tenant #%d runs on %s%s", c->policy->name, t->id, what,
+                want != t->groups ? " (held to its sm-share)" : "");
     }
+}
+
+static void on_watch(uv_timer_t *h)
+{
+    apply(h->data);
+}
+
+/* Make rules v[0..n) the quotas in force: executors see them at their next allocation,
+ * bindings at once (and, while any rule limits SM shares, as tenants name themselves). */
+static void set_rules(struct control *c, const struct ds_shm_quota *v, unsigned n)
+{
+    int shares = 0;
+
+    memmove(c->rules, v, (size_t)n * sizeof(*v));
+    c->nrules = n;
+    ds_quota_publish(c->shm, c->rules, n);
+    for (unsigned i = 0; i < n; i++)
+        shares |= v[i].sm_share != 0;
+    if (!shares)
+        uv_timer_stop(&c->watch);
+    else if (!uv_is_active((uv_handle_t *)&c->watch))
+        uv_timer_start(&c->watch, on_watch, DS_WATCH_MS, DS_WATCH_MS);
+    apply(c);
 }
 
 /* The policy's view, with what executors reported since the last one. */
@@ -251,11 +301,66 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
     return n;
 }
 
+static void admin_quotas(void *ctx, msgpack_packer *pk)
+{
+    struct control *c = ctx;
+
+    ds_status_pack_quotas(pk, c->rules, c->nrules);
+}
+
+/* Tenants connected now whose quota rule is r. */
+static int governed(const struct control *c, const struct ds_shm_quota *r)
+{
+    int n = 0;
+
+    for (int i = 0; i < c->ntenants; i++) {
+        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
+
+        n += s->tenant[0] != '\0' && ds_quota_match(c->rules, c->nrules, s->tenant) == r;
+    }
+    return n;
+}
+
+static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, int set_memory,
+                                   int set_share, int *tenants)
+{
+    struct control *c = ctx;
+    struct ds_shm_quota v[DS_SHM_QUOTAS], *r = NULL;
+    unsigned n = c->nrules;
+
+    memcpy(v, c->rules, (size_t)n * sizeof(*v));
+    for (unsigned i = 0; i < n && r == NULL; i++)
+        if (strcmp(v[i].name, q->name) == 0)
+            r = &v[i];
+    if (r == NULL) {
+        if (n == DS_SHM_QUOTAS)
+            return "the server holds no more quotas: remove one first";
+        r = &v[n++];
+        *r = (struct ds_shm_quota){ 0 };
+        memcpy(r->name, q->name, sizeof(r->name));
+    }
+    if (set_memory)
+        r->memory = q->memory;
+    if (set_share)
+        r->sm_share = q->sm_share;
+    ds_info("quota %s: memory %llu bytes, sm-share %u%% (0: no limit)", r->name,
+            (unsigned long long)r->memory, r->sm_share);
+    if (r->memory == 0 && r->sm_share == 0)
+        *r = v[--n];
+    set_rules(c, v, n);
+    *tenants = 0;
+    for (unsigned i = 0; i < c->nrules; i++)
+        if (strcmp(c->rules[i].name, q->name) == 0)
+            *tenants = governed(c, &c->rules[i]);
+    return NULL;
+}
+
 /* Returns 0, or -1 when the operator asked for an admin socket that cannot be made. */
 static int open_admin(struct control *c)
 {
     struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
-                                    .policy = admin_policy, .tenant_class = admin_tenant_class };
+                                    .policy = admin_policy, .tenant_class = admin_tenant_class,
+                                    .pack_quotas = admin_quotas, .set_quota = admin_set_quota };
 
     if (c->cfg->admin[0] == '\0')
         return 0;
@@ -439,7 +544,7 @@ static void on_connection(uv_stream_t *server, int status)
         serve(l, client, NULL);
         return;
     }
-    rc = ds_auth_start(&c->authing, client, c->cfg->tokens, authed, l);
+    rc = ds_auth_start(&c->authing, client, authed, l);
     if (rc != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                rc == UV_EBUSY ? "too many connections are presenting tokens" : uv_strerror(rc));
@@ -471,8 +576,10 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->sig_chld, NULL);
     uv_close((uv_handle_t *)&c->sig_term, NULL);
     uv_close((uv_handle_t *)&c->sig_int, NULL);
+    uv_close((uv_handle_t *)&c->sig_hup, NULL);
     uv_close((uv_handle_t *)&c->grace, NULL);
     uv_close((uv_handle_t *)&c->tick, NULL);
+    uv_close((uv_handle_t *)&c->watch, NULL);
 }
 
 /* A warm executor that exits had no tenant: nothing to report unless it failed. */
@@ -556,6 +663,50 @@ static void close_listeners(struct control *c)
             unlink(c->ls[i].addr.path);
     }
     c->nls = 0;
+}
+
+/* SIGHUP: the config file's quotas replace those in force (detshare-ctl's changes
+ * included) unless the file has errors. */
+static void reload_config(struct control *c)
+{
+    struct ds_shm_quota v[DS_SHM_QUOTAS];
+    unsigned n;
+
+    if (c->cfg->config == NULL)
+        return;
+    if (ds_config_load(c->cfg->config, v, &n) != 0) {
+        ds_error("SIGHUP: %s has errors: the %u quota(s) in force stay", c->cfg->config,
+                 c->nrules);
+        return;
+    }
+    set_rules(c, v, n);
+    ds_info("SIGHUP: %u quota(s) from %s", n, c->cfg->config);
+}
+
+/* SIGHUP: the token file read again, for prefaces checked from now on. */
+static void reload_tokens(struct control *c)
+{
+    struct ds_tokens *t;
+
+    if (c->cfg->token_file == NULL)
+        return;
+    if ((t = ds_tokens_load(c->cfg->token_file)) == NULL) {
+        ds_error("SIGHUP: the tokens in force stay");
+        return;
+    }
+    ds_tokens_free(c->reloaded);
+    c->reloaded = t;
+    c->authing.tokens = t;
+}
+
+static void on_hangup(uv_signal_t *h, int signum)
+{
+    struct control *c = h->data;
+
+    (void)signum;
+    reload_config(c);
+    reload_tokens(c);
+    ds_info("SIGHUP handled: %u quota(s) in force", c->nrules);
 }
 
 static void on_stop_signal(uv_signal_t *h, int signum)
@@ -661,13 +812,17 @@ static int start_signals(struct control *c)
     uv_signal_init(c->loop, &c->sig_chld);
     uv_signal_init(c->loop, &c->sig_term);
     uv_signal_init(c->loop, &c->sig_int);
+    uv_signal_init(c->loop, &c->sig_hup);
     uv_timer_init(c->loop, &c->grace);
     uv_timer_init(c->loop, &c->tick);
-    c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->grace.data = c->tick.data = c;
+    uv_timer_init(c->loop, &c->watch);
+    c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
+    c->grace.data = c->tick.data = c->watch.data = c;
     signal(SIGPIPE, SIG_IGN);
     if (uv_signal_start(&c->sig_chld, on_sigchld, SIGCHLD) != 0 ||
         uv_signal_start(&c->sig_term, on_stop_signal, SIGTERM) != 0 ||
-        uv_signal_start(&c->sig_int, on_stop_signal, SIGINT) != 0)
+        uv_signal_start(&c->sig_int, on_stop_signal, SIGINT) != 0 ||
+        uv_signal_start(&c->sig_hup, on_hangup, SIGHUP) != 0)
         return -1;
     return 0;
 }
@@ -693,6 +848,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->spin_us = cfg->spin_us;
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
+    c.authing.tokens = cfg->tokens;
+    set_rules(&c, cfg->quotas, cfg->nquotas);
     /* The admin socket and metrics first: once tenants can connect, they can be seen. */
     failed = start_signals(&c) != 0 || open_admin(&c) != 0 || open_metrics(&c) != 0;
     for (int i = 0; i < cfg->nlisten && !failed; i++)
@@ -710,6 +867,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     uv_loop_close(c.loop);
     ds_shm_unmap(c.shm);
     close(c.shm_fd);
+    ds_tokens_free(c.reloaded);
     if (!failed)
         ds_info("stopped");
     return failed;

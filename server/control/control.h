@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "ds_addr.h"
 #include "policy.h"
+#include "shm.h"
 #include "tokens.h"
 
 #include <sys/types.h>
@@ -38,13 +39,22 @@ struct ds_server_config {
     struct ds_addr listen[DS_MAX_LISTEN];
     int nlisten;
     /* What a TCP tenant's token preface is checked against (auth.h); NULL accepts any
-     * (--insecure, or no TCP listener). */
+     * (--insecure, or no TCP listener).  Read from token_file, which SIGHUP reads
+     * again (NULL: none). */
     const struct ds_tokens *tokens;
+    const char *token_file;
+    /* The quota rules at start, from the config file (config.h), which SIGHUP reads
+     * again (NULL: none). */
+    const char *config;
+    struct ds_shm_quota quotas[DS_SHM_QUOTAS];
+    unsigned nquotas;
 };
 
 /* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when
  * the server cannot start (a listener, the admin socket or the metrics endpoint cannot
- * be opened, say), after logging why. */
+ * be opened, say), after logging why.  On SIGHUP, read the config file and the token
+ * file again: each replaces what is in force when it reads without error, and is
+ * ignored, logged, when it does not. */
 int ds_control_run(const struct ds_server_config *cfg);
 
 #endif

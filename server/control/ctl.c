@@ -1,5 +1,6 @@
 /* detshare-ctl: the admin API's command-line client (server/admin.h, docs/admin.md). */
 #include "ds_addr.h"
+#include "quota.h"
 
 #include <errno.h>
 #include <msgpack.h>
@@ -17,6 +18,8 @@ static int usage(FILE *f)
                "       detshare-ctl [--admin unix:PATH] policy [NAME]\n"
                "       detshare-ctl [--admin unix:PATH] tenant NAME class latency|best-effort "
                "[slo MS]\n"
+               "       detshare-ctl [--admin unix:PATH] quota [NAME|PREFIX* memory=SIZE|none "
+               "sm-share=PCT|none]\n"
                "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
                "server's default one) with .admin added.\n");
     return 2;
@@ -40,16 +43,28 @@ static void pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, strlen(s));
 }
 
-/* What the command line asks: {"cmd": cmd} plus whichever of name, class and slo_ms it
- * gave. */
+/* What the command line asks: {"cmd": cmd} plus whichever of name, class, slo_ms and
+ * the quota's limits it gave. */
 struct request {
     const char *cmd, *name, *klass;
     unsigned long slo_ms;
+    int has_memory, has_share;
+    struct ds_shm_quota quota;
 };
+
+/* A limit: nil for none. */
+static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
+{
+    pack_str(pk, key);
+    if (v != 0)
+        msgpack_pack_uint64(pk, v);
+    else
+        msgpack_pack_nil(pk);
+}
 
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
-    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->slo_ms);
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->slo_ms + q->has_memory + q->has_share);
     pack_str(pk, "cmd");
     pack_str(pk, q->cmd);
     if (q->name) {
@@ -64,6 +79,10 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
         pack_str(pk, "slo_ms");
         msgpack_pack_unsigned_long(pk, q->slo_ms);
     }
+    if (q->has_memory)
+        pack_limit(pk, "memory", q->quota.memory);
+    if (q->has_share)
+        pack_limit(pk, "sm_share", q->quota.sm_share);
 }
 
 /* Send one request, wait for one reply object.  Returns 0 or -1 after saying why. */
@@ -227,10 +246,52 @@ static void print_status(const msgpack_object *st)
         field("): ", t, "sms");
         field(" SMs, groups ", t, "sm_groups");
         field(", ", t, "memory_used");
-        field(" bytes, ", t, "launches");
+        printf(" bytes");
+        if (get(t, "memory_quota") != NULL && get(t, "memory_quota")->type != MSGPACK_OBJECT_NIL)
+            field(" of ", t, "memory_quota");
+        field(", ", t, "launches");
         field(" launches, ", t, "migrations");
         printf(" migrations\n");
     }
+}
+
+/* "8 GiB" when exact in a binary unit, else bytes. */
+static void print_size(uint64_t v)
+{
+    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+
+    while (u < 4 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    printf("%llu %s", (unsigned long long)v, units[u]);
+}
+
+static void print_limit(const char *label, const msgpack_object *v, int size)
+{
+    printf("%s", label);
+    if (v == NULL || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        printf("no limit");
+    else if (size)
+        print_size(v->via.u64);
+    else
+        printf("%llu%%", (unsigned long long)v->via.u64);
+}
+
+static void print_quotas(const msgpack_object *reply)
+{
+    const msgpack_object *qs = get(reply, "quotas");
+    uint32_t n = qs && qs->type == MSGPACK_OBJECT_ARRAY ? qs->via.array.size : 0;
+
+    printf("quotas: %u", n);
+    for (uint32_t i = 0; i < n; i++) {
+        field("\n  ", &qs->via.array.ptr[i], "name");
+        print_limit(": memory ", get(&qs->via.array.ptr[i], "memory"), 1);
+        print_limit(", sm-share ", get(&qs->via.array.ptr[i], "sm_share"), 0);
+    }
+    if (get(reply, "tenants") != NULL)
+        field("\ntenants under it now: ", reply, "tenants");
 }
 
 static int show(const msgpack_object *reply, const char *cmd, int as_json)
@@ -248,6 +309,8 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
     }
     if (strcmp(cmd, "tenant") == 0)
         field("tenants changed: ", reply, "tenants");
+    else if (strcmp(cmd, "quota") == 0)
+        print_quotas(reply);
     else if (strcmp(cmd, "status") != 0)
         field("policy: ", reply, "policy");
     else if (as_json)
@@ -277,6 +340,30 @@ static int parse_tenant(int argc, char **argv, int *i, struct request *q)
     return 0;
 }
 
+/* quota [NAME k=v...], from argv[*i] on. */
+static int parse_quota(int argc, char **argv, int *i, struct request *q)
+{
+    const char *why;
+
+    if (*i == argc)
+        return 0;
+    q->name = argv[(*i)++];
+    if (!ds_quota_name_ok(q->name)) {
+        fprintf(stderr, "detshare-ctl: %s: a quota is for a tenant name, or a prefix ending in "
+                        "'*'\n", q->name);
+        return -1;
+    }
+    for (; *i < argc; (*i)++) {
+        if ((why = ds_quota_setting(argv[*i], &q->quota)) != NULL) {
+            fprintf(stderr, "detshare-ctl: %s: %s\n", argv[*i], why);
+            return -1;
+        }
+        q->has_memory |= strncmp(argv[*i], "memory=", 7) == 0;
+        q->has_share |= strncmp(argv[*i], "sm-share=", 9) == 0;
+    }
+    return q->has_memory || q->has_share ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     struct ds_addr admin;
@@ -304,8 +391,10 @@ int main(int argc, char **argv)
         q.name = argv[i++];
     else if (strcmp(q.cmd, "tenant") == 0 && parse_tenant(argc, argv, &i, &q) != 0)
         return usage(stderr);
+    else if (strcmp(q.cmd, "quota") == 0 && parse_quota(argc, argv, &i, &q) != 0)
+        return usage(stderr);
     else if (strcmp(q.cmd, "status") != 0 && strcmp(q.cmd, "policy") != 0 &&
-             strcmp(q.cmd, "tenant") != 0)
+             strcmp(q.cmd, "tenant") != 0 && strcmp(q.cmd, "quota") != 0)
         return usage(stderr);
     if (i != argc)
         return usage(stderr);

@@ -1,6 +1,7 @@
 #include "status.h"
 
 #include "detshare.h"
+#include "quota.h"
 
 #include <string.h>
 
@@ -58,13 +59,41 @@ static void pack_peer(msgpack_packer *pk, const struct ds_shm_slot *s)
     msgpack_pack_unsigned_int(pk, s->peer_gid);
 }
 
+static void pack_limit(msgpack_packer *pk, uint64_t v)
+{
+    if (v != 0)
+        msgpack_pack_uint64(pk, v);
+    else
+        msgpack_pack_nil(pk);
+}
+
+/* What the tenant holds by kind, and the quota of its name (nil: none, or no name yet). */
+static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const struct ds_shm_slot *s)
+{
+    const struct ds_shm_quota *q =
+        s->tenant[0] ? ds_quota_match(shm->quotas, shm->nquotas, s->tenant) : NULL;
+
+    key(pk, "memory");
+    msgpack_pack_map(pk, 3);
+    key(pk, "device");
+    msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_DEVICE]));
+    key(pk, "vmm");
+    msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_VMM]));
+    key(pk, "pool");
+    msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_POOL]));
+    key(pk, "memory_quota");
+    pack_limit(pk, q ? q->memory : 0);
+    key(pk, "sm_share");
+    pack_limit(pk, q ? q->sm_share : 0);
+}
+
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
-                        const struct ds_shm_slot *s, int id)
+                        const struct ds_shm *shm, const struct ds_shm_slot *s, int id)
 {
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 16);
     key(pk, "id");
     msgpack_pack_int(pk, id);
     key(pk, "name");
@@ -98,6 +127,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
     key(pk, "peer");
     pack_peer(pk, s);
+    pack_memory(pk, shm, s);
 }
 
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
@@ -114,5 +144,19 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, "tenants");
     msgpack_pack_array(pk, (size_t)n);
     for (int i = 0; i < n; i++)
-        pack_tenant(pk, cfg, &shm->slots[tenants[i].id], tenants[i].id);
+        pack_tenant(pk, cfg, shm, &shm->slots[tenants[i].id], tenants[i].id);
+}
+
+void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n)
+{
+    msgpack_pack_array(pk, n);
+    for (unsigned i = 0; i < n; i++) {
+        msgpack_pack_map(pk, 3);
+        key(pk, "name");
+        key(pk, v[i].name);
+        key(pk, "memory");
+        pack_limit(pk, v[i].memory);
+        key(pk, "sm_share");
+        pack_limit(pk, v[i].sm_share);
+    }
 }

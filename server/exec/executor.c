@@ -138,6 +138,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     if (ds__tenant_map_arena(t, a->arena_base) != 0)
         ds_warn("no room to map the tenant's host arena: page-locked memory unavailable");
     copy_name(t->name, a->tenant);
+    t->view.total_mem = ds__account_join(&t->acct, t->view.total_mem);
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
     atomic_store(&t->shm->slots[t->slot].klass, (int)a->klass);
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);

@@ -27,12 +27,11 @@ int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
  * VMM calls; the backend must still be open. */
 void ds__ops_vmm_fini(struct ds_tenant *t);
 
-/* Memory pools (ops_pool.c).  ds__ops_pool_owns: 1 when t->mem entry e is an allocation
- * of a pool.  ds__ops_pool_free_now: cuMemFree of such an allocation, which CUDA allows:
+/* Memory pools (ops_pool.c).  ds__ops_pool_free_now: cuMemFree of a pool's allocation
+ * (a DS_RANGE_POOL entry of t->mem), which CUDA allows:
  * it goes back to its pool after all work submitted so far (a synchronising call's
  * CUresult).  ds__ops_pool_fini frees every pool allocation and pool of the tenant; the
  * backend must still be open. */
-int ds__ops_pool_owns(const struct ds_memtab_entry *e);
 CUresult ds__ops_pool_free_now(struct ds_tenant *t, uint64_t ptr);
 void ds__ops_pool_fini(struct ds_tenant *t);
 

@@ -13,8 +13,9 @@
  * the registry, never the tenant, describes.  A tenant over TCP has no user that the
  * kernel vouches for: IPC is CUDA_ERROR_NOT_SUPPORTED to it, either way.
  *
- * Opened memory is device memory of the opener for every check (an entry of t->mem,
- * marked so that cuMemFree refuses it) until cuIpcCloseMemHandle drops its last
+ * Opened memory is device memory of the opener for every check (an entry of t->mem of
+ * kind DS_RANGE_IPC, which cuMemFree refuses and the quota does not count: the memory is
+ * the exporter's) until cuIpcCloseMemHandle drops its last
  * reference: opening the same handle again gives the same address and one more
  * reference, as the driver does.
  */
@@ -31,9 +32,6 @@
 
 _Static_assert(DS_IPC_BLOB == DS_SHM_IPC_BLOB, "the registry holds a backend's blob");
 _Static_assert(DS_IPC_HANDLE_SIZE == DS_IPCREG_HANDLE, "the wire holds a registry handle");
-
-/* Marks t->mem's entries of opened memory: not cuMemFree's, owned by no context there. */
-static char opened_mark;
 
 /* An opened mapping (data of its t->ipc_in entry): which export it is, and how many
  * times the tenant opened it without closing. */
@@ -130,7 +128,7 @@ CUresult ds__ops_ipc_mem_export(struct ds_tenant *t, const ds_dptr *p, ds_ipc_ha
 
     if (tenant_uid(t, "cuIpcGetMemHandle", &uid) != 0)
         return CUDA_ERROR_NOT_SUPPORTED;
-    if (e == NULL || e->data != NULL)
+    if (e == NULL || e->kind != DS_RANGE_ALLOC)
         return CUDA_ERROR_INVALID_VALUE;
     out = (struct ds_memtab_entry){ .base = e->base, .size = e->size };
     if ((done = ds_memtab_find(&t->ipc_out, out.base, 0)) != NULL) {
@@ -178,7 +176,7 @@ static CUresult map_new(struct ds_tenant *t, uint64_t ctx, const struct ds_ipcre
 {
     struct opened *o = calloc(1, sizeof(*o));
     struct ds_memtab_entry in = { .size = f->size, .owner = ctx, .data = o };
-    struct ds_memtab_entry dev = { .size = f->size, .data = &opened_mark };
+    struct ds_memtab_entry dev = { .size = f->size, .kind = DS_RANGE_IPC };
     int rc;
 
     if (o == NULL)

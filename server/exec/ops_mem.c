@@ -7,7 +7,7 @@
 
 CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc_res *r)
 {
-    struct ds_memtab_entry e = { .size = a->size, .owner = a->ctx };
+    struct ds_memtab_entry e = { .size = a->size, .owner = a->ctx, .kind = DS_RANGE_ALLOC };
     int rc;
 
     if (ds__tenant_ctx(t, a->ctx) == NULL)
@@ -17,15 +17,17 @@ CUresult ds__ops_mem_alloc(struct ds_tenant *t, const ds_alloc_args *a, ds_alloc
     if (a->capture_mode < CU_STREAM_CAPTURE_MODE_GLOBAL ||
         a->capture_mode > CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ds__account_take(&t->acct, DS_MEM_DEVICE, a->size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     rc = t->ops->dev_alloc(t->be, a->size, a->capture_mode, &e.base);
-    if (rc != 0)
-        return ds_error_to_cu(rc);
-    rc = ds_memtab_insert(&t->mem, &e);
-    if (rc != 0) {
+    if (rc == 0 && (rc = ds_memtab_insert(&t->mem, &e)) != 0) {
         t->ops->dev_free(t->be, e.base);
-        return ds_error_to_cu(rc == DS_ENOMEM ? rc : DS_EDEVICE);
+        rc = rc == DS_ENOMEM ? rc : DS_EDEVICE;
     }
-    ds__tenant_mem_account(t, (int64_t)e.size);
+    if (rc != 0) {
+        ds__account_give(&t->acct, DS_MEM_DEVICE, a->size);
+        return ds_error_to_cu(rc);
+    }
     r->ds_alloc_res_u.ptr = e.base;
     return CUDA_SUCCESS;
 }
@@ -35,12 +37,12 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, *p, 0);
 
     (void)r;
-    if (e != NULL && e->base == *p && ds__ops_pool_owns(e))
+    if (e != NULL && e->base == *p && e->kind == DS_RANGE_POOL)
         return ds__ops_pool_free_now(t, *p);
     /* Only what cuMemAlloc returned, not a module's global. */
-    if (e == NULL || e->base != *p || e->data != NULL)
+    if (e == NULL || e->base != *p || e->kind != DS_RANGE_ALLOC)
         return CUDA_ERROR_INVALID_VALUE;
-    ds__tenant_mem_account(t, -(int64_t)e->size);
+    ds__account_give(&t->acct, DS_MEM_DEVICE, e->size);
     if (ds_memtab_remove(&t->mem, *p, NULL) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     ds__ops_ipc_mem_gone(t, *p);
@@ -52,6 +54,8 @@ CUresult ds__ops_mem_get_info(struct ds_tenant *t, const ds_handle *ctx, ds_memi
     if (ds__tenant_ctx(t, *ctx) == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     t->ops->dev_info(t->be, &r->ds_meminfo_res_u.info.free_bytes,
+                     &r->ds_meminfo_res_u.info.total_bytes);
+    ds__account_info(&t->acct, t->view.total_mem, &r->ds_meminfo_res_u.info.free_bytes,
                      &r->ds_meminfo_res_u.info.total_bytes);
     return CUDA_SUCCESS;
 }
@@ -257,10 +261,6 @@ CUresult ds__ops_memcpy_dtoh_arena(struct ds_tenant *t, const ds_arena_copy_args
     return arena_submit(t, a, 0);
 }
 
-/* Marks a device range that is a mapping of the tenant's host arena (not freeable with
- * cuMemFree, and not owned by a context). */
-static char host_mark;
-
 static int bad_arena_part(const struct ds_tenant *t, const ds_host_map_args *a)
 {
     return t->arena == NULL || a->size == 0 || (a->offset | a->size) % 4096 != 0 ||
@@ -270,7 +270,7 @@ static int bad_arena_part(const struct ds_tenant *t, const ds_host_map_args *a)
 CUresult ds__ops_host_map(struct ds_tenant *t, const ds_host_map_args *a, ds_alloc_res *r)
 {
     struct ds_memtab_entry map = { .base = a->offset, .size = a->size };
-    struct ds_memtab_entry dev = { .size = a->size, .data = &host_mark };
+    struct ds_memtab_entry dev = { .size = a->size, .kind = DS_RANGE_HOST };
     int rc;
 
     if (t->arena == NULL)

@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A global's memtab entry carries this in `data`: not freeable with cuMemFree. */
-static char global_mark;
-
 CUresult ds__ops_module_load(struct ds_tenant *t, const ds_module_load_args *a, ds_handle_res *r)
 {
     struct ds_vmodule *m;
@@ -168,7 +165,7 @@ CUresult ds__ops_module_get_global(struct ds_tenant *t, const ds_symbol_args *a,
                                    ds_global_res *r)
 {
     struct ds_vmodule *m = ds_handles_get(&t->h, a->module, DS_H_MODULE);
-    struct ds_memtab_entry e = { .owner = a->module, .data = &global_mark };
+    struct ds_memtab_entry e = { .owner = a->module, .kind = DS_RANGE_GLOBAL };
     const struct ds_memtab_entry *old;
     int rc;
 

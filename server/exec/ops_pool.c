@@ -31,14 +31,6 @@ struct vpool {
     uint64_t live; /* allocations not given back */
 };
 
-/* Marks a pool allocation's t->mem entry (data). */
-static char pool_mark;
-
-int ds__ops_pool_owns(const struct ds_memtab_entry *e)
-{
-    return e->data == &pool_mark;
-}
-
 static CUresult not_served(const char *what, int *once)
 {
     if (!*once) {
@@ -326,17 +318,21 @@ static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
 static CUresult alloc_submit(struct ds_tenant *t, uint64_t h, struct vpool *p, uint64_t size,
                              struct ds_bstream *s, uint64_t *addr)
 {
-    struct ds_memtab_entry e = { .size = size, .owner = h, .data = &pool_mark };
-    int err = t->ops->pool_alloc(t->be, p->real, size, s, &e.base);
+    struct ds_memtab_entry e = { .size = size, .owner = h, .kind = DS_RANGE_POOL };
+    int err;
 
-    if (err != 0)
+    if (ds__account_take(&t->acct, DS_MEM_POOL, size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((err = t->ops->pool_alloc(t->be, p->real, size, s, &e.base)) != 0) {
+        ds__account_give(&t->acct, DS_MEM_POOL, size);
         return ds_error_to_cu(err);
+    }
     if ((err = ds_memtab_insert(&t->mem, &e)) != 0) {
         t->ops->pool_free(t->be, p->real, e.base, s);
+        ds__account_give(&t->acct, DS_MEM_POOL, size);
         return ds_error_to_cu(err == DS_ENOMEM ? err : DS_EDEVICE);
     }
     p->live++;
-    ds__tenant_mem_account(t, (int64_t)size);
     *addr = e.base;
     return CUDA_SUCCESS;
 }
@@ -353,7 +349,7 @@ static CUresult free_submit(struct ds_tenant *t, const struct ds_memtab_entry *e
     int err;
 
     ds_memtab_remove(&t->mem, gone.base, NULL);
-    ds__tenant_mem_account(t, -(int64_t)gone.size);
+    ds__account_give(&t->acct, DS_MEM_POOL, gone.size);
     err = t->ops->pool_free(t->be, p->real, gone.base, s);
     if (--p->live == 0 && p->destroyed)
         drop(t, gone.owner);
@@ -392,7 +388,7 @@ CUresult ds__ops_mem_free_async(struct ds_tenant *t, const ds_free_async_args *a
         return CUDA_ERROR_INVALID_HANDLE;
     if ((rc = uncapturable(t, a->stream)) != CUDA_SUCCESS)
         return rc;
-    if (e == NULL || e->base != a->ptr || !ds__ops_pool_owns(e))
+    if (e == NULL || e->base != a->ptr || e->kind != DS_RANGE_POOL)
         return CUDA_ERROR_INVALID_VALUE;
     return free_submit(t, e, s);
 }
@@ -412,7 +408,7 @@ void ds__ops_pool_fini(struct ds_tenant *t)
     uint64_t h;
 
     for (size_t i = t->mem.n; i-- > 0;)
-        if (ds__ops_pool_owns(&t->mem.v[i]))
+        if (t->mem.v[i].kind == DS_RANGE_POOL)
             free_submit(t, &t->mem.v[i], NULL);
     while ((h = ds_handles_next(&t->h, DS_H_POOL, &cur)) != 0)
         drop(t, h);

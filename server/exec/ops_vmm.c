@@ -35,12 +35,9 @@ struct vpmem {
     struct ds_bpmem *real;
 };
 
-/* Mark the t->mem entries of accessible mappings (data), read-only or read-write. */
-static char mark_read, mark_rw;
-
 static int is_vmm(const struct ds_memtab_entry *e)
 {
-    return e->data == &mark_read || e->data == &mark_rw;
+    return e->kind == DS_RANGE_VMM_READ || e->kind == DS_RANGE_VMM_RW;
 }
 
 static CUresult not_served(const char *what, int *once)
@@ -120,7 +117,7 @@ static void drop_if_unused(struct ds_tenant *t, uint64_t h, struct vpmem *m)
         return;
     ds_handles_remove(&t->h, h, DS_H_VMEM);
     t->ops->vmm_release(t->be, m->real);
-    ds__tenant_mem_account(t, -(int64_t)m->size);
+    ds__account_give(&t->acct, DS_MEM_VMM, m->size);
     free(m);
 }
 
@@ -270,12 +267,13 @@ CUresult ds__ops_vmm_create(struct ds_tenant *t, const ds_vmm_create_args *a, ds
         return ds_error_to_cu(err);
     if (a->size % gran != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    m = calloc(1, sizeof(*m));
-    if (m == NULL)
+    if (ds__account_take(&t->acct, DS_MEM_VMM, a->size) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    err = t->ops->vmm_create(t->be, a->size, &p, &m->real);
+    m = calloc(1, sizeof(*m));
+    err = m == NULL ? DS_ENOMEM : t->ops->vmm_create(t->be, a->size, &p, &m->real);
     if (err != 0) {
         free(m);
+        ds__account_give(&t->acct, DS_MEM_VMM, a->size);
         return ds_error_to_cu(err);
     }
     m->size = a->size;
@@ -287,9 +285,9 @@ CUresult ds__ops_vmm_create(struct ds_tenant *t, const ds_vmm_create_args *a, ds
     if (h == 0) {
         t->ops->vmm_release(t->be, m->real);
         free(m);
+        ds__account_give(&t->acct, DS_MEM_VMM, a->size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    ds__tenant_mem_account(t, (int64_t)m->size);
     r->ds_handle_res_u.handle = h;
     return CUDA_SUCCESS;
 }
@@ -390,8 +388,9 @@ CUresult ds__ops_vmm_set_access(struct ds_tenant *t, const ds_vmm_set_access_arg
         const struct ds_memtab_entry *map = &t->vmm_maps.v[i];
         struct ds_memtab_entry dev = { .base = map->base, .size = map->size,
                                        .owner = map->owner,
-                                       .data = flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? &mark_read
-                                                                                     : &mark_rw };
+                                       .kind = flags == CU_MEM_ACCESS_FLAGS_PROT_READ
+                                                   ? DS_RANGE_VMM_READ
+                                                   : DS_RANGE_VMM_RW };
 
         ds_memtab_remove(&t->mem, map->base, NULL);
         if (flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && (err = ds_memtab_insert(&t->mem, &dev)) != 0)
@@ -412,7 +411,7 @@ CUresult ds__ops_vmm_get_access(struct ds_tenant *t, const ds_vmm_get_access_arg
         return CUDA_ERROR_INVALID_VALUE;
     e = ds_memtab_find(&t->mem, a->ptr, 0);
     r->ds_hyper_res_u.value = e == NULL            ? CU_MEM_ACCESS_FLAGS_PROT_NONE
-                              : e->data == &mark_rw ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                              : e->kind == DS_RANGE_VMM_RW ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
                                                     : CU_MEM_ACCESS_FLAGS_PROT_READ;
     return CUDA_SUCCESS;
 }

@@ -31,6 +31,7 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->vmm_maps);
     ds_memtab_init(&t->ipc_out);
     ds_memtab_init(&t->ipc_in);
+    ds__account_init(&t->acct, t->shm, t->slot, t->name);
 }
 
 CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at)
@@ -76,9 +77,8 @@ void ds__tenant_drop_module(struct ds_tenant *t, uint64_t h)
             free(f);
         }
     }
-    /* Globals are ranges owned by the module (data marks them as not freeable). */
     for (size_t i = t->mem.n; i-- > 0;)
-        if (t->mem.v[i].data != NULL && t->mem.v[i].owner == h)
+        if (t->mem.v[i].kind == DS_RANGE_GLOBAL && t->mem.v[i].owner == h)
             ds_memtab_remove(&t->mem, t->mem.v[i].base, NULL);
     t->ops->module_unload(t->be, m->real);
     free(m);
@@ -139,10 +139,10 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
         }
     }
     for (size_t i = t->mem.n; i-- > 0;) {
-        if (t->mem.v[i].data == NULL && (all || t->mem.v[i].owner == ctx)) {
+        if (t->mem.v[i].kind == DS_RANGE_ALLOC && (all || t->mem.v[i].owner == ctx)) {
             uint64_t base = t->mem.v[i].base;
 
-            ds__tenant_mem_account(t, -(int64_t)t->mem.v[i].size);
+            ds__account_give(&t->acct, DS_MEM_DEVICE, t->mem.v[i].size);
             ds__ops_ipc_mem_gone(t, base);
             t->ops->dev_free(t->be, base);
             ds_memtab_remove(&t->mem, base, NULL);
@@ -236,12 +236,6 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->arena_fd >= 0)
         close(t->arena_fd);
     t->arena_fd = -1;
-}
-
-void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta)
-{
-    atomic_fetch_add_explicit(&t->shm->slots[t->slot].mem_used, (uint64_t)delta,
-                              memory_order_relaxed);
 }
 
 static void follow_binding(struct ds_tenant *t)

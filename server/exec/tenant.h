@@ -7,6 +7,7 @@
 #ifndef DS_TENANT_H
 #define DS_TENANT_H
 
+#include "account.h"
 #include "backend.h"
 #include "binder.h"
 #include "detshare.h"
@@ -14,6 +15,18 @@
 #include "handles.h"
 
 struct ds_shm;
+
+/* What a range of t->mem is (its entry's kind), which decides who may free it and
+ * whether it counts against the quota. */
+enum ds_range_kind {
+    DS_RANGE_ALLOC = 1, /* cuMemAlloc's: owner = its context; freed by cuMemFree */
+    DS_RANGE_GLOBAL,    /* a module's global: owner = the module */
+    DS_RANGE_HOST,      /* part of the tenant's host arena, mapped for the device */
+    DS_RANGE_IPC,       /* another tenant's memory, opened (ops_ipc.c) */
+    DS_RANGE_VMM_READ,  /* a VMM mapping the device may read: owner = the allocation */
+    DS_RANGE_VMM_RW,    /* one it may read and write */
+    DS_RANGE_POOL,      /* a memory pool's allocation: owner = the pool (ops_pool.c) */
+};
 
 struct ds_vctx {
     int primary;
@@ -75,10 +88,8 @@ struct ds_tenant {
     struct ds_backend *be; /* opened at the handshake */
     struct ds_device_view view;
     struct ds_handles h;
-    struct ds_memtab mem; /* owner = context handle; module globals, accessible VMM
-                           * mappings and pool allocations carry a mark in data (not
-                           * freed with their context) and their module, allocation or
-                           * pool handle as owner */
+    struct ds_memtab mem; /* every range the device may touch; kind: ds_range_kind */
+    struct ds_account acct; /* device memory held, against the quota */
     uint64_t primary;     /* handle of the primary context once first retained */
     uint64_t next_id;
     int pending;          /* CUresult of the first failed batched call, 0 if none */
@@ -152,10 +163,6 @@ CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at);
 
 /* The same for the work submitted so far to backend stream s. */
 CUresult ds__tenant_await_stream(struct ds_tenant *t, struct ds_bstream *s);
-
-/* Device memory the tenant holds went up (or down, delta < 0) by delta bytes: shown in
- * the control block for status. */
-void ds__tenant_mem_account(struct ds_tenant *t, int64_t delta);
 
 /* The active context behind handle h, or NULL. */
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);

@@ -1,0 +1,161 @@
+#include "quota.h"
+
+#include "ds_error.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int unit_shift(const char *u, int *shift)
+{
+    static const char units[] = "KMGT";
+    const char *at;
+
+    *shift = 0;
+    if (*u != '\0' && (at = strchr(units, *u & ~0x20)) != NULL) {
+        *shift = 10 * (int)(at - units + 1);
+        u++;
+        if (*u == 'i')
+            u++;
+    }
+    if (*u == 'B' || *u == 'b')
+        u++;
+    return *u == '\0' ? 0 : DS_EINVAL;
+}
+
+int ds_quota_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+    int shift;
+
+    if (*s < '0' || *s > '9')
+        return DS_EINVAL;
+    v = strtoull(s, &end, 10);
+    if (unit_shift(end, &shift) != 0 || v == 0 || v > (UINT64_MAX >> shift))
+        return DS_EINVAL;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+int ds_quota_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n == 0 || n > DS_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (name[i] <= 32 || name[i] >= 127 || (name[i] == '*' && i != n - 1))
+            return 0;
+    return 1;
+}
+
+static const char *set_memory(const char *v, struct ds_shm_quota *q)
+{
+    if (strcmp(v, "none") == 0)
+        q->memory = 0;
+    else if (ds_quota_parse_size(v, &q->memory) != 0)
+        return "memory= takes a size (4GiB, 512MiB, a number of bytes) or none";
+    return NULL;
+}
+
+static const char *set_share(const char *v, struct ds_shm_quota *q)
+{
+    char *end;
+    unsigned long pct;
+
+    if (strcmp(v, "none") == 0) {
+        q->sm_share = 0;
+        return NULL;
+    }
+    pct = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || (*end != '\0' && strcmp(end, "%") != 0) || pct == 0 || pct > 100)
+        return "sm-share= takes a percentage of the SM groups, 1 to 100, or none";
+    q->sm_share = (uint32_t)pct;
+    return NULL;
+}
+
+const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q)
+{
+    if (strncmp(kv, "memory=", 7) == 0)
+        return set_memory(kv + 7, q);
+    if (strncmp(kv, "sm-share=", 9) == 0)
+        return set_share(kv + 9, q);
+    return "expected memory=SIZE or sm-share=PCT";
+}
+
+/* How well rule `pattern` fits `name`: 0 not at all, else higher for a closer fit. */
+static size_t fit(const char *pattern, const char *name)
+{
+    size_t n = strlen(pattern);
+
+    if (n > 0 && pattern[n - 1] == '*')
+        return strncmp(pattern, name, n - 1) == 0 ? n : 0;
+    return strcmp(pattern, name) == 0 ? SIZE_MAX : 0;
+}
+
+const struct ds_shm_quota *ds_quota_match(const struct ds_shm_quota *v, unsigned n,
+                                          const char *name)
+{
+    const struct ds_shm_quota *best = NULL;
+    size_t best_fit = 0, f;
+
+    for (unsigned i = 0; i < n; i++)
+        if ((f = fit(v[i].name, name)) > best_fit) {
+            best = &v[i];
+            best_fit = f;
+        }
+    return best;
+}
+
+void ds_quota_publish(struct ds_shm *shm, const struct ds_shm_quota *v, unsigned n)
+{
+    unsigned seq = atomic_load_explicit(&shm->quota_seq, memory_order_relaxed);
+
+    atomic_store_explicit(&shm->quota_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    memset(shm->quotas, 0, sizeof(shm->quotas));
+    memcpy(shm->quotas, v, (size_t)n * sizeof(*v));
+    shm->nquotas = n;
+    atomic_store_explicit(&shm->quota_seq, seq + 2, memory_order_release);
+}
+
+unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, struct ds_shm_quota *out)
+{
+    const struct ds_shm_quota *q;
+    unsigned seq;
+
+    for (;;) {
+        seq = atomic_load_explicit(&shm->quota_seq, memory_order_acquire);
+        if (seq & 1) {
+            sched_yield();
+            continue;
+        }
+        q = ds_quota_match(shm->quotas, shm->nquotas <= DS_SHM_QUOTAS ? shm->nquotas : 0, name);
+        if (q != NULL)
+            *out = *q;
+        else
+            memset(out, 0, sizeof(*out));
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&shm->quota_seq, memory_order_relaxed) == seq)
+            return seq;
+    }
+}
+
+uint64_t ds_quota_cap_groups(uint64_t groups, unsigned count, unsigned pct)
+{
+    uint64_t all = count >= 64 ? ~0ull : (1ull << count) - 1, have = groups ? groups : all;
+    unsigned k = count * pct / 100;
+
+    if (pct == 0 || pct >= 100 || count == 0)
+        return groups;
+    if (k == 0)
+        k = 1;
+    if ((unsigned)__builtin_popcountll(have) <= k)
+        return groups;
+    for (uint64_t kept = 0;; have &= have - 1) {
+        kept |= have & -have;
+        if (--k == 0)
+            return kept;
+    }
+}

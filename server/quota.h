@@ -1,0 +1,56 @@
+/*
+ * Quota rules: per-tenant limits chosen by tenant name.  A rule names one tenant
+ * ("infer-1") or every tenant whose name starts with a prefix ("train-*"; "*" alone is
+ * everyone).  The one rule that applies to a name is the most specific: an exact name
+ * before any pattern, a longer prefix before a shorter one; its limits apply whole (rules
+ * are not merged).
+ *
+ * The control process owns the rules (set through the admin API and the config file) and
+ * publishes them in the control block; an executor looks its tenant's up there, at the
+ * hello and again whenever they change, with no system call.
+ */
+#ifndef DS_QUOTA_H
+#define DS_QUOTA_H
+
+#include "shm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "4GiB", "512MiB", "80G", "1048576" -> bytes (K, M, G, T are powers of 1024; "B",
+ * "iB" may follow).  Returns 0, or DS_EINVAL for anything else, 0 bytes or overflow. */
+int ds_quota_parse_size(const char *s, uint64_t *out);
+
+/* 1 when `name` may name a rule: 1..DS_NAME_MAX printable characters without spaces (as
+ * tenant names are kept), with '*' only as its last one. */
+int ds_quota_name_ok(const char *name);
+
+/* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none (PCT
+ * 1..100).  Returns NULL, or why the setting is refused (static text). */
+const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q);
+
+/* The rule of v[0..n) that applies to tenant `name`, or NULL. */
+const struct ds_shm_quota *ds_quota_match(const struct ds_shm_quota *v, unsigned n,
+                                          const char *name);
+
+/* Replace the rules in the control block by v[0..n), n <= DS_SHM_QUOTAS.  Control
+ * process only. */
+void ds_quota_publish(struct ds_shm *shm, const struct ds_shm_quota *v, unsigned n);
+
+/* The rule that applies to `name` in the control block, into *out (all zero: none).
+ * Returns the rules' sequence number it was read at, which ds_quota_changed compares. */
+unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, struct ds_shm_quota *out);
+
+/* 1 when the rules were republished since the lookup that returned `seq`: one atomic
+ * load, for the allocation path. */
+static inline int ds_quota_changed(struct ds_shm *shm, unsigned seq)
+{
+    return atomic_load_explicit(&shm->quota_seq, memory_order_relaxed) != seq;
+}
+
+/* SM groups `groups` (0: the whole device) of a device with `count` groups, cut down to
+ * at most pct percent of them (at least one group): the lowest-numbered of the groups
+ * given, so a policy's disjoint partitions stay disjoint.  pct 0 or 100 cuts nothing. */
+uint64_t ds_quota_cap_groups(uint64_t groups, unsigned count, unsigned pct);
+
+#endif
