@@ -7,6 +7,8 @@
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching
  *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_ms": N}
  *                                     -> {"ok": true, "tenants": HOW_MANY}
+ *   {"cmd": "tenant", "name": NAME, "phase": "decode"|"prefill"|"auto"}
+ *                                     -> {"ok": true, "tenants": HOW_MANY}
  * and {"ok": false, "error": TEXT} for anything else.
  */
 #ifndef DS_ADMIN_H
@@ -27,6 +29,9 @@ struct ds_admin_hooks {
     /* Give every tenant called `name` class `klass` (DS_CLASS_*) and SLO slo_ms (0:
      * none).  Returns how many there were. */
     int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
+    /* Give every tenant called `name` phase hint `phase` (enum ds_sched_phase).  Returns
+     * how many there were. */
+    int (*tenant_phase)(void *ctx, const char *name, int phase);
 };
 
 /* Listen on `path` (mode 0600) in `loop`.  Returns 0, or a libuv error after logging. */
