@@ -218,12 +218,26 @@ static void join(struct ds_sched_view *v, int joined)
     place(v);
 }
 
+/* The last latency-critical tenant gone, everything is lent back at once. */
+static void leave(struct ds_sched_view *v)
+{
+    int any = 0;
+
+    for (int i = 0; i < v->n; i++)
+        any |= v->t[i].klass == DS_SCHED_LATENCY;
+    if (!any) {
+        level = hot = calm = settle = 0;
+        quiet = HOLD + 1;
+    }
+    place(v);
+}
+
 const struct ds_policy ds_policy_slo_aware = {
     .name = "slo-aware",
     .about = "every SM lent to best-effort work until latency-critical work slows down",
     .on_start = start,
     .on_tenant_join = join,
-    .on_tenant_leave = place,
+    .on_tenant_leave = leave,
     .on_tick = tick,
     .tick_ms = 5,
 };

@@ -4,7 +4,8 @@
  * long GEMMs) on the same SMs stretches every one of them.  So while a decode step is in
  * flight, prefill work is held at its next kernel (and on the GPU itself: the policy
  * gates), and between steps it runs on a quarter of the SMs while decoders keep all of
- * them.  When no decoder has had work for HOLD ticks, everyone gets every SM again.
+ * them.  A step counts as in flight until GAP ticks pass without decode work, which
+ * rides out the host's pause between two tokens.  When no decoder has had work for HOLD ticks, everyone gets every SM again.
  * Prefill is never held more than MAX_HELD ticks in a row: it then runs for OPEN ticks,
  * so that a decoder that never pauses cannot starve it.
  *
@@ -17,13 +18,14 @@
 #include "policy.h"
 
 #define HOLD 40     /* ticks of 5 ms */
+#define GAP 4
 #define MAX_HELD 40
 #define OPEN 4
 #define PREFILL_X 4.0
 #define SLOTS 64
 
 static double short_us[SLOTS]; /* by slot: the shortest kernel time it has shown */
-static int quiet = HOLD + 1, held, open_for;
+static int quiet = HOLD + 1, held, open_for, holding;
 
 static uint64_t range(unsigned first, unsigned count)
 {
@@ -43,8 +45,8 @@ static int decodes(const struct ds_sched_tenant *t)
     return s == 0 || t->kernel_us <= PREFILL_X * s;
 }
 
-/* Whether a decode step is in flight now, learning kernel times on the way. */
-static int decode_step(const struct ds_sched_view *v)
+/* Whether a decoder has work now, learning kernel times on the way. */
+static int decode_work(const struct ds_sched_view *v)
 {
     int step = 0;
 
@@ -79,8 +81,9 @@ static int hold(int step)
     return 1;
 }
 
-static void place(struct ds_sched_view *v, int held_now)
+static void place(struct ds_sched_view *v)
 {
+    int held_now = holding;
     int active = quiet <= HOLD;
     unsigned keep = v->sm_groups / 4 > 0 ? v->sm_groups / 4 : 1;
 
@@ -103,31 +106,43 @@ static void place(struct ds_sched_view *v, int held_now)
 
 static void tick(struct ds_sched_view *v)
 {
-    int step = decode_step(v);
+    quiet = decode_work(v) ? 0 : quiet + 1;
+    holding = hold(quiet < GAP);
+    place(v);
+}
 
-    quiet = step ? 0 : quiet + 1;
-    place(v, hold(step));
+static int any_decoder(const struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (decodes(&v->t[i]))
+            return 1;
+    return 0;
 }
 
 static void start(struct ds_sched_view *v)
 {
     quiet = HOLD + 1;
-    held = open_for = 0;
+    held = open_for = holding = 0;
     for (int i = 0; i < SLOTS; i++)
         short_us[i] = 0;
-    place(v, 0);
+    place(v);
 }
 
 static void join(struct ds_sched_view *v, int joined)
 {
     if (v->t[joined].id >= 0 && v->t[joined].id < SLOTS)
         short_us[v->t[joined].id] = 0;
-    place(v, 0);
+    place(v);
 }
 
+/* The last decoder gone, nothing is left to protect. */
 static void leave(struct ds_sched_view *v)
 {
-    place(v, 0);
+    if (!any_decoder(v)) {
+        quiet = HOLD + 1;
+        held = open_for = holding = 0;
+    }
+    place(v);
 }
 
 const struct ds_policy ds_policy_tpot_first = {

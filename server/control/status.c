@@ -129,10 +129,11 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     key(pk, "gated_ms");
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
-    key(pk, "peer");
-    pack_peer(pk, s);
     pack_running(pk, t);
     pack_decision(pk, cfg, s, t);
+    /* Last: the one nested map. */
+    key(pk, "peer");
+    pack_peer(pk, s);
 }
 
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
