@@ -220,10 +220,17 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
     munmap((void *)mode, sizeof(int));
 }
 
-/* The prefill tenant of tpot-first's test: a burst of wide kernels when let go; the time
- * it ended goes to *arg. */
+/* Between tpot-first's test and its prefill tenant: the tenant sets ready once connected
+ * and waits for burst; it notes when its burst began and ended (now_ms). */
+struct prefill {
+    volatile int ready, burst;
+    volatile double began, ended;
+};
+
+/* The prefill tenant: four wide kernels in one burst when told. */
 static int prefill_peer(void *arg)
 {
+    struct prefill *p = arg;
     CUfunction fill;
     CUdeviceptr d;
     int v = 2, n = 0;
@@ -231,48 +238,59 @@ static int prefill_peer(void *arg)
 
     if (setup("pre", "best-effort", &fill, &d) != 0)
         return 1;
+    p->ready = 1;
+    while (!p->burst)
+        usleep(1000);
+    p->began = now_ms();
     for (int i = 0; i < 4; i++)
         if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
             CUDA_SUCCESS)
             return 2;
     if (cuCtxSynchronize() != CUDA_SUCCESS)
         return 2;
-    *(volatile double *)arg = now_ms();
+    p->ended = now_ms();
     return 0;
 }
 
-/* tpot-first holds a prefill burst that arrives while decode steps run, and lets it run
- * once they stop. */
+/* tpot-first holds a prefill burst that arrives while decode steps run (unheld, it would
+ * take 20 to 80 ms), and lets it run once they stop. */
 Test(policy, tpot_first_holds_prefill_while_decode_steps_run)
 {
-    volatile double *ended = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct prefill *p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     struct ds_test_peer pre;
     char obj[4096];
     double stopped;
 
     DS_SIM_ONLY();
-    cr_assert(ended != MAP_FAILED);
+    cr_assert(p != MAP_FAILED);
+    memset(p, 0, sizeof(*p));
     ds_test_server_start(&srv, 0, "--policy tpot-first");
-    ds_test_peer_fork(&pre, prefill_peer, (void *)ended);
+    ds_test_peer_fork(&pre, prefill_peer, p);
     setenv("DETSHARE_TENANT", "dec", 1);
     setenv("DETSHARE_CLASS", "best-effort", 1);
     ds_test_ctx();
     /* Best-effort by class: decoding only because the operator says so. */
     cr_assert_eq(ds_test_ctl(&srv, "tenant dec phase decode", obj, sizeof(obj)), 0, "%s", obj);
-    cr_assert_geq(longest_wait_ms(30), 0);
     ds_test_peer_go(&pre);
-    cr_assert_geq(longest_wait_ms(150), 0);
+    for (int i = 0; i < 3000 && !p->ready; i++)
+        usleep(1000);
+    cr_assert(p->ready, "the prefill tenant did not connect");
+    cr_assert_geq(longest_wait_ms(20), 0);
+    p->burst = 1;
+    while (p->began == 0 || now_ms() < p->began + 100)
+        cr_assert_geq(longest_wait_ms(5), 0);
     cr_expect(tenant("pre", obj, sizeof(obj)) &&
                   strstr(obj, "\"decision\":\"prefill: held while a decode step runs\""),
               "%s", obj);
     stopped = now_ms();
     ds_test_peer_join(&pre);
-    cr_expect_gt(*ended, stopped, "the prefill burst ended before decoding stopped");
+    cr_expect_gt(p->ended, stopped, "the prefill burst ended %.0f ms after it began, before "
+                 "decoding stopped", p->ended - p->began);
     cr_expect(tenant("dec", obj, sizeof(obj)) && strstr(obj, "\"phase\":\"decode\""), "%s", obj);
     cr_expect(tenant("pre", obj, sizeof(obj)) && strstr(obj, "\"gated_ms\":0,") == NULL,
               "the prefill tenant was never held: %s", obj);
     ds_test_peer_leave(&pre);
     ds_test_server_stop(&srv);
-    munmap((void *)ended, sizeof(double));
+    munmap(p, sizeof(*p));
 }
