@@ -10,18 +10,33 @@
 
 static struct ds_test_server srv;
 
-/* The number after "key": in tenant alpha's status object. */
-static double field(const char *key)
+/* Tenant alpha's object in `status --json`. */
+static const char *alpha(char *obj, size_t len)
 {
-    char out[16384], obj[4096], k[64];
-    const char *at;
+    char out[16384];
 
     cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
-    ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
+    return ds_test_tenant_json(out, "alpha", obj, len);
+}
+
+/* The number after "key": in a status object. */
+static double number(const char *obj, const char *key)
+{
+    char k[64];
+    const char *at;
+
     snprintf(k, sizeof(k), "\"%s\":", key);
     at = strstr(obj, k);
     cr_assert_not_null(at, "no %s in %s", key, obj);
     return strtod(at + strlen(k), NULL);
+}
+
+/* The same, from a status asked for now. */
+static double field(const char *key)
+{
+    char obj[4096];
+
+    return number(alpha(obj, sizeof(obj)), key);
 }
 
 /* n kernels of `waves` waves of blocks on the whole sim device: waves us each. */
@@ -52,12 +67,14 @@ Test(predictor, stamps_count_the_kernels_the_device_completed)
     CUdeviceptr d;
     CUfunction fill = setup(&d);
     double inflight, done;
+    char obj[4096];
 
     kernels(fill, d, 20, 10000); /* 200 ms in all */
     CU_IS(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
     usleep(50000);
-    inflight = field("in_flight");
-    done = field("completed");
+    alpha(obj, sizeof(obj));
+    inflight = number(obj, "in_flight");
+    done = number(obj, "completed");
     cr_expect(inflight >= 10 && inflight <= 19, "50 ms into 200 ms of work: %.0f in flight",
               inflight);
     cr_expect_eq(inflight + done, 20, "in flight %.0f + completed %.0f", inflight, done);
