@@ -10,7 +10,7 @@
 
 const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
                                                  &ds_policy_temporal, &ds_policy_slo_aware,
-                                                 NULL };
+                                                 &ds_policy_tpot_first, NULL };
 
 static const struct ds_policy *builtin(const char *name)
 {

@@ -12,9 +12,15 @@
  * runs inside the control process with the server's rights, so only the operator's own
  * code belongs there: the admin socket that can load one is owner-only.
  *
- * So far the interface has the start, join, leave and tick hooks, which is all the
- * baselines need; launch and completion hooks come with the policies that watch running
- * work.
+ * What a policy sees of running work comes from progress stamps (the device records each
+ * launch's completion in the control block) sampled by the control process every
+ * DS_SCHED_SAMPLE_MS: per tenant, what is in flight, how fast its work completes, and how
+ * long one of its kernels takes (sched/predict.h).  Launches and completions are counted
+ * since the last tick rather than reported one by one, so that no decision is ever made on
+ * the launch path: a policy that watches running work sets on_tick and decides there.
+ *
+ * ABI 2 (this one) added slo_ms, phase, the predictor's fields, why and the view's now_ns
+ * to ABI 1's groups, gated, class and launches.
  */
 #ifndef DS_SCHED_POLICY_H
 #define DS_SCHED_POLICY_H
@@ -24,20 +30,41 @@
 
 enum ds_sched_class { DS_SCHED_LATENCY = 0, DS_SCHED_BEST_EFFORT = 1 };
 
+/* What an LLM-serving tenant is doing, as the operator says (detshare-ctl tenant NAME
+ * phase ...); AUTO leaves it to the policy, which can tell from the predictor's fields. */
+enum ds_sched_phase { DS_SCHED_AUTO = 0, DS_SCHED_DECODE = 1, DS_SCHED_PREFILL = 2 };
+
 struct ds_sched_tenant {
     int id;          /* the tenant's slot in the control block */
     uint64_t groups; /* in: what it was given last; out: bit i = SM group i, 0 = all SMs */
     int gated;       /* in: as last decided; out: 1 holds its next kernels back */
-    int klass;       /* in: enum ds_sched_class, from the tenant's handshake */
-    uint64_t launches; /* in: kernels it has launched so far */
+    int klass;       /* in: enum ds_sched_class, from the handshake or the operator */
+    uint64_t launches; /* in: kernels and graphs it has launched so far */
+    unsigned slo_ms;   /* in: its latency SLO in ms, 0 when it has none */
+    int phase;         /* in: enum ds_sched_phase, the operator's hint */
+    /* In, from the predictor, as of the last sample: */
+    uint64_t done;         /* launches the device has completed */
+    uint64_t inflight;     /* launches - done */
+    uint64_t new_launches; /* launched since the last tick (or since it joined) */
+    uint64_t new_done;     /* completed since the last tick */
+    double rate;           /* completions per second, recent */
+    double launch_rate;    /* launches per second, recent */
+    double kernel_us;      /* one kernel's estimated duration in us, 0 until known */
+    /* Out: a few words on why it is placed and gated so, for status (a string that
+     * lives as long as the policy), or NULL. */
+    const char *why;
 };
-
 struct ds_sched_view {
     unsigned sm_groups;     /* groups the device has (at most 64) */
     unsigned sm_group_size; /* SMs per group */
     int n;                  /* tenants, in the order they joined */
     struct ds_sched_tenant *t;
+    uint64_t now_ns;        /* when the view was taken (CLOCK_MONOTONIC) */
 };
+
+/* How often the control process samples progress stamps (and the shortest useful
+ * tick_ms). */
+#define DS_SCHED_SAMPLE_MS 5
 
 struct ds_policy {
     const char *name;
@@ -46,14 +73,15 @@ struct ds_policy {
     void (*on_start)(struct ds_sched_view *v);
     void (*on_tenant_join)(struct ds_sched_view *v, int joined);
     void (*on_tenant_leave)(struct ds_sched_view *v);
-    /* Called every tick_ms while the policy is in force, when not NULL. */
+    /* Called every tick_ms (a multiple of DS_SCHED_SAMPLE_MS) while the policy is in
+     * force, when not NULL. */
     void (*on_tick)(struct ds_sched_view *v);
     unsigned tick_ms;
     int gates; /* 1 when it closes gates (executors then also hold work on the GPU) */
 };
 
 /* What a policy's shared object must speak; raised whenever these structures change. */
-#define DS_POLICY_ABI 1
+#define DS_POLICY_ABI 2
 
 /* The policy called `name`: a built-in one, or one loaded before; a name with a '/' is
  * a shared object's path, loaded on first use (ds_policy_load).  NULL when there is none
@@ -68,7 +96,7 @@ const struct ds_policy *ds_policy_load(const char *path);
 /* Every built-in policy, NULL-terminated; the baselines by name. */
 extern const struct ds_policy *const ds_policies[];
 extern const struct ds_policy ds_policy_shared, ds_policy_static, ds_policy_temporal,
-    ds_policy_slo_aware;
+    ds_policy_slo_aware, ds_policy_tpot_first;
 
 /* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
 void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);

@@ -1,24 +1,48 @@
 /*
- * slo-aware, first version: latency-critical tenants keep most of the GPU to themselves
- * while they run, and lend all of it back when they stop.
+ * slo-aware, the default: best-effort tenants get every SM that latency-critical tenants
+ * leave them, and lose SMs only while the predictor shows a latency-critical tenant
+ * being slowed down by them.
  *
- * Every tick it looks at whether a latency-critical tenant launched kernels since the
- * last tick.  The first launch raises the fence: best-effort tenants run on the first
- * BE_GROUPS SM groups and latency-critical ones on the others, disjoint, so a
- * latency-critical kernel never waits for SMs held by best-effort work.  The fence drops,
- * and everyone runs on every SM again, only after HOLD ticks without a latency-critical
- * launch: a decoding service pauses between requests and while a library compiles
- * kernels (cuDNN: 50-100 ms per new shape), and a 20 ms hold made the fence flap 250 times
- * in a 30 s run on the H100, each flap moving every tenant.  There is no predictor and no
- * SLO yet: the fence is fixed-size and taken whenever latency-critical work is present.
+ * Latency-critical tenants always run on the whole device: a decoder at batch 1 needs
+ * many SMs to pull memory bandwidth (on 25% of an H100's SMs it ran at 0.57x), so
+ * protecting it means taking SMs from its neighbours, never fencing it in.  Best-effort
+ * tenants share a set of SM groups that a level sets: level 0 lends them everything, each
+ * level above keeps fewer groups (KEEP_EIGHTHS), and the top level, used only for a
+ * tenant with an SLO, also holds their kernels while latency-critical work is in flight.
+ *
+ * Every tick (5 ms) it compares each busy latency-critical tenant's kernel time, as the
+ * progress stamps measure it, with the fastest it has shown (its baseline, learned while
+ * it runs alone or on the fastest level so far, and let drift up slowly so that a change
+ * of workload is learned too).  It is under pressure when its kernels take SLOW times
+ * their baseline, or when what it has in flight would take longer than its SLO; at ease
+ * when they take less than EASE times.  Pressure on RAISE ticks in a row raises the
+ * level by one; CALM ticks at ease lower it by one, so SMs are lent back gradually.
+ * Between EASE and SLOW, and while the latency-critical tenant pauses, the level stays:
+ * that band, and SETTLE ticks after any change for the move to take effect and the
+ * estimate to follow, keep it from flapping.
+ * When no latency-critical tenant has had work for HOLD ticks the level drops to 0 at
+ * once.  HOLD is long enough (200 ms) to ride out a decoding service's pauses between
+ * requests and while a library compiles kernels, which made the first version's fence
+ * flap 250 times in 30 s on an H100.
  */
 #include "policy.h"
 
-#define BE_GROUPS 2
-#define HOLD 40 /* ticks of 5 ms */
+#define RAISE 2
+#define CALM 40
+#define SETTLE 8
+#define HOLD 40
+#define SLOW 1.25
+#define EASE 1.1
+#define DRIFT 1.0002 /* a baseline's rise per tick towards slower kernels: x1.04 a second */
+#define GATE_LEVEL 5
+#define SLOTS 64
 
-static uint64_t last_launches[64];
-static int quiet_ticks = HOLD + 1;
+/* Eighths of the SM groups best-effort tenants keep at each level below GATE_LEVEL (at
+ * least one group); the gate level keeps the last one's. */
+static const unsigned KEEP_EIGHTHS[GATE_LEVEL] = { 8, 6, 4, 2, 1 };
+
+static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
+static int level, quiet = HOLD + 1, hot, calm, settle;
 
 static uint64_t range(unsigned first, unsigned count)
 {
@@ -27,71 +51,190 @@ static uint64_t range(unsigned first, unsigned count)
     return mask << first;
 }
 
-static void place(struct ds_sched_view *v, int fenced)
+static int busy(const struct ds_sched_tenant *t)
 {
-    int any_be = 0;
+    return t->inflight > 0 || t->new_launches > 0;
+}
 
+static int any_busy(const struct ds_sched_view *v, int klass)
+{
     for (int i = 0; i < v->n; i++)
-        any_be |= v->t[i].klass == DS_SCHED_BEST_EFFORT;
-    fenced = fenced && any_be && v->sm_groups > BE_GROUPS;
+        if (v->t[i].klass == klass && busy(&v->t[i]))
+            return 1;
+    return 0;
+}
+
+static const char *why_be(int lvl)
+{
+    static const char *const why[GATE_LEVEL + 1] = {
+        "lent every SM", "shrunk: latency-critical work slowed (3/4 of the SMs)",
+        "shrunk: latency-critical work slowed (1/2 of the SMs)",
+        "shrunk: latency-critical work slowed (1/4 of the SMs)",
+        "shrunk: latency-critical work slowed (1/8 of the SMs)",
+        "held while latency-critical work runs: its SLO is at risk"
+    };
+
+    return why[lvl];
+}
+
+static void place(struct ds_sched_view *v)
+{
+    int lvl = level;
+    unsigned keep = v->sm_groups * KEEP_EIGHTHS[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1] / 8;
+    int hold = lvl == GATE_LEVEL && any_busy(v, DS_SCHED_LATENCY);
+
+    if (keep == 0)
+        keep = 1;
     for (int i = 0; i < v->n; i++) {
         struct ds_sched_tenant *t = &v->t[i];
 
-        t->gated = 0;
-        if (!fenced)
+        if (t->klass == DS_SCHED_LATENCY || v->sm_groups < 2) {
             t->groups = 0;
-        else if (t->klass == DS_SCHED_BEST_EFFORT)
-            t->groups = range(0, BE_GROUPS);
-        else
-            t->groups = range(BE_GROUPS, v->sm_groups - BE_GROUPS);
+            t->gated = 0;
+            t->why = t->klass == DS_SCHED_LATENCY ? "latency-critical: every SM" : why_be(0);
+            continue;
+        }
+        t->groups = keep >= v->sm_groups ? 0 : range(0, keep);
+        t->gated = hold;
+        t->why = why_be(lvl);
     }
 }
 
-/* Whether a latency-critical tenant launched since the last look. */
-static int latency_work(struct ds_sched_view *v)
+/* Learn t's baseline from a fresh estimate; `alone` when no best-effort work ran. */
+static void learn(const struct ds_sched_tenant *t, int alone)
 {
-    int busy = 0;
+    double *b = &base_us[t->id];
+
+    if (t->kernel_us <= 0 || t->new_done == 0)
+        return;
+    /* Down quickly, but not to one lucky sample. */
+    if (*b == 0)
+        *b = t->kernel_us;
+    else if (t->kernel_us < *b)
+        *b += (t->kernel_us - *b) / 4;
+    else if (alone)
+        *b += (t->kernel_us - *b) / 8;
+    else if (*b * DRIFT < t->kernel_us)
+        *b *= DRIFT;
+}
+
+/* Whether the predictor has something new to say about t's speed. */
+static int fresh(const struct ds_sched_tenant *t)
+{
+    return busy(t) && t->kernel_us > 0 && t->new_done > 0 && base_us[t->id] > 0;
+}
+
+/* For a latency-critical tenant with a fresh estimate: 1 when it is being slowed down or
+ * its SLO is at risk, -1 when it runs near its baseline, 0 in between. */
+static int pressure_of(const struct ds_sched_tenant *t)
+{
+    double b = base_us[t->id];
+
+    if (t->slo_ms > 0 && (double)t->inflight * t->kernel_us > t->slo_ms * 1e3)
+        return 1;
+    return t->kernel_us > SLOW * b ? 1 : t->kernel_us < EASE * b ? -1 : 0;
+}
+
+/* The highest level worth using: holding best-effort work only protects an SLO. */
+static int top(const struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (v->t[i].klass == DS_SCHED_LATENCY && v->t[i].slo_ms > 0)
+            return GATE_LEVEL;
+    return GATE_LEVEL - 1;
+}
+
+static void step(const struct ds_sched_view *v, int pressure)
+{
+    if (settle > 0) {
+        settle--;
+        return;
+    }
+    hot = pressure > 0 ? hot + 1 : 0;
+    calm = pressure > 0 ? 0 : calm + (pressure < 0);
+    if (hot >= RAISE && level < top(v)) {
+        level++;
+        hot = 0;
+        settle = SETTLE;
+    } else if (calm >= CALM && level > 0) {
+        level--;
+        calm = 0;
+        settle = SETTLE;
+    }
+}
+
+/* The pressure on latency-critical work as a whole: up when any tenant is pressed (and
+ * best-effort work runs, which is what SMs can be taken from), down when every one with
+ * something to say is at ease. */
+static int pressure_now(const struct ds_sched_view *v)
+{
+    int up = 0, steady = 0, down = 0;
 
     for (int i = 0; i < v->n; i++) {
-        struct ds_sched_tenant *t = &v->t[i];
+        const struct ds_sched_tenant *t = &v->t[i];
+        int p;
 
-        if (t->id < 0 || t->id >= 64)
+        if (t->klass != DS_SCHED_LATENCY || t->id < 0 || t->id >= SLOTS)
             continue;
-        if (t->klass == DS_SCHED_LATENCY && t->launches != last_launches[t->id])
-            busy = 1;
-        last_launches[t->id] = t->launches;
+        learn(t, !any_busy(v, DS_SCHED_BEST_EFFORT));
+        if (!fresh(t))
+            continue;
+        p = pressure_of(t);
+        up |= p > 0;
+        steady |= p == 0;
+        down |= p < 0;
     }
-    return busy;
+    if (up)
+        return any_busy(v, DS_SCHED_BEST_EFFORT);
+    return down && !steady ? -1 : 0;
 }
 
 static void tick(struct ds_sched_view *v)
 {
-    quiet_ticks = latency_work(v) ? 0 : quiet_ticks + 1;
-    place(v, quiet_ticks <= HOLD);
+    int pressure = pressure_now(v);
+
+    quiet = any_busy(v, DS_SCHED_LATENCY) ? 0 : quiet + 1;
+    if (quiet > HOLD)
+        level = hot = calm = settle = 0;
+    else
+        step(v, pressure);
+    place(v);
 }
 
 static void start(struct ds_sched_view *v)
 {
-    quiet_ticks = HOLD + 1;
-    for (int i = 0; i < 64; i++)
-        last_launches[i] = 0;
-    place(v, 0);
+    level = hot = calm = settle = 0;
+    quiet = HOLD + 1;
+    for (int i = 0; i < SLOTS; i++)
+        base_us[i] = 0;
+    place(v);
 }
 
+/* A newcomer's slot may have served another tenant: its baseline starts afresh. */
 static void join(struct ds_sched_view *v, int joined)
 {
-    (void)joined;
-    place(v, quiet_ticks <= HOLD);
+    if (v->t[joined].id >= 0 && v->t[joined].id < SLOTS)
+        base_us[v->t[joined].id] = 0;
+    place(v);
 }
 
+/* The last latency-critical tenant gone, everything is lent back at once. */
 static void leave(struct ds_sched_view *v)
 {
-    place(v, quiet_ticks <= HOLD);
+    int any = 0;
+
+    for (int i = 0; i < v->n; i++)
+        any |= v->t[i].klass == DS_SCHED_LATENCY;
+    if (!any) {
+        level = hot = calm = settle = 0;
+        quiet = HOLD + 1;
+    }
+    place(v);
 }
 
 const struct ds_policy ds_policy_slo_aware = {
     .name = "slo-aware",
-    .about = "best-effort fenced while latency-critical work runs (first version)",
+    .about = "every SM lent to best-effort work until latency-critical work slows down",
     .on_start = start,
     .on_tenant_join = join,
     .on_tenant_leave = leave,

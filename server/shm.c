@@ -93,6 +93,11 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
         atomic_store(&s->calls[p], 0);
         atomic_store(&s->errors[p], 0);
     }
+    for (int i = 0; i < DS_SHM_STAMPS; i++) {
+        atomic_store(&s->stamps[i].seq, 0);
+        atomic_store(&s->stamps[i].at_ns, 0);
+    }
+    atomic_store(&s->stamps_off, 0);
     s->pid = 0;
     s->peer_pid = 0;
     s->peer_uid = 0;
@@ -139,6 +144,38 @@ void ds_shm_gate(struct ds_shm *shm, int idx, int closed)
     atomic_uint *g = &shm->slots[idx].gate;
 
     atomic_store_explicit(g, closed ? 1u : 0u, memory_order_release);
+}
+
+/* The launch number entry e holds, when it is done by now_ns; 0 when not (or unknown). */
+static uint64_t stamp_done(const struct ds_shm_stamp *e, uint64_t launches, uint64_t now_ns)
+{
+    uint64_t at = atomic_load_explicit(&e->at_ns, memory_order_acquire);
+    uint32_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+    int32_t behind;
+
+    if (at > now_ns || atomic_load_explicit(&e->at_ns, memory_order_acquire) != at)
+        return 0;
+    /* 32 bits on the device: launches tells which 2^32 it belongs to.  A stamp ahead of
+     * the published count (written before the count was) says no more than the count. */
+    behind = (int32_t)((uint32_t)launches - seq);
+    return behind <= 0 ? launches : launches - (uint32_t)behind;
+}
+
+uint64_t ds_shm_stamps_done(const struct ds_shm *shm, int idx, uint64_t launches,
+                            uint64_t now_ns)
+{
+    const struct ds_shm_slot *s = &shm->slots[idx];
+    uint64_t done = 0;
+
+    if (atomic_load(&s->stamps_off))
+        return launches;
+    for (int i = 0; i < DS_SHM_STAMPS; i++) {
+        uint64_t d = stamp_done(&s->stamps[i], launches, now_ns);
+
+        if (d > done)
+            done = d;
+    }
+    return done;
 }
 
 uint64_t ds_shm_sim_used(const struct ds_shm *shm)

@@ -31,6 +31,22 @@
 enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_KINDS };
 #define DS_SHM_MEM_KINDS 8
 
+/* Progress stamps a slot keeps: the control process sees completions exactly while fewer
+ * launches than this are in flight, and at least this many in flight otherwise. */
+#define DS_SHM_STAMPS 32
+
+/* A progress stamp (DESIGN.md, "Preemption and gates").  After a tenant's launch number n,
+ * its executor has the device write n's low 32 bits into seq of entry n % DS_SHM_STAMPS
+ * once the work before it on its stream is done (cuda: cuStreamWriteValue32; at_ns stays
+ * 0).  The sim knows when that will be and writes it at once, with the modelled
+ * completion time in at_ns (ds_now_ns clock): UINT64_MAX first, so that a reader never
+ * pairs a new seq with an old time.  ds_shm_stamps_done reads them. */
+struct ds_shm_stamp {
+    atomic_uint seq;
+    uint32_t pad;
+    atomic_uint_fast64_t at_ns;
+};
+
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
  * device), then bumps `bind_gen`; the executor reads both at its next kernel boundary,
  * rebinds, and reports what it runs on in `bound_groups`. */
@@ -44,7 +60,7 @@ struct ds_shm_slot {
     atomic_uint migrations;
     atomic_uint_fast64_t bound_groups;
     /* Written by the executor for status: its tenant's class (DS_CLASS_*, from the
-     * handshake), kernels launched, device memory allocated. */
+     * handshake), kernels and graphs launched to run now, device memory allocated. */
     atomic_int klass;
     /* The tenant's latency SLO in ms (0: none), set through the admin API. */
     atomic_uint slo_ms;
@@ -59,6 +75,11 @@ struct ds_shm_slot {
      * the GPU goes on. */
     atomic_uint gate;
     atomic_uint_fast64_t gated_ns;
+    /* Written by the executor as its tenant launches kernels and graphs (the ones that
+     * run now, not those captured into a graph); stamps_off is set when the device
+     * could not write stamps, and completions are then unknown. */
+    struct ds_shm_stamp stamps[DS_SHM_STAMPS];
+    atomic_uint stamps_off;
     /* Sim: CLOCK_MONOTONIC time at which the tenant's queued kernels end, so that
      * tenants on overlapping SMs slow each other down (docs/sim-device.md). */
     atomic_uint_fast64_t sim_busy_until;
@@ -166,6 +187,13 @@ unsigned ds_shm_bind_wait(struct ds_shm *shm, int idx, unsigned seen, int timeou
 /* Close (1) or open (0) slot idx's gate.  The executor looks at it before each launch,
  * and while it holds calls, every 200 us. */
 void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
+
+/* How many of slot idx's `launches` the device had completed at time now_ns, from its
+ * progress stamps: at most launches, and possibly fewer than were really done while
+ * DS_SHM_STAMPS or more are in flight (the caller keeps the largest answer it got).
+ * `launches` when stamps are off. */
+uint64_t ds_shm_stamps_done(const struct ds_shm *shm, int idx, uint64_t launches,
+                            uint64_t now_ns);
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

@@ -1,12 +1,13 @@
 /* Policies with a clock: the temporal baseline (tenants take turns at kernel boundaries,
- * each held while the other has its turn) and slo-aware (a running latency-critical
- * tenant fences best-effort ones onto a few SM groups, and lends them back when it
- * stops). */
+ * each held while the other has its turn), slo-aware (best-effort work shrunk, then held,
+ * while the predictor shows latency-critical work slowed down or missing its SLO, and
+ * let go when that work stops) and tpot-first (prefill held while decode steps run). */
 #include "ds_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,87 +74,223 @@ Test(policy, temporal_tenants_take_turns)
     ds_test_server_stop(&srv);
 }
 
-/* A best-effort tenant that launches a little and stays. */
-static int best_effort(void *arg)
+/* What the latency-critical peer does: 0 wide kernels back to back, 1 the same with 60 ms
+ * pauses between, 2 stop. */
+static volatile int *mode;
+
+static double now_s(void)
 {
+    return now_ms() / 1e3;
+}
+
+/* Five 5 ms kernels on the whole sim device, then a synchronisation. */
+static int wide_kernels(CUfunction fill, CUdeviceptr d)
+{
+    int v = 1, n = 0;
+    void *params[] = { &d, &v, &n };
+
+    for (int i = 0; i < 5; i++)
+        if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
+            CUDA_SUCCESS)
+            return -1;
+    return cuCtxSynchronize() == CUDA_SUCCESS ? 0 : -1;
+}
+
+static int setup(const char *name, const char *klass, CUfunction *fill, CUdeviceptr *d)
+{
+    setenv("DETSHARE_TENANT", name, 1);
+    setenv("DETSHARE_CLASS", klass, 1);
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(d, 64) != CUDA_SUCCESS)
+        return -1;
+    return cuModuleGetFunction(fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill") ==
+                   CUDA_SUCCESS
+               ? 0
+               : -1;
+}
+
+static int latency_peer(void *arg)
+{
+    CUfunction fill;
+    CUdeviceptr d;
+
     (void)arg;
-    if (ds_test_connect() != CUDA_SUCCESS)
+    if (setup("lat", "latency", &fill, &d) != 0)
         return 1;
-    return longest_wait_ms(50) >= 0 ? 0 : 2;
+    while (*mode != 2) {
+        if (*mode == 1)
+            usleep(60000);
+        if (wide_kernels(fill, d) != 0)
+            return 2;
+    }
+    return 0;
 }
 
-static int log_has_after(int before, const char *needle)
+/* Best-effort: wide kernels for `arg` seconds, one queued behind another; some must end. */
+static int flood_peer(void *arg)
 {
-    for (int i = 0; i < 300 && ds_test_log_count(&srv, needle) <= before; i++)
-        usleep(10000);
-    return ds_test_log_count(&srv, needle) > before;
+    double end = now_s() + *(double *)arg;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 2, n = 0, done = 0;
+    void *params[] = { &d, &v, &n };
+
+    if (setup("be", "best-effort", &fill, &d) != 0)
+        return 1;
+    while (now_s() < end) {
+        if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
+            CUDA_SUCCESS)
+            return 2;
+        if (done++ > 0 && cuStreamSynchronize(NULL) != CUDA_SUCCESS)
+            return 2;
+    }
+    return cuCtxSynchronize() == CUDA_SUCCESS && done >= 3 ? 0 : 3;
 }
 
-/* The policy's latest decision in the server log. */
-static void last_policy_line(char *line, size_t len)
+/* Tenant `name`'s object in `status --json`. */
+static const char *tenant(const char *name, char *obj, size_t len)
 {
-    char buf[1024];
-    FILE *f = fopen(srv.log, "r");
+    char out[16384];
 
-    cr_assert_not_null(f);
-    line[0] = '\0';
-    while (fgets(buf, sizeof(buf), f) != NULL)
-        if (strstr(buf, "policy slo-aware: tenant") != NULL)
-            snprintf(line, len, "%s", buf);
-    fclose(f);
+    cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
+    if (strstr(out, name) == NULL)
+        return NULL;
+    return ds_test_tenant_json(out, name, obj, len);
 }
 
-Test(policy, slo_aware_fences_best_effort_while_latency_work_runs)
+/* Poll tenant `name`'s status for `needle`, up to `ms`. */
+static int status_has(const char *name, const char *needle, int ms, char *obj, size_t len)
 {
-    struct ds_test_peer peer;
-    char line[1024];
-
-    DS_SIM_ONLY(); /* the groups below are the sim's 16 */
-    ds_test_server_start(&srv, 0, "--policy slo-aware");
-    ds_test_peer_fork(&peer, best_effort, NULL);
-    ds_test_peer_join(&peer);
-    setenv("DETSHARE_CLASS", "latency", 1);
-    ds_test_ctx();
-    cr_assert_geq(longest_wait_ms(300), 0);
-    cr_expect(ds_test_log_has(&srv, "runs on SM groups 0-1 (16 SMs)"),
-              "best-effort work was not fenced while latency-critical work ran");
-    cr_expect(log_has_after(0, "now runs on SM groups 2-15 (112 SMs)"),
-              "the latency-critical tenant did not get the other groups");
-    /* Idle now: everything is lent back once the hold (200 ms) has passed. */
-    for (int i = 0; i < 150; i++) {
-        last_policy_line(line, sizeof(line));
-        if (strstr(line, "runs on the whole device"))
-            break;
+    for (int i = 0; i < ms / 10; i++) {
+        if (tenant(name, obj, len) != NULL && strstr(obj, needle) != NULL)
+            return 1;
         usleep(10000);
     }
-    cr_expect(strstr(line, "runs on the whole device"),
-              "the SMs were not lent back when latency-critical work stopped: %s", line);
-    ds_test_peer_leave(&peer);
-    ds_test_server_stop(&srv);
+    return 0;
 }
 
-/* A decoding service pauses between requests; a pause shorter than the hold must not drop
- * and raise the fence again, since every change moves every tenant. */
-Test(policy, slo_aware_holds_the_fence_through_short_pauses)
+/* slo-aware lends everything while latency-critical work runs at its own speed, shrinks
+ * and then holds best-effort work while a latency-critical tenant's queue is longer than
+ * its SLO, keeps that decision through 60 ms pauses, and gives everything back the
+ * moment the latency-critical tenant leaves. */
+Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go)
 {
-    struct ds_test_peer peer;
+    struct ds_test_peer lat, be;
+    double secs = 6;
+    char obj[4096];
     int before;
 
-    DS_SIM_ONLY();
+    DS_SIM_ONLY(); /* modelled kernel times and the sim's 16 groups */
+    mode = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(mode != MAP_FAILED);
+    *mode = 0;
     ds_test_server_start(&srv, 0, "--policy slo-aware");
-    ds_test_peer_fork(&peer, best_effort, NULL);
-    ds_test_peer_join(&peer);
-    setenv("DETSHARE_CLASS", "latency", 1);
-    ds_test_ctx();
-    cr_assert_geq(longest_wait_ms(100), 0);
-    cr_assert(log_has_after(0, "now runs on SM groups 2-15 (112 SMs)"));
+    ds_test_peer_fork(&lat, latency_peer, NULL);
+    ds_test_peer_fork(&be, flood_peer, &secs);
+    ds_test_peer_go(&lat);
+    cr_assert(status_has("lat", "\"class\":\"latency\"", 3000, obj, sizeof(obj)), "%s", obj);
+    /* Alone, its kernels run at their own speed: nothing to take from anyone. */
+    usleep(200000);
+    ds_test_peer_go(&be);
+    cr_assert(status_has("be", "\"in_flight\":1", 3000, obj, sizeof(obj)), "%s", obj);
+    cr_expect(status_has("be", "\"decision\":\"lent every SM\"", 100, obj, sizeof(obj)),
+              "%s", obj);
+    cr_assert_eq(ds_test_ctl(&srv, "tenant lat class latency slo 1", obj, sizeof(obj)), 0,
+                 "%s", obj);
+    cr_expect(status_has("be", "held while latency-critical work runs", 3000, obj, sizeof(obj)),
+              "best-effort work was not held for the SLO: %s", obj);
+    cr_expect(strstr(obj, "\"decided_sm_groups\":[0,1]"), "%s", obj);
+    cr_expect(ds_test_log_has(&srv, "runs on SM groups 0-11 (96 SMs)"),
+              "it did not shrink step by step");
     before = ds_test_log_count(&srv, "policy slo-aware: tenant");
-    for (int i = 0; i < 6; i++) {
-        usleep(60000);
-        cr_assert_geq(longest_wait_ms(20), 0);
-    }
+    *mode = 1;
+    usleep(600000);
     cr_expect_eq(ds_test_log_count(&srv, "policy slo-aware: tenant"), before,
-                 "the fence changed during 60 ms pauses");
-    ds_test_peer_leave(&peer);
+                 "the placement changed during 60 ms pauses");
+    *mode = 2;
+    ds_test_peer_join(&lat);
+    ds_test_peer_leave(&lat);
+    cr_expect(status_has("be", "\"decision\":\"lent every SM\"", 150, obj, sizeof(obj)),
+              "the latency-critical tenant left and best-effort work was not let go: %s", obj);
+    cr_expect(strstr(obj, "\"gated\":false"), "%s", obj);
+    cr_expect(tenant("be", obj, sizeof(obj)) && strstr(obj, "\"gated_ms\":0,") == NULL,
+              "best-effort work was never held: %s", obj);
+    ds_test_peer_join(&be);
+    ds_test_peer_leave(&be);
     ds_test_server_stop(&srv);
+    munmap((void *)mode, sizeof(int));
+}
+
+/* Between tpot-first's test and its prefill tenant: the tenant sets ready once connected
+ * and waits for burst; it notes when its burst began and ended (now_ms). */
+struct prefill {
+    volatile int ready, burst;
+    volatile double began, ended;
+};
+
+/* The prefill tenant: four wide kernels in one burst when told. */
+static int prefill_peer(void *arg)
+{
+    struct prefill *p = arg;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 2, n = 0;
+    void *params[] = { &d, &v, &n };
+
+    if (setup("pre", "best-effort", &fill, &d) != 0)
+        return 1;
+    p->ready = 1;
+    while (!p->burst)
+        usleep(1000);
+    p->began = now_ms();
+    for (int i = 0; i < 4; i++)
+        if (cuLaunchKernel(fill, 132 * 2 * 5000, 1, 1, 256, 1, 1, 0, NULL, params, NULL) !=
+            CUDA_SUCCESS)
+            return 2;
+    if (cuCtxSynchronize() != CUDA_SUCCESS)
+        return 2;
+    p->ended = now_ms();
+    return 0;
+}
+
+/* tpot-first holds a prefill burst that arrives while decode steps run (unheld, it would
+ * take 20 to 80 ms), and lets it run once they stop. */
+Test(policy, tpot_first_holds_prefill_while_decode_steps_run)
+{
+    struct prefill *p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct ds_test_peer pre;
+    char obj[4096];
+    double stopped;
+
+    DS_SIM_ONLY();
+    cr_assert(p != MAP_FAILED);
+    memset(p, 0, sizeof(*p));
+    ds_test_server_start(&srv, 0, "--policy tpot-first");
+    ds_test_peer_fork(&pre, prefill_peer, p);
+    setenv("DETSHARE_TENANT", "dec", 1);
+    setenv("DETSHARE_CLASS", "best-effort", 1);
+    ds_test_ctx();
+    /* Best-effort by class: decoding only because the operator says so. */
+    cr_assert_eq(ds_test_ctl(&srv, "tenant dec phase decode", obj, sizeof(obj)), 0, "%s", obj);
+    ds_test_peer_go(&pre);
+    for (int i = 0; i < 3000 && !p->ready; i++)
+        usleep(1000);
+    cr_assert(p->ready, "the prefill tenant did not connect");
+    cr_assert_geq(longest_wait_ms(20), 0);
+    p->burst = 1;
+    while (p->began == 0 || now_ms() < p->began + 100)
+        cr_assert_geq(longest_wait_ms(5), 0);
+    cr_expect(tenant("pre", obj, sizeof(obj)) &&
+                  strstr(obj, "\"decision\":\"prefill: held while a decode step runs\""),
+              "%s", obj);
+    stopped = now_ms();
+    ds_test_peer_join(&pre);
+    cr_expect_gt(p->ended, stopped, "the prefill burst ended %.0f ms after it began, before "
+                 "decoding stopped", p->ended - p->began);
+    cr_expect(tenant("dec", obj, sizeof(obj)) && strstr(obj, "\"phase\":\"decode\""), "%s", obj);
+    cr_expect(tenant("pre", obj, sizeof(obj)) && strstr(obj, "\"gated_ms\":0,") == NULL,
+              "the prefill tenant was never held: %s", obj);
+    ds_test_peer_leave(&pre);
+    ds_test_server_stop(&srv);
+    munmap(p, sizeof(*p));
 }

@@ -9,7 +9,7 @@
 # Environment: BUILD (default build), OUT, PYTHON (default python3), SECS (seconds each job
 # measures after its warm-up, default 30), PAIRS (default "decode+resnet decode+gpt2
 # resnet+gpt2"), MODES (default "native-timesliced native-mps shared static temporal
-# slo-aware"; a detshare mode is a --policy).  Both jobs of a pair start together; the
+# slo-aware tpot-first"; a detshare mode is a --policy).  Both jobs of a pair start together; the
 # report keeps what they measured while both ran.  Needs a GPU, PyTorch, torchvision and
 # transformers; a job that fails is recorded and the run goes on.
 set -uo pipefail
@@ -23,7 +23,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 secs=${SECS:-30}
 pairs=${PAIRS:-decode+resnet decode+gpt2 resnet+gpt2}
-modes=${MODES:-native-timesliced native-mps shared static temporal slo-aware}
+modes=${MODES:-native-timesliced native-mps shared static temporal slo-aware tpot-first}
 jobs=$repo/bench/coloc/jobs.py
 if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
 nvidia-smi -L > /dev/null 2>&1 || { echo "run.sh: no GPU (nvidia-smi sees none)" >&2; exit 1; }

@@ -19,6 +19,7 @@
 #define DS_IPC_BLOB 64 /* what a backend's IPC export says, for another executor */
 
 struct ds_shm;
+struct ds_shm_stamp;
 struct ds_backend;
 struct ds_bstream;
 struct ds_bevent;
@@ -209,6 +210,12 @@ struct ds_backend_ops {
      * (memory this process shares with the control process) is not 0.  Returns 0 or
      * DS_E*; a backend whose work cannot run ahead of submission does nothing. */
     int (*gate)(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
+    /* A progress stamp (shm.h): have the device write `seq` into *st (memory this process
+     * shares with the control process) once the work submitted so far to s is done,
+     * without waiting for it here.  Returns 0, DS_EBUSY when s is being captured (its
+     * work does not run now: nothing is written), or DS_E*. */
+    int (*stamp)(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
+                 uint32_t seq);
 
     /* The launch's shape and parameters are the executor's checked copy of the
      * tenant's; the backend passes them to the device unchanged. */

@@ -217,6 +217,33 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
         pack_quotas(a, pk, tenants);
 }
 
+/* A tenant's phase hint, by name. */
+static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
+                              const char *name)
+{
+    /* In the order of enum ds_sched_phase. */
+    static const char *const phases[] = { "auto", "decode", "prefill" };
+    char buf[16];
+    const char *phase = get_str(req, "phase", buf, sizeof(buf));
+    int p = 0, n;
+
+    while (phase != NULL && p < 3 && strcmp(phase, phases[p]) != 0)
+        p++;
+    if (name == NULL || phase == NULL || p == 3) {
+        pack_error(pk, "a tenant's phase is decode, prefill or auto");
+        return;
+    }
+    if ((n = a->hooks.tenant_phase(a->hooks.ctx, name, p)) == 0) {
+        pack_error(pk, "no such tenant");
+        return;
+    }
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_str(pk, "tenants");
+    msgpack_pack_int(pk, n);
+}
+
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
     char cmd[32], name[DS_NAME_MAX + 1];
@@ -232,6 +259,8 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         a->hooks.pack_status(a->hooks.ctx, pk);
     } else if (strcmp(cmd, "policy") == 0) {
         pack_policy(a, pk, has_name ? name : NULL);
+    } else if (strcmp(cmd, "tenant") == 0 && lookup(req, "phase") != NULL) {
+        pack_tenant_phase(a, req, pk, has_name ? name : NULL);
     } else if (strcmp(cmd, "tenant") == 0) {
         pack_tenant_class(a, req, pk, has_name ? name : NULL);
     } else if (strcmp(cmd, "quota") == 0) {

@@ -12,6 +12,8 @@
  *   {"cmd": "quota", "name": NAME, "memory": BYTES|nil, "sm_share": PCT|nil}
  *                                     -> the same, after the change, and "tenants":
  *                                        how many connected now it applies to
+ *   {"cmd": "tenant", "name": NAME, "phase": "decode"|"prefill"|"auto"}
+ *                                     -> {"ok": true, "tenants": HOW_MANY}
  * and {"ok": false, "error": TEXT} for anything else.
  */
 #ifndef DS_ADMIN_H
@@ -43,6 +45,9 @@ struct ds_admin_hooks {
      * applies to, or why it was refused. */
     const char *(*set_quota)(void *ctx, const struct ds_shm_quota *q, int set_memory,
                              int set_share, int *tenants);
+    /* Give every tenant called `name` phase hint `phase` (enum ds_sched_phase).  Returns
+     * how many there were. */
+    int (*tenant_phase)(void *ctx, const char *name, int phase);
 };
 
 /* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and

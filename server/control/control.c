@@ -7,7 +7,9 @@
 #include "metrics.h"
 #include "config.h"
 
+#include "ds_clock.h"
 #include "ds_log.h"
+#include "predict.h"
 #include "shm.h"
 #include "exec_spawn.h"
 #include "quota.h"
@@ -49,14 +51,21 @@ struct control {
     int nls;
     uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
     uv_timer_t grace;
-    uv_timer_t tick;  /* the policy's on_tick */
+    uv_timer_t tick; /* every DS_SCHED_SAMPLE_MS: progress stamps, and the policy's on_tick */
     uv_timer_t watch; /* SM shares of tenants whose name appeared (DS_WATCH_MS) */
+    uint64_t next_tick_ns; /* when the policy's on_tick is due */
     struct ds_shm *shm;
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
     int nwarm;
     struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
     int ntenants;
+    /* By slot: what the stamps tell of the tenant's running work, and its counts at the
+     * policy's last tick. */
+    struct {
+        struct ds_predict p;
+        uint64_t launches, done;
+    } track[DS_SHM_SLOTS];
     const struct ds_policy *policy;
     struct ds_admin *admin;
     struct ds_metrics *metrics;
@@ -187,20 +196,41 @@ static void set_rules(struct control *c, const struct ds_shm_quota *v, unsigned 
     apply(c);
 }
 
-/* The policy's view, with what executors reported since the last one. */
+/* Read every tenant's launches and progress stamps into its predictor. */
+static void sample(struct control *c, uint64_t now)
+{
+    for (int i = 0; i < c->ntenants; i++) {
+        int id = c->tenants[i].id;
+        uint64_t n = atomic_load_explicit(&c->shm->slots[id].launches, memory_order_acquire);
+
+        ds_predict_sample(&c->track[id].p, now, n, ds_shm_stamps_done(c->shm, id, n, now));
+    }
+}
+
+/* The policy's view, with what executors and stamps reported since the last one. */
 static struct ds_sched_view view_of(struct control *c)
 {
     for (int i = 0; i < c->ntenants; i++) {
-        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
+        struct ds_sched_tenant *t = &c->tenants[i];
+        const struct ds_shm_slot *s = &c->shm->slots[t->id];
+        const struct ds_predict *p = &c->track[t->id].p;
 
         /* Best-effort until its handshake says otherwise. */
-        c->tenants[i].klass = s->tenant[0] != '\0' && atomic_load(&s->klass) == DS_CLASS_LATENCY
-                                  ? DS_SCHED_LATENCY
-                                  : DS_SCHED_BEST_EFFORT;
-        c->tenants[i].launches = atomic_load(&s->launches);
+        t->klass = s->tenant[0] != '\0' && atomic_load(&s->klass) == DS_CLASS_LATENCY
+                       ? DS_SCHED_LATENCY
+                       : DS_SCHED_BEST_EFFORT;
+        t->slo_ms = atomic_load(&s->slo_ms);
+        t->launches = p->launches;
+        t->done = p->done;
+        t->inflight = ds_predict_inflight(p);
+        t->new_launches = p->launches - c->track[t->id].launches;
+        t->new_done = p->done - c->track[t->id].done;
+        t->rate = p->rate;
+        t->launch_rate = p->launch_rate;
+        t->kernel_us = p->kernel_us;
     }
     struct ds_sched_view v = { .sm_groups = c->cfg->sm.count, .sm_group_size = c->cfg->sm.size,
-                               .n = c->ntenants, .t = c->tenants };
+                               .n = c->ntenants, .t = c->tenants, .now_ns = ds_now_ns() };
 
     return v;
 }
@@ -210,6 +240,7 @@ static void tenant_joined(struct control *c, int slot)
     struct ds_sched_view v;
 
     c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot };
+    memset(&c->track[slot], 0, sizeof(c->track[slot]));
     v = view_of(c);
     c->policy->on_tenant_join(&v, c->ntenants - 1);
     apply(c);
@@ -233,28 +264,51 @@ static void tenant_left(struct control *c, int slot)
     apply(c);
 }
 
-static void on_tick(uv_timer_t *h)
+/* The policy's tick: what happened since the last one is counted from here on. */
+static void policy_tick(struct control *c)
 {
-    struct control *c = h->data;
     struct ds_sched_view v = view_of(c);
 
     c->policy->on_tick(&v);
     apply(c);
+    for (int i = 0; i < c->ntenants; i++) {
+        int id = c->tenants[i].id;
+
+        c->track[id].launches = c->track[id].p.launches;
+        c->track[id].done = c->track[id].p.done;
+    }
 }
 
-/* The policy's clock, when it has one, and whether executors gate on the GPU. */
+static void on_tick(uv_timer_t *h)
+{
+    struct control *c = h->data;
+    uint64_t now = ds_now_ns();
+
+    sample(c, now);
+    if (c->policy->on_tick == NULL || now < c->next_tick_ns)
+        return;
+    c->next_tick_ns += (uint64_t)c->policy->tick_ms * 1000000u;
+    /* Late by more than a tick (a stalled loop): the next one is a tick from now. */
+    if (c->next_tick_ns <= now)
+        c->next_tick_ns = now + (uint64_t)c->policy->tick_ms * 1000000u;
+    policy_tick(c);
+}
+
+/* The sampling clock, the policy's first tick, and whether executors gate on the GPU. */
 static void start_ticks(struct control *c)
 {
     atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
-    uv_timer_stop(&c->tick);
-    if (c->policy->on_tick != NULL && c->policy->tick_ms > 0)
-        uv_timer_start(&c->tick, on_tick, c->policy->tick_ms, c->policy->tick_ms);
+    c->next_tick_ns = ds_now_ns() + (uint64_t)c->policy->tick_ms * 1000000u;
+    if (!uv_is_active((uv_handle_t *)&c->tick))
+        uv_timer_start(&c->tick, on_tick, DS_SCHED_SAMPLE_MS, DS_SCHED_SAMPLE_MS);
 }
 
 static void admin_status(void *ctx, msgpack_packer *pk)
 {
     struct control *c = ctx;
 
+    /* The predictor's latest, whether or not the policy has looked since. */
+    view_of(c);
     ds_status_pack(pk, c->cfg, c->shm, c->policy->name, c->tenants, c->ntenants);
 }
 
@@ -296,6 +350,25 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
         atomic_store(&s->slo_ms, slo_ms);
         ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
                 klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
+        n++;
+    }
+    return n;
+}
+
+/* The operator's word on what a tenant does; the policy sees it at its next decision. */
+static int admin_tenant_phase(void *ctx, const char *name, int phase)
+{
+    static const char *const said[] = { "auto (the policy tells)", "decode", "prefill" };
+    struct control *c = ctx;
+    int n = 0;
+
+    for (int i = 0; i < c->ntenants; i++) {
+        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
+
+        if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
+            continue;
+        c->tenants[i].phase = phase;
+        ds_info("tenant #%d (%s) phase: %s", c->tenants[i].id, name, said[phase]);
         n++;
     }
     return n;
@@ -360,7 +433,8 @@ static int open_admin(struct control *c)
 {
     struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
                                     .policy = admin_policy, .tenant_class = admin_tenant_class,
-                                    .pack_quotas = admin_quotas, .set_quota = admin_set_quota };
+                                    .tenant_phase = admin_tenant_phase, .pack_quotas = admin_quotas,
+                                    .set_quota = admin_set_quota };
 
     if (c->cfg->admin[0] == '\0')
         return 0;

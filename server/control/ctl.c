@@ -20,6 +20,7 @@ static int usage(FILE *f)
                "[slo MS]\n"
                "       detshare-ctl [--admin unix:PATH] quota [NAME|PREFIX* memory=SIZE|none "
                "sm-share=PCT|none]\n"
+               "       detshare-ctl [--admin unix:PATH] tenant NAME phase decode|prefill|auto\n"
                "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
                "server's default one) with .admin added.\n");
     return 2;
@@ -46,7 +47,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 /* What the command line asks: {"cmd": cmd} plus whichever of name, class, slo_ms and
  * the quota's limits it gave. */
 struct request {
-    const char *cmd, *name, *klass;
+    const char *cmd, *name, *klass, *phase;
     unsigned long slo_ms;
     int has_memory, has_share;
     struct ds_shm_quota quota;
@@ -64,7 +65,8 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
-    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->slo_ms + q->has_memory + q->has_share);
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->phase + !!q->slo_ms + q->has_memory +
+                             q->has_share);
     pack_str(pk, "cmd");
     pack_str(pk, q->cmd);
     if (q->name) {
@@ -74,6 +76,10 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
     if (q->klass) {
         pack_str(pk, "class");
         pack_str(pk, q->klass);
+    }
+    if (q->phase) {
+        pack_str(pk, "phase");
+        pack_str(pk, q->phase);
     }
     if (q->slo_ms) {
         pack_str(pk, "slo_ms");
@@ -220,6 +226,26 @@ static void print_peer(const msgpack_object *t)
     field(" of uid ", p, "uid");
 }
 
+/* The predictor's view of its running work and the policy's decision, on a line. */
+static void print_running(const msgpack_object *t)
+{
+    const msgpack_object *k = get(t, "kernel_us"), *r = get(t, "completion_rate");
+
+    field("      ", t, "in_flight");
+    if (k != NULL && (k->type == MSGPACK_OBJECT_FLOAT64 || k->type == MSGPACK_OBJECT_FLOAT32))
+        printf(" in flight, %.1f us a kernel", k->via.f64);
+    else
+        printf(" in flight, kernel time not known yet");
+    if (r != NULL && (r->type == MSGPACK_OBJECT_FLOAT64 || r->type == MSGPACK_OBJECT_FLOAT32))
+        printf(", %.0f completed/s", r->via.f64);
+    field("; phase ", t, "phase");
+    field("; decided: groups ", t, "decided_sm_groups");
+    field(", gated ", t, "gated");
+    field(" (", t, "gated_ms");
+    field(" ms in all): ", t, "decision");
+    putchar('\n');
+}
+
 static void print_status(const msgpack_object *st)
 {
     const msgpack_object *dev = get(st, "device"), *ts = get(st, "tenants");
@@ -252,6 +278,7 @@ static void print_status(const msgpack_object *st)
         field(", ", t, "launches");
         field(" launches, ", t, "migrations");
         printf(" migrations\n");
+        print_running(t);
     }
 }
 
@@ -321,11 +348,18 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
     return 0;
 }
 
-/* tenant NAME class latency|best-effort [slo MS], from argv[*i] on. */
+/* tenant NAME class latency|best-effort [slo MS], or tenant NAME phase P, from argv[*i]
+ * on. */
 static int parse_tenant(int argc, char **argv, int *i, struct request *q)
 {
     char *end;
 
+    if (*i + 3 <= argc && strcmp(argv[*i + 1], "phase") == 0) {
+        q->name = argv[*i];
+        q->phase = argv[*i + 2];
+        *i += 3;
+        return 0;
+    }
     if (*i + 3 > argc || strcmp(argv[*i + 1], "class") != 0)
         return -1;
     q->name = argv[*i];

@@ -67,6 +67,39 @@ static void pack_limit(msgpack_packer *pk, uint64_t v)
         msgpack_pack_nil(pk);
 }
 
+/* What the predictor sees of the tenant's running work (sched/predict.h). */
+static void pack_running(msgpack_packer *pk, const struct ds_sched_tenant *t)
+{
+    key(pk, "completed");
+    msgpack_pack_uint64(pk, t->done);
+    key(pk, "in_flight");
+    msgpack_pack_uint64(pk, t->inflight);
+    key(pk, "kernel_us");
+    if (t->kernel_us > 0)
+        msgpack_pack_double(pk, t->kernel_us);
+    else
+        msgpack_pack_nil(pk);
+    key(pk, "completion_rate");
+    msgpack_pack_double(pk, t->rate);
+}
+
+/* What the policy decided for it, which the executor follows at its next kernel. */
+static void pack_decision(msgpack_packer *pk, const struct ds_server_config *cfg,
+                          const struct ds_shm_slot *s, const struct ds_sched_tenant *t)
+{
+    static const char *const phases[] = { "auto", "decode", "prefill" };
+
+    key(pk, "phase");
+    key(pk, t->phase >= 0 && t->phase <= 2 ? phases[t->phase] : "auto");
+    key(pk, "decided_sm_groups");
+    pack_groups(pk, atomic_load(&s->groups), cfg->sm.count);
+    key(pk, "decision");
+    if (t->why != NULL)
+        key(pk, t->why);
+    else
+        msgpack_pack_nil(pk);
+}
+
 /* What the tenant holds by kind, and the quota of its name (nil: none, or no name yet). */
 static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const struct ds_shm_slot *s)
 {
@@ -88,14 +121,15 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
 }
 
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
-                        const struct ds_shm *shm, const struct ds_shm_slot *s, int id)
+                        const struct ds_shm *shm, const struct ds_shm_slot *s,
+                        const struct ds_sched_tenant *t)
 {
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 16);
+    msgpack_pack_map(pk, 23);
     key(pk, "id");
-    msgpack_pack_int(pk, id);
+    msgpack_pack_int(pk, t->id);
     key(pk, "name");
     key(pk, s->tenant[0] ? s->tenant : "");
     key(pk, "class");
@@ -125,6 +159,9 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     key(pk, "gated_ms");
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
+    pack_running(pk, t);
+    pack_decision(pk, cfg, s, t);
+    /* Last: the one nested map. */
     key(pk, "peer");
     pack_peer(pk, s);
     pack_memory(pk, shm, s);
@@ -144,7 +181,7 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, "tenants");
     msgpack_pack_array(pk, (size_t)n);
     for (int i = 0; i < n; i++)
-        pack_tenant(pk, cfg, shm, &shm->slots[tenants[i].id], tenants[i].id);
+        pack_tenant(pk, cfg, shm, &shm->slots[tenants[i].id], &tenants[i]);
 }
 
 void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n)

@@ -109,11 +109,14 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
 {
     struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
     struct ds_bstream *s;
+    int rc;
 
     if (e == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
     ds__tenant_kernel_boundary(t, s);
-    return ds_error_to_cu(t->ops->graph_launch(t->be, e->real, s));
+    if ((rc = t->ops->graph_launch(t->be, e->real, s)) == 0)
+        ds__tenant_launched(t, s);
+    return ds_error_to_cu(rc);
 }
 
 CUresult ds__ops_graph_node_count(struct ds_tenant *t, const ds_handle *h, ds_hyper_res *r)

@@ -347,10 +347,11 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
     ds__tenant_kernel_boundary(t, s);
-    /* The executor is the only writer: a plain store, no locked add on every launch. */
-    atomic_store_explicit(&t->shm->slots[t->slot].launches, ++t->launches,
-                          memory_order_relaxed);
     if (t->timing)
-        return timed_launch(t, f, &l, s);
-    return ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
+        rc = timed_launch(t, f, &l, s);
+    else
+        rc = ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
+    if (rc == CUDA_SUCCESS)
+        ds__tenant_launched(t, s);
+    return rc;
 }

@@ -282,6 +282,28 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
         t->gate_failed = 1;
 }
 
+void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s)
+{
+    struct ds_shm_slot *slot = &t->shm->slots[t->slot];
+    uint64_t n = t->launches + 1;
+    int rc = 0;
+
+    if (!t->stamps_off) {
+        rc = t->ops->stamp(t->be, s, &slot->stamps[n % DS_SHM_STAMPS], (uint32_t)n);
+        if (rc == DS_EBUSY)
+            return;
+    }
+    if (rc != 0) {
+        ds_warn("cannot stamp progress: %s; the scheduler no longer sees completions",
+                ds_strerror(rc));
+        t->stamps_off = 1;
+        atomic_store(&slot->stamps_off, 1);
+    }
+    /* The executor is the only writer: a plain store, no locked add on every launch. */
+    t->launches = n;
+    atomic_store_explicit(&slot->launches, n, memory_order_release);
+}
+
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)
 {
     struct ds_vctx *c = ds_handles_get(&t->h, h, DS_H_CTX);

@@ -113,8 +113,10 @@ struct ds_tenant {
     uint64_t pool_current;      /* cuDeviceSetMemPool's; 0: the default pool */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
+    int stamps_off;             /* the device could not write a progress stamp */
     struct ds_binder binder;    /* runs while the device is open */
-    uint64_t launches;          /* kernels launched, published in the control block */
+    uint64_t launches;          /* kernels and graphs launched, published in the control
+                                 * block (ds__tenant_launched) */
     int timing;                 /* DETSHARE_LOG=debug: time the backend's launches */
     uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
     struct ds_bfence *await;    /* left by a synchronising call's handler: its reply
@@ -155,6 +157,12 @@ void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *ma
  * closes.  Two atomic loads when nothing changed and no policy gates.  Every kernel and
  * graph launch goes through here. */
 void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
+
+/* After a kernel or graph launched on stream s: count it in the control block and have
+ * the device stamp its completion there (backend stamp), so that the control process
+ * sees what is in flight.  A launch into a capturing stream runs later, as a graph, and
+ * is not counted. */
+void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s);
 
 /* For a synchronising call's handler (one whose reply is a ds_void_res): its reply is
  * to wait until the device passes the point `at` names, as of now.  Returns

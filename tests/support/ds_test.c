@@ -298,6 +298,26 @@ void *ds_test_padded_cubin(const char *path, size_t size)
     return img;
 }
 
+/* The parent's ends of every peer's pipes: a peer forked later must not hold them, or an
+ * earlier peer would never see its go or down pipe close. */
+#define PEER_FDS 48
+static int peer_fds[PEER_FDS];
+static int npeer_fds;
+
+static void remember(int fd)
+{
+    if (npeer_fds < PEER_FDS)
+        peer_fds[npeer_fds++] = fd;
+}
+
+static void close_peer_fd(int fd)
+{
+    for (int i = 0; i < npeer_fds; i++)
+        if (peer_fds[i] == fd)
+            peer_fds[i] = peer_fds[--npeer_fds];
+    close(fd);
+}
+
 /* The child: wait for go, run fn, report its status, wait for down to close. */
 static int peer_main(int go, int up, int down, int (*fn)(void *), void *arg)
 {
@@ -322,6 +342,8 @@ void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg)
         close(go[1]);
         close(up[0]);
         close(down[1]);
+        while (npeer_fds > 0)
+            close(peer_fds[--npeer_fds]);
         _exit(peer_main(go[0], up[1], down[0], fn, arg));
     }
     close(go[0]);
@@ -330,12 +352,15 @@ void ds_test_peer_fork(struct ds_test_peer *p, int (*fn)(void *), void *arg)
     p->go = go[1];
     p->up = up[0];
     p->down = down[1];
+    remember(p->go);
+    remember(p->up);
+    remember(p->down);
 }
 
 void ds_test_peer_go(struct ds_test_peer *p)
 {
     if (p->go >= 0)
-        close(p->go);
+        close_peer_fd(p->go);
     p->go = -1;
 }
 
@@ -352,10 +377,10 @@ void ds_test_peer_leave(struct ds_test_peer *p)
 {
     int status;
 
-    close(p->down);
+    close_peer_fd(p->down);
     cr_assert_eq(waitpid(p->pid, &status, 0), p->pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "second tenant: 0x%x", status);
-    close(p->up);
+    close_peer_fd(p->up);
 }
 
 int ds_test_ctl(const struct ds_test_server *s, const char *args, char *out, size_t len)

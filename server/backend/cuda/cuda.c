@@ -200,8 +200,7 @@ static void cuda_close(struct ds_backend *b)
         b->cu.cuEventDestroy(b->spill_done);
         b->cu.cuStreamDestroy(b->spill);
     }
-    if (b->gate_page != 0)
-        b->cu.cuMemHostUnregister((void *)b->gate_page);
+    ds__cuda_shm_unmap(b);
     ds__cuda_pctx_fini(b);
     b->cu.cuGreenCtxDestroy(b->green);
     free(b);
@@ -567,6 +566,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .bind = ds__cuda_bind,
     .prepare = ds__cuda_prepare,
     .gate = ds__cuda_gate,
+    .stamp = ds__cuda_stamp,
     .dev_alloc = cuda_mem_alloc,
     .dev_free = cuda_mem_free,
     .dev_info = cuda_mem_info,

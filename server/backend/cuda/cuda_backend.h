@@ -63,6 +63,7 @@
     X(cuStreamSynchronize, cuStreamSynchronize) \
     X(cuStreamWaitEvent, cuStreamWaitEvent) \
     X(cuStreamWaitValue32, cuStreamWaitValue32) \
+    X(cuStreamWriteValue32, cuStreamWriteValue32) \
     X(cuLaunchHostFunc, cuLaunchHostFunc) \
     X(cuEventCreate, cuEventCreate) \
     X(cuEventDestroy, cuEventDestroy) \
@@ -177,6 +178,9 @@ struct ds_pctx_pool {
     CUgreenCtx bound;    /* where new streams go */
 };
 
+/* A slot's gate and stamps span at most this many pages of the control block. */
+#define DS_CUDA_SHM_PAGES 3
+
 struct ds_backend {
     struct driver cu;
     CUdevice dev;
@@ -185,8 +189,13 @@ struct ds_backend {
     struct ds_pctx_pool pc;
     CUstream spill;       /* whole device, for kernels a partition cannot hold */
     CUevent spill_done;
-    uintptr_t gate_page;  /* the registered page holding the gate word (cuda_gate.c) */
-    CUdeviceptr gate_dev; /* its device address */
+    /* Pages of the control block registered for the device: the gate word's and the
+     * progress stamps' (cuda_gate.c). */
+    struct {
+        uintptr_t page;
+        CUdeviceptr dev;
+    } shm_pages[DS_CUDA_SHM_PAGES];
+    int nshm_pages;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
@@ -199,8 +208,11 @@ struct ds_backend {
  * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory),
  * cuda_tensormap.c (tensor maps), cuda_ipc.c (IPC) and cuda_pool.c (memory pools). */
 
-/* cuda_gate.c: backend.h's gate. */
+/* cuda_gate.c: backend.h's gate and stamp, and giving the control block's pages back. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
+int ds__cuda_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
+                   uint32_t seq);
+void ds__cuda_shm_unmap(struct ds_backend *b);
 
 /* cuda_fence.c: backend.h's fences, and freeing the spares at close. */
 int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,

@@ -1,41 +1,64 @@
 /*
- * Gates on the device (DESIGN.md, "Preemption and gates"): before a kernel, the stream
- * waits on the GPU itself (cuStreamWaitValue32) for the tenant's gate word in the
- * control block to read 0.  The control process closes the gate by writing 1, with no
- * executor involved, and the GPU holds the tenant's next kernel, even one submitted long
- * before.  The word's page of this process's mapping is registered for the device once.
+ * Gates and progress stamps on the device (DESIGN.md, "Preemption and gates").  Before a
+ * kernel, the stream waits on the GPU itself (cuStreamWaitValue32) for the tenant's gate
+ * word in the control block to read 0: the control process closes the gate by writing
+ * 1, with no executor involved, and the GPU holds the tenant's next kernel, even one
+ * submitted long before.  After a launch, the stream writes the launch's number into the
+ * tenant's stamps (cuStreamWriteValue32) when it gets there, which tells the control
+ * process what has completed without anyone synchronising.  The pages holding those
+ * words are registered for the device once each.
  */
 #include "cuda_backend.h"
 
 #include "ds_error.h"
 #include "ds_log.h"
+#include "shm.h"
 
 #include <unistd.h>
 
-static int map_word(struct ds_backend *b, const volatile unsigned *word, CUdeviceptr *out)
+static int register_page(struct ds_backend *b, uintptr_t page, CUdeviceptr *dev)
+{
+    CUresult r;
+
+    if (b->nshm_pages == DS_CUDA_SHM_PAGES)
+        return DS_ENOMEM;
+    r = b->cu.cuMemHostRegister((void *)page, (size_t)sysconf(_SC_PAGESIZE),
+                                CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+    if (r == CUDA_SUCCESS && (r = b->cu.cuMemHostGetDevicePointer(dev, (void *)page, 0)) !=
+                                 CUDA_SUCCESS)
+        b->cu.cuMemHostUnregister((void *)page);
+    if (r != CUDA_SUCCESS) {
+        ds_warn("cannot map the control block for the device (CUresult %d): gates hold "
+                "only work not yet submitted, and completions are not stamped", r);
+        return ds__cuda_err(r);
+    }
+    b->shm_pages[b->nshm_pages].page = page;
+    b->shm_pages[b->nshm_pages++].dev = *dev;
+    return 0;
+}
+
+/* The device address of a word of the control block. */
+static int map_word(struct ds_backend *b, const volatile void *word, CUdeviceptr *out)
 {
     uintptr_t page = (uintptr_t)word & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
     CUdeviceptr d = 0;
-    CUresult r;
+    int i = 0, rc;
 
-    if (b->gate_page != page) {
-        if (b->gate_page != 0)
-            b->cu.cuMemHostUnregister((void *)b->gate_page);
-        b->gate_page = 0;
-        r = b->cu.cuMemHostRegister((void *)page, (size_t)sysconf(_SC_PAGESIZE),
-                                    CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
-        if (r == CUDA_SUCCESS)
-            r = b->cu.cuMemHostGetDevicePointer(&d, (void *)page, 0);
-        if (r != CUDA_SUCCESS) {
-            ds_warn("cannot map the gate for the device (CUresult %d): gates hold only "
-                    "work not yet submitted", r);
-            return ds__cuda_err(r);
-        }
-        b->gate_page = page;
-        b->gate_dev = d;
-    }
-    *out = b->gate_dev + ((uintptr_t)word - page);
+    while (i < b->nshm_pages && b->shm_pages[i].page != page)
+        i++;
+    if (i < b->nshm_pages)
+        d = b->shm_pages[i].dev;
+    else if ((rc = register_page(b, page, &d)) != 0)
+        return rc;
+    *out = d + ((uintptr_t)word - page);
     return 0;
+}
+
+void ds__cuda_shm_unmap(struct ds_backend *b)
+{
+    for (int i = 0; i < b->nshm_pages; i++)
+        b->cu.cuMemHostUnregister((void *)b->shm_pages[i].page);
+    b->nshm_pages = 0;
 }
 
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
@@ -50,5 +73,20 @@ int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile uns
     rc = map_word(b, word, &d);
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuStreamWaitValue32(s->s, d, 0, CU_STREAM_WAIT_VALUE_EQ));
+    return rc;
+}
+
+int ds__cuda_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
+                   uint32_t seq)
+{
+    CUdeviceptr d = 0;
+    int rc;
+
+    s = ds__cuda_real(b, s);
+    if (s->capturing)
+        return DS_EBUSY;
+    rc = map_word(b, &st->seq, &d);
+    if (rc == 0)
+        rc = ds__cuda_err(b->cu.cuStreamWriteValue32(s->s, d, seq, CU_STREAM_WRITE_VALUE_DEFAULT));
     return rc;
 }

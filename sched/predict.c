@@ -1,0 +1,52 @@
+#include "predict.h"
+
+/* Weight of a new sample in the running averages: about the last four count. */
+#define NEW_WEIGHT 0.25
+
+static double blend(double old, double sample, int first)
+{
+    return first ? sample : old + NEW_WEIGHT * (sample - old);
+}
+
+/* busy_ns: how long the device has just been busy with the tenant's work throughout (0:
+ * it was idle at some point); new_done: launches completed meanwhile. */
+static void learn(struct ds_predict *p, uint64_t busy_ns, uint64_t new_done)
+{
+    if (busy_ns == 0) {
+        p->busy_ns = 0;
+        return;
+    }
+    /* A kernel longer than a sample spans several: its time adds up until it ends. */
+    p->busy_ns += busy_ns;
+    if (new_done == 0)
+        return;
+    p->kernel_us = blend(p->kernel_us, (double)p->busy_ns / 1e3 / (double)new_done,
+                         p->kernel_us == 0);
+    p->busy_ns = 0;
+}
+
+void ds_predict_sample(struct ds_predict *p, uint64_t now_ns, uint64_t launches, uint64_t done)
+{
+    uint64_t was_inflight = ds_predict_inflight(p), dt, new_done;
+    int first = p->at_ns == 0;
+
+    if (done > launches)
+        done = launches;
+    if (done < p->done)
+        done = p->done;
+    if (!first && now_ns > p->at_ns) {
+        dt = now_ns - p->at_ns;
+        new_done = done - p->done;
+        p->rate = blend(p->rate, (double)new_done * 1e9 / (double)dt, 0);
+        p->launch_rate = blend(p->launch_rate, (double)(launches - p->launches) * 1e9 / (double)dt, 0);
+        learn(p, was_inflight > 0 && launches > done ? dt : 0, new_done);
+    }
+    p->at_ns = now_ns;
+    p->launches = launches;
+    p->done = done;
+}
+
+uint64_t ds_predict_inflight(const struct ds_predict *p)
+{
+    return p->launches - p->done;
+}
