@@ -923,9 +923,13 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
     c.authing.tokens = cfg->tokens;
-    set_rules(&c, cfg->quotas, cfg->nquotas);
-    /* The admin socket and metrics first: once tenants can connect, they can be seen. */
-    failed = start_signals(&c) != 0 || open_admin(&c) != 0 || open_metrics(&c) != 0;
+    failed = start_signals(&c) != 0;
+    /* The rules need the timers start_signals made; the admin socket and metrics come
+     * before the listeners: once tenants can connect, they can be seen. */
+    if (!failed) {
+        set_rules(&c, cfg->quotas, cfg->nquotas);
+        failed = open_admin(&c) != 0 || open_metrics(&c) != 0;
+    }
     for (int i = 0; i < cfg->nlisten && !failed; i++)
         failed = open_listener(&c, &cfg->listen[i]) != 0;
     if (failed) {
