@@ -8,6 +8,17 @@ static double blend(double old, double sample, int first)
     return first ? sample : old + NEW_WEIGHT * (sample - old);
 }
 
+/* The same for n samples of one value at once: stamps come every few launches (the
+ * executor stamps every 16th), and n launches seen done at once weigh as n. */
+static double blend_n(double old, double sample, int first, uint64_t n)
+{
+    double keep = 1;
+
+    for (uint64_t i = 0; i < n && keep > 1e-6; i++)
+        keep *= 1 - NEW_WEIGHT;
+    return first ? sample : sample + keep * (old - sample);
+}
+
 /* busy_ns: how long the device has just been busy with the tenant's work throughout (0:
  * it was idle at some point); new_done: launches completed meanwhile. */
 static void learn(struct ds_predict *p, uint64_t busy_ns, uint64_t new_done)
@@ -20,8 +31,8 @@ static void learn(struct ds_predict *p, uint64_t busy_ns, uint64_t new_done)
     p->busy_ns += busy_ns;
     if (new_done == 0)
         return;
-    p->kernel_us = blend(p->kernel_us, (double)p->busy_ns / 1e3 / (double)new_done,
-                         p->kernel_us == 0);
+    p->kernel_us = blend_n(p->kernel_us, (double)p->busy_ns / 1e3 / (double)new_done,
+                           p->kernel_us == 0, new_done);
     p->busy_ns = 0;
 }
 

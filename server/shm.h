@@ -31,13 +31,14 @@
 enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_KINDS };
 #define DS_SHM_MEM_KINDS 8
 
-/* Progress stamps a slot keeps: the control process sees completions exactly while fewer
- * launches than this are in flight, and at least this many in flight otherwise. */
+/* Progress stamps a slot keeps: the control process sees completions while fewer stamps
+ * than this are in flight (an executor stamps every 16th launch and the last before a
+ * pause, server/exec/tenant.h), and at least this many stamps' launches otherwise. */
 #define DS_SHM_STAMPS 32
 
 /* A progress stamp (DESIGN.md, "Preemption and gates").  After a tenant's launch number n,
- * its executor has the device write n's low 32 bits into seq of entry n % DS_SHM_STAMPS
- * once the work before it on its stream is done (cuda: cuStreamWriteValue32; at_ns stays
+ * its executor may have the device write n's low 32 bits into seq of the next entry, in
+ * turn, once the work before it on its stream is done (cuda: cuStreamWriteValue32; at_ns stays
  * 0).  The sim knows when that will be and writes it at once, with the modelled
  * completion time in at_ns (ds_now_ns clock): UINT64_MAX first, so that a reader never
  * pairs a new seq with an old time.  ds_shm_stamps_done reads them. */
@@ -190,7 +191,7 @@ void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
 
 /* How many of slot idx's `launches` the device had completed at time now_ns, from its
  * progress stamps: at most launches, and possibly fewer than were really done while
- * DS_SHM_STAMPS or more are in flight (the caller keeps the largest answer it got).
+ * DS_SHM_STAMPS or more stamps are in flight (the caller keeps the largest answer it got).
  * `launches` when stamps are off. */
 uint64_t ds_shm_stamps_done(const struct ds_shm *shm, int idx, uint64_t launches,
                             uint64_t now_ns);

@@ -372,6 +372,12 @@ static int ended(int rc)
  * held for a policy's turn of tens of milliseconds resumes at most that late. */
 #define GATE_LOOK_NS (200 * 1000u)
 
+/* How long the tenant must have sent nothing before its last launch gets a progress
+ * stamp: longer than the few microseconds between launches of a program that launches
+ * as fast as it can (a stamp costs as much as a launch), short against the 5 ms at which
+ * the control process samples the stamps. */
+#define STAMP_PAUSE_NS (50 * 1000u)
+
 /* When to wake without being woken: the fences' time, or soon when calls are held. */
 static uint64_t wake_time(void)
 {
@@ -394,7 +400,7 @@ static uint64_t wake_time(void)
  */
 static int serve_loop(unsigned spin_us)
 {
-    uint64_t idle_since = 0;
+    uint64_t idle_since = 0, idle;
     unsigned look = 0;
 
     for (;;) {
@@ -427,7 +433,12 @@ static int serve_loop(unsigned spin_us)
         }
         if (idle_since == 0)
             idle_since = ds_now_ns();
-        if (ds_now_ns() - idle_since < (uint64_t)spin_us * 1000u)
+        idle = ds_now_ns() - idle_since;
+        /* A pause, not the gap between two launches of a busy tenant: its last launch
+         * takes its progress stamp now (tenant.h). */
+        if (idle >= STAMP_PAUSE_NS || idle >= (uint64_t)spin_us * 1000u)
+            ds__tenant_stamp_tail(&tenant);
+        if (idle < (uint64_t)spin_us * 1000u)
             continue;
         if (ds_conn_sleep(&conn, waits.efd, wake_time()) != 0)
             return DS_EXEC_DISCONNECTED;

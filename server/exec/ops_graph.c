@@ -115,7 +115,7 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
         return CUDA_ERROR_INVALID_HANDLE;
     ds__tenant_kernel_boundary(t, s);
     if ((rc = t->ops->graph_launch(t->be, e->real, s)) == 0)
-        ds__tenant_launched(t, s);
+        ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return ds_error_to_cu(rc);
 }
 

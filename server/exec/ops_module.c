@@ -352,6 +352,6 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     else
         rc = ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
     if (rc == CUDA_SUCCESS)
-        ds__tenant_launched(t, s);
+        ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return rc;
 }

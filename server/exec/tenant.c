@@ -122,6 +122,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 
         if (all || s->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_STREAM);
+            ds__tenant_stream_gone(t, s->real);
             t->ops->stream_destroy(t->be, s->real);
             free(s);
         }
@@ -282,26 +283,54 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
         t->gate_failed = 1;
 }
 
-void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s)
+/* Have the device stamp launch n, the last on stream s, when the work before it there is done. */
+static void stamp(struct ds_tenant *t, struct ds_bstream *s, uint64_t n)
 {
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
-    uint64_t n = t->launches + 1;
-    int rc = 0;
+    int rc = t->ops->stamp(t->be, s, &slot->stamps[t->nstamps % DS_SHM_STAMPS], (uint32_t)n);
 
-    if (!t->stamps_off) {
-        rc = t->ops->stamp(t->be, s, &slot->stamps[n % DS_SHM_STAMPS], (uint32_t)n);
-        if (rc == DS_EBUSY)
-            return;
+    if (rc == 0) {
+        t->stamped = n;
+        t->nstamps++;
+        t->stamp_ns = ds_now_ns();
     }
-    if (rc != 0) {
-        ds_warn("cannot stamp progress: %s; the scheduler no longer sees completions",
-                ds_strerror(rc));
-        t->stamps_off = 1;
-        atomic_store(&slot->stamps_off, 1);
-    }
+    /* A stream being captured takes no stamp; its next launch or pause tries again. */
+    if (rc == 0 || rc == DS_EBUSY)
+        return;
+    ds_warn("cannot stamp progress: %s; the scheduler no longer sees completions",
+            ds_strerror(rc));
+    t->stamps_off = 1;
+    atomic_store(&slot->stamps_off, 1);
+}
+
+void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s, int capturing)
+{
+    uint64_t n = t->launches + 1;
+
+    if (capturing)
+        return;
     /* The executor is the only writer: a plain store, no locked add on every launch. */
     t->launches = n;
-    atomic_store_explicit(&slot->launches, n, memory_order_release);
+    t->last = s;
+    atomic_store_explicit(&t->shm->slots[t->slot].launches, n, memory_order_release);
+    if (t->stamps_off)
+        return;
+    if (n - t->stamped >= DS_STAMP_EVERY || ds_now_ns() - t->stamp_ns >= DS_STAMP_NS)
+        stamp(t, s, n);
+}
+
+void ds__tenant_stamp_tail(struct ds_tenant *t)
+{
+    if (t->launches != t->stamped && !t->stamps_off)
+        stamp(t, t->last, t->launches);
+}
+
+void ds__tenant_stream_gone(struct ds_tenant *t, struct ds_bstream *s)
+{
+    if (t->last != s)
+        return;
+    ds__tenant_stamp_tail(t);
+    t->last = NULL;
 }
 
 struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h)

@@ -114,6 +114,10 @@ struct ds_tenant {
     unsigned bind_gen;          /* the control block's bind_gen last acted on */
     int gate_failed;            /* the device could not wait on the gate: host gate only */
     int stamps_off;             /* the device could not write a progress stamp */
+    uint64_t stamped;           /* the last launch stamped */
+    unsigned nstamps;           /* stamps made: the next goes in entry nstamps % 32 */
+    uint64_t stamp_ns;          /* when the last was made (ds_now_ns) */
+    struct ds_bstream *last;    /* the stream of the last launch */
     struct ds_binder binder;    /* runs while the device is open */
     uint64_t launches;          /* kernels and graphs launched, published in the control
                                  * block (ds__tenant_launched) */
@@ -160,9 +164,22 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
 
 /* After a kernel or graph launched on stream s: count it in the control block and have
  * the device stamp its completion there (backend stamp), so that the control process
- * sees what is in flight.  A launch into a capturing stream runs later, as a graph, and
+ * sees what is in flight.  A stamp is a driver call, as costly as the launch itself, so
+ * a tenant that launches fast gets one every DS_STAMP_EVERY launches, or DS_STAMP_NS
+ * after the last one, whichever comes first (a burst's first launch has one, so its
+ * progress shows), and ds__tenant_stamp_tail stamps the last launch when the tenant
+ * pauses.  A launch into a capturing stream (capturing != 0) runs later, as a graph, and
  * is not counted. */
-void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s);
+#define DS_STAMP_EVERY 16
+#define DS_STAMP_NS (200 * 1000u)
+void ds__tenant_launched(struct ds_tenant *t, struct ds_bstream *s, int capturing);
+
+/* The tenant has nothing more to submit for now: stamp its last launch if it has none. */
+void ds__tenant_stamp_tail(struct ds_tenant *t);
+
+/* Backend stream s is about to be destroyed: the last launch's stamp cannot wait for a
+ * later pause to go on it (a later one goes on the legacy stream, which waits for it). */
+void ds__tenant_stream_gone(struct ds_tenant *t, struct ds_bstream *s);
 
 /* For a synchronising call's handler (one whose reply is a ds_void_res): its reply is
  * to wait until the device passes the point `at` names, as of now.  Returns
