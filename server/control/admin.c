@@ -125,13 +125,27 @@ static void pack_policy(struct ds_admin *a, msgpack_packer *pk, const char *name
     pack_str(pk, now);
 }
 
+/* The answer to a change of n tenants, by name: none is an error. */
+static void pack_changed(msgpack_packer *pk, int n)
+{
+    if (n == 0) {
+        pack_error(pk, "no such tenant");
+        return;
+    }
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, "ok");
+    msgpack_pack_true(pk);
+    pack_str(pk, "tenants");
+    msgpack_pack_int(pk, n);
+}
+
 /* A tenant's class and SLO, by name. */
 static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
                               const char *name)
 {
     char klass[16];
     uint64_t slo = 0;
-    int has_slo = get_uint(req, "slo_ms", &slo), n;
+    int has_slo = get_uint(req, "slo_ms", &slo);
 
     if (name == NULL || get_str(req, "class", klass, sizeof(klass)) == NULL ||
         (strcmp(klass, "latency") != 0 && strcmp(klass, "best-effort") != 0)) {
@@ -142,18 +156,10 @@ static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msg
         pack_error(pk, "\"slo_ms\" is a number of milliseconds up to an hour");
         return;
     }
-    n = a->hooks.tenant_class(a->hooks.ctx, name,
-                              strcmp(klass, "latency") == 0 ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT,
-                              (unsigned)slo);
-    if (n == 0) {
-        pack_error(pk, "no such tenant");
-        return;
-    }
-    msgpack_pack_map(pk, 2);
-    pack_str(pk, "ok");
-    msgpack_pack_true(pk);
-    pack_str(pk, "tenants");
-    msgpack_pack_int(pk, n);
+    pack_changed(pk, a->hooks.tenant_class(a->hooks.ctx, name,
+                                           strcmp(klass, "latency") == 0 ? DS_CLASS_LATENCY
+                                                                         : DS_CLASS_BEST_EFFORT,
+                                           (unsigned)slo));
 }
 
 /* A limit of a quota request: 1 when `key` is given (nil: no limit, as 0), 0 when it
@@ -225,7 +231,7 @@ static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msg
     static const char *const phases[] = { "auto", "decode", "prefill" };
     char buf[16];
     const char *phase = get_str(req, "phase", buf, sizeof(buf));
-    int p = 0, n;
+    int p = 0;
 
     while (phase != NULL && p < 3 && strcmp(phase, phases[p]) != 0)
         p++;
@@ -233,15 +239,7 @@ static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msg
         pack_error(pk, "a tenant's phase is decode, prefill or auto");
         return;
     }
-    if ((n = a->hooks.tenant_phase(a->hooks.ctx, name, p)) == 0) {
-        pack_error(pk, "no such tenant");
-        return;
-    }
-    msgpack_pack_map(pk, 2);
-    pack_str(pk, "ok");
-    msgpack_pack_true(pk);
-    pack_str(pk, "tenants");
-    msgpack_pack_int(pk, n);
+    pack_changed(pk, a->hooks.tenant_phase(a->hooks.ctx, name, p));
 }
 
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
