@@ -69,7 +69,10 @@ static void usage(FILE *f)
             "                          and for the GPU in a synchronisation, before sleeping\n"
             "                          (default 50; 0 never polls)\n"
             "  -h, --help              this text\n\n"
-            "Tenants: LD_LIBRARY_PATH=<build>/client DETSHARE_SERVER=unix:PATH ./program\n"
+            "Tenants: LD_LIBRARY_PATH=PREFIX/lib/detshare (or <build>/client)\n"
+            "         DETSHARE_SERVER=unix:PATH ./program\n"
+            "Signals: SIGHUP reads --config and --token-file again; SIGTERM or SIGINT stops\n"
+            "the server, its executors and the MPS daemon it started.\n"
             "Logs go to stderr; DETSHARE_LOG=debug shows every failed call.\n");
 }
 

@@ -14,15 +14,24 @@
 
 static int usage(FILE *f)
 {
-    fprintf(f, "usage: detshare-ctl [--admin unix:PATH] status [--json]\n"
-               "       detshare-ctl [--admin unix:PATH] policy [NAME]\n"
-               "       detshare-ctl [--admin unix:PATH] tenant NAME class latency|best-effort "
-               "[slo MS]\n"
-               "       detshare-ctl [--admin unix:PATH] quota [NAME|PREFIX* memory=SIZE|none "
-               "sm-share=PCT|none]\n"
-               "       detshare-ctl [--admin unix:PATH] tenant NAME phase decode|prefill|auto\n"
-               "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
-               "server's default one) with .admin added.\n");
+    fprintf(f,
+            "usage: detshare-ctl [--admin unix:PATH] COMMAND\n"
+            "Ask a running detshare-server over its admin socket (docs/admin.md).\n\n"
+            "  status [--json]              the device, MPS, the policy and every tenant\n"
+            "  policy [NAME]                the policy in force, or switch to NAME\n"
+            "  quota                        the quotas in force\n"
+            "  quota NAME|PREFIX* memory=SIZE|none sm-share=PCT|none\n"
+            "                               set, change (either limit alone) or lift the\n"
+            "                               quota of the tenants called NAME, now and later\n"
+            "  tenant NAME class latency|best-effort [slo MS]\n"
+            "                               the class (and latency SLO) of tenants NAME\n"
+            "  tenant NAME phase decode|prefill|auto\n"
+            "                               a hint of what tenants NAME do, for tpot-first\n"
+            "  -h, --help                   this text\n\n"
+            "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
+            "server's default one) with .admin added; the service's is\n"
+            "/run/detshare/gpuN/detshare.sock.admin.  Exit status: 0, 1 when the server\n"
+            "cannot be reached or refuses, 2 for a bad command line.\n");
     return 2;
 }
 
