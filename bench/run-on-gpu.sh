@@ -24,7 +24,7 @@ DETSHARE_SERVER="unix:$dir/s" LD_LIBRARY_PATH="$PWD/build-gpu/client:$LD_LIBRARY
 echo "hello_tenant: exit $?" >> "$out/device.txt"
 # Each CUDA runtime example natively and through detshare: outputs must match byte for byte.
 cudart=/usr/local/cuda/lib64
-for e in vector_add streams params mapped cublas_gemm curand_normal graphs malloc_async; do
+for e in vector_add streams params mapped cublas_gemm curand_normal graphs malloc_async pitched; do
     for v in "$e" "${e}_shared"; do
         LD_LIBRARY_PATH="$cudart:$LD_LIBRARY_PATH" ./build-gpu/examples/$v > "$dir/$v.native" 2>&1
         n=$?
