@@ -11,7 +11,7 @@ if [ "$PWD" != /work/main ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; c
 export LD_LIBRARY_PATH="$PWD/.dev/libs"
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > "$out/device.txt" 2>&1
 # The gpu-labelled ctest entries, run directly: the box need not have CMake.
-for t in device context memcpy stream isolation hostile hostmem launch graph pool; do
+for t in device context memcpy stream isolation hostile hostmem launch graph pool copy2d; do
     DS_TEST_DEVICE=cuda timeout 300 ./build-gpu/tests/test_$t --jobs 1 >> "$out/gpu-tests.log" 2>&1
     echo "gpu test $t: exit $?" >> "$out/device.txt"
 done
