@@ -9,6 +9,7 @@
  * the host has completed when it returns, which every correct program tolerates.
  */
 #include "cuda_api.h"
+#include "copy.h"
 #include "graph.h"
 #include "mem.h"
 #include "rpc.h"
@@ -30,7 +31,7 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
     return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
-static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
+CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
 {
     const char *p = src;
     uint64_t offset;
@@ -139,7 +140,7 @@ static CUresult dtoh_inband(char *dst, CUdeviceptr src, size_t n, ds_handle stre
     return rc;
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
+CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
 {
     uint64_t offset;
     CUresult rc;
@@ -162,7 +163,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait)
     return rc;
 }
 
-static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
+CUresult ds__copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
 {
     ds_dtod_args a = { .dst = dst, .src = src, .size = n, .stream = ds__stream_of(s) };
     ds_void_res r;
@@ -175,32 +176,32 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
-    return htod(dst, src, n, NULL, 1);
+    return ds__copy_htod(dst, src, n, NULL, 1);
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
-    return htod(dst, src, n, s, 0);
+    return ds__copy_htod(dst, src, n, s, 0);
 }
 
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
 {
-    return dtoh(dst, src, n, NULL, 1);
+    return ds__copy_dtoh(dst, src, n, NULL, 1);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
-    return dtoh(dst, src, n, s, 0);
+    return ds__copy_dtoh(dst, src, n, s, 0);
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    return dtod(dst, src, n, NULL, 1);
+    return ds__copy_dtod(dst, src, n, NULL, 1);
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
-    return dtod(dst, src, n, s, 0);
+    return ds__copy_dtod(dst, src, n, s, 0);
 }
 
 /* Unified addressing: the direction follows from which side each pointer lives on. */
@@ -212,11 +213,11 @@ static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, 
     ddev = ds__mem_is_device(dst);
     sdev = ds__mem_is_device(src);
     if (ddev && sdev)
-        return dtod(dst, src, n, s, wait);
+        return ds__copy_dtod(dst, src, n, s, wait);
     if (ddev)
-        return htod(dst, (const void *)(uintptr_t)src, n, s, wait);
+        return ds__copy_htod(dst, (const void *)(uintptr_t)src, n, s, wait);
     if (sdev)
-        return dtoh((void *)(uintptr_t)dst, src, n, s, wait);
+        return ds__copy_dtoh((void *)(uintptr_t)dst, src, n, s, wait);
     if (n > 0 && (dst == 0 || src == 0))
         return CUDA_ERROR_INVALID_VALUE;
     if (n > 0)

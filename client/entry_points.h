@@ -69,6 +69,16 @@
     EP(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2)                     \
     EP(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2)                     \
     EP(cuMemcpyDtoDAsync, 3020, cuMemcpyDtoDAsync_v2)                     \
+    EP(cuMemAllocPitch, 3020, cuMemAllocPitch_v2)                         \
+    EP(cuMemcpy2D, 3020, cuMemcpy2D_v2)                                   \
+    EP(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2)                 \
+    EP(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2)                         \
+    EP(cuMemcpy3D, 3020, cuMemcpy3D_v2)                                   \
+    EP(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2)                         \
+    EP(cuMemcpyPeer, 4000, cuMemcpyPeer)                                  \
+    EP(cuMemcpyPeerAsync, 4000, cuMemcpyPeerAsync)                        \
+    EP(cuMemcpy3DPeer, 4000, cuMemcpy3DPeer)                              \
+    EP(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync)                    \
     EP(cuMemsetD8, 3020, cuMemsetD8_v2)                                   \
     EP(cuMemsetD16, 3020, cuMemsetD16_v2)                                 \
     EP(cuMemsetD32, 3020, cuMemsetD32_v2)                                 \
@@ -183,6 +193,9 @@
        cuOccupancyMaxActiveBlocksPerMultiprocessor)                       \
     EP(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000,        \
        cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)              \
+    EP(cuOccupancyMaxPotentialBlockSize, 6050, cuOccupancyMaxPotentialBlockSize) \
+    EP(cuOccupancyMaxPotentialBlockSizeWithFlags, 7000,                   \
+       cuOccupancyMaxPotentialBlockSizeWithFlags)                         \
     EP(cuLaunchKernel, 4000, cuLaunchKernel)                              \
     EP(cuLaunchHostFunc, 10000, cuLaunchHostFunc)                         \
     EP(cuStreamAddCallback, 5000, cuStreamAddCallback)                    \

@@ -130,6 +130,18 @@ int ds__mem_is_device(uint64_t p)
     return found;
 }
 
+int ds__mem_runs_past(uint64_t p, uint64_t n)
+{
+    const struct ds_memtab_entry *e;
+    int past;
+
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&device_mem, p, 0);
+    past = e != NULL && n > e->size - (p - e->base);
+    pthread_mutex_unlock(&lock);
+    return past;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
     ds_alloc_args a = { .size = size, .capture_mode = ds__graph_thread_mode() };

@@ -12,6 +12,10 @@
 /* 1 when p lies in device memory this client allocated and has not freed. */
 int ds__mem_is_device(uint64_t p);
 
+/* 1 when p lies in device memory this client allocated and [p, p+n) runs past the end
+ * of that range: a copy the executor would refuse, refused before any of it is sent. */
+int ds__mem_runs_past(uint64_t p, uint64_t n);
+
 /* Note [base, base+size) as device memory (an allocation, a module's global, a VMM
  * mapping). */
 void ds__mem_remember(uint64_t base, uint64_t size);

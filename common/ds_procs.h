@@ -41,6 +41,9 @@
     S(host_unmap, DS_HOST_UNMAP, ds_host_map_args, ds_void_res)             \
     B(memcpy_htod_arena, DS_MEMCPY_HTOD_ARENA, ds_arena_copy_args)          \
     B(memcpy_dtoh_arena, DS_MEMCPY_DTOH_ARENA, ds_arena_copy_args)          \
+    S(mem_alloc_pitch, DS_MEM_ALLOC_PITCH, ds_alloc_pitch_args, ds_alloc_pitch_res) \
+    S(memcpy_3d, DS_MEMCPY_3D, ds_copy3d_args, ds_void_res)                 \
+    B(memcpy_3d_async, DS_MEMCPY_3D_ASYNC, ds_copy3d_args)                  \
     S(stream_create, DS_STREAM_CREATE, ds_stream_create_args, ds_handle_res) \
     S(stream_destroy, DS_STREAM_DESTROY, ds_handle, ds_void_res)            \
     S(stream_synchronize, DS_STREAM_SYNCHRONIZE, ds_handle, ds_void_res)    \

@@ -82,6 +82,12 @@ Test(runtime, a_captured_graph_replays)
     check("graphs", "graph of 8 kernels, 5 replays");
 }
 
+Test(runtime, pitched_images_and_volumes)
+{
+    check("pitched", "round trips exact");
+    check("pitched", "round trip exact");
+}
+
 Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");

@@ -82,6 +82,16 @@ struct ds_launch {
     unsigned nattrs;
 };
 
+/* A strided copy inside device memory: depth slices of height rows of width bytes.  Row
+ * y of slice z of a side starts at that side's first byte + (z * rows + y) * pitch; the
+ * executor has checked that every row of both sides lies in the tenant's memory. */
+struct ds_copy3d {
+    uint64_t dst, src;             /* first byte of each side */
+    uint64_t dst_pitch, src_pitch; /* bytes from one row to the next */
+    uint64_t dst_rows, src_rows;   /* rows from one slice to the next */
+    uint64_t width, height, depth;
+};
+
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
  * stream), at an event's last record, or at all of the tenant's work. */
 enum ds_fence_kind { DS_FENCE_STREAM, DS_FENCE_EVENT, DS_FENCE_ALL };
@@ -123,6 +133,11 @@ struct ds_backend_ops {
     /* capture_mode: the tenant thread's CUstreamCaptureMode, which decides whether an
      * allocation is allowed while a stream is being captured. */
     int (*dev_alloc)(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
+    /* cuMemAllocPitch: height rows of at least width bytes, the pitch the device's own
+     * choice (*pitch), freed with dev_free.  elem_size (4, 8 or 16) is the tenant's. */
+    int (*dev_alloc_pitch)(struct ds_backend *b, uint64_t width, uint64_t height,
+                           unsigned elem_size, int capture_mode, uint64_t *addr,
+                           uint64_t *pitch);
     int (*dev_free)(struct ds_backend *b, uint64_t addr);
     void (*dev_info)(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total);
     int (*memcpy_htod)(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
@@ -138,6 +153,7 @@ struct ds_backend_ops {
                        struct ds_bstream *s);
     int (*memset)(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
                   unsigned elem_size, uint64_t width, uint64_t height, struct ds_bstream *s);
+    int (*memcpy_3d)(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s);
 
     int (*stream_create)(struct ds_backend *b, unsigned flags, int priority,
                          struct ds_bstream **out);

@@ -294,6 +294,28 @@ static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode,
     return ds__cuda_err(r);
 }
 
+/* The driver's own cuMemAllocPitch, so that a tenant gets the pitch a native program
+ * would. */
+static int cuda_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
+                                unsigned elem_size, int capture_mode, uint64_t *addr,
+                                uint64_t *pitch)
+{
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)capture_mode;
+    CUdeviceptr p;
+    size_t got;
+    CUresult r;
+
+    b->cu.cuThreadExchangeStreamCaptureMode(&mode);
+    r = b->cu.cuMemAllocPitch(&p, &got, width, height, elem_size);
+    b->cu.cuThreadExchangeStreamCaptureMode(&mode);
+
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return DS_ENOMEM;
+    *addr = p;
+    *pitch = got;
+    return ds__cuda_err(r);
+}
+
 /* The arena is this process's own shared mapping: register it, as page-locked memory the
  * device can reach, and hand out the device's address for it. */
 static int cuda_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
@@ -375,6 +397,22 @@ static int cuda_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, si
     s = ds__cuda_real(b, s);
     rc = ds__cuda_order(b, s);
     return rc ? rc : ds__cuda_err(b->cu.cuMemcpyDtoDAsync(dst, src, n, s->s));
+}
+
+static int cuda_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
+{
+    CUDA_MEMCPY3D m = {
+        .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = c->src,
+        .srcPitch = c->src_pitch, .srcHeight = c->src_rows,
+        .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = c->dst,
+        .dstPitch = c->dst_pitch, .dstHeight = c->dst_rows,
+        .WidthInBytes = c->width, .Height = c->height, .Depth = c->depth,
+    };
+    int rc;
+
+    s = ds__cuda_real(b, s);
+    rc = ds__cuda_order(b, s);
+    return rc ? rc : ds__cuda_err(b->cu.cuMemcpy3DAsync(&m, s->s));
 }
 
 static int cuda_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
@@ -568,6 +606,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .gate = ds__cuda_gate,
     .stamp = ds__cuda_stamp,
     .dev_alloc = cuda_mem_alloc,
+    .dev_alloc_pitch = cuda_mem_alloc_pitch,
     .dev_free = cuda_mem_free,
     .dev_info = cuda_mem_info,
     .host_map = cuda_host_map,
@@ -576,6 +615,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .memcpy_dtoh = cuda_memcpy_dtoh,
     .memcpy_dtoh_async = cuda_memcpy_dtoh_async,
     .memcpy_dtod = cuda_memcpy_dtod,
+    .memcpy_3d = cuda_memcpy_3d,
     .memset = cuda_memset,
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,

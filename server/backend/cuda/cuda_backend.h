@@ -47,6 +47,7 @@
     X(cuGraphExecDestroy, cuGraphExecDestroy) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
+    X(cuMemAllocPitch, cuMemAllocPitch) \
     X(cuMemFree, cuMemFree) \
     X(cuMemGetInfo, cuMemGetInfo) \
     X(cuMemHostRegister, cuMemHostRegister) \
@@ -55,6 +56,7 @@
     X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync) \
     X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync) \
     X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync) \
+    X(cuMemcpy3DAsync, cuMemcpy3DAsync) \
     X(cuMemsetD2D8Async, cuMemsetD2D8Async) \
     X(cuMemsetD2D16Async, cuMemsetD2D16Async) \
     X(cuMemsetD2D32Async, cuMemsetD2D32Async) \

@@ -343,6 +343,22 @@ int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uin
 /* Arena pages become device memory at their host address, as under unified addressing
  * on a GPU, or at an address of their own when that one is taken; the entry's owner
  * marks them as the tenant's (never unmapped or accounted here). */
+static int sim_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
+                               unsigned elem_size, int capture_mode, uint64_t *addr,
+                               uint64_t *pitch)
+{
+    uint64_t p;
+
+    (void)elem_size; /* the driver's hint for coalescing; the sim has none to make */
+    if (width > UINT64_MAX - (SIM_PITCH_ALIGN - 1))
+        return DS_EINVAL;
+    p = (width + SIM_PITCH_ALIGN - 1) / SIM_PITCH_ALIGN * SIM_PITCH_ALIGN;
+    if (height > UINT64_MAX / p)
+        return DS_EINVAL;
+    *pitch = p;
+    return ds__sim_mem_alloc(b, p * height, capture_mode, addr);
+}
+
 static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
 {
     struct ds_memtab_entry e = { .base = (uint64_t)(uintptr_t)host, .size = size,
@@ -444,6 +460,28 @@ static int allocated(const struct ds_backend *b, uint64_t addr, uint64_t n)
     return e != NULL && (e->owner != SIM_VMM_VA || ds__sim_vmm_mapped(b, addr, n));
 }
 
+/* Bytes from the first to the last byte of one side of a box (dst: 1): the executor
+ * checked it does not overflow. */
+static uint64_t box_extent(const struct ds_copy3d *c, int dst)
+{
+    uint64_t pitch = dst ? c->dst_pitch : c->src_pitch, rows = dst ? c->dst_rows : c->src_rows;
+
+    return ((c->depth - 1) * rows + (c->height - 1)) * pitch + c->width;
+}
+
+/* Every row of a box, in order: rows of a side may overlap the other side's, which CUDA
+ * leaves undefined, so memmove keeps each row whole at least. */
+static void box_apply(struct ds_backend *b, const struct ds_copy3d *c)
+{
+    unsigned char *dst = ds__sim_host_of(b, c->dst);
+    const unsigned char *src = ds__sim_host_of(b, c->src);
+
+    for (uint64_t z = 0; z < c->depth; z++)
+        for (uint64_t y = 0; y < c->height; y++)
+            memmove(dst + (z * c->dst_rows + y) * c->dst_pitch,
+                    src + (z * c->src_rows + y) * c->src_pitch, c->width);
+}
+
 /* Whether the memory a piece of work touches is still allocated.  Always so when it is
  * submitted (the executor checked); a graph replayed after a free or an unmap finds out
  * here. */
@@ -453,6 +491,9 @@ static int work_valid(const struct ds_backend *b, const struct sim_work *w)
         return allocated(b, w->dst, w->n) && allocated(b, w->src, w->n);
     if (w->kind == W_FILL)
         return allocated(b, w->dst, w->pitch * (w->height - 1) + w->width * w->elem);
+    if (w->kind == W_BOX)
+        return allocated(b, w->box.dst, box_extent(&w->box, 1)) &&
+               allocated(b, w->box.src, box_extent(&w->box, 0));
     return 1;
 }
 
@@ -473,6 +514,11 @@ static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
             fill_row(p + row * w->pitch, w->value, w->elem, w->width);
         stall_from(b, t0);
         return cost(w->width * w->elem * w->height, SIM_HBM_BYTES_PER_US);
+    }
+    if (w->kind == W_BOX) {
+        box_apply(b, &w->box);
+        stall_from(b, t0);
+        return cost(2 * w->box.width * w->box.height * w->box.depth, SIM_HBM_BYTES_PER_US);
     }
     return w->kernel_ns;
 }
@@ -512,6 +558,13 @@ static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32
 {
     struct sim_work w = { .kind = W_FILL, .dst = dst, .pitch = pitch, .value = value,
                           .elem = elem_size, .width = width, .height = height };
+
+    return ds__sim_work_run(b, s, &w);
+}
+
+static int sim_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
+{
+    struct sim_work w = { .kind = W_BOX, .box = *c };
 
     return ds__sim_work_run(b, s, &w);
 }
@@ -737,6 +790,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .gate = sim_gate,
     .stamp = sim_stamp,
     .dev_alloc = ds__sim_mem_alloc,
+    .dev_alloc_pitch = sim_mem_alloc_pitch,
     .dev_free = ds__sim_mem_free,
     .dev_info = sim_mem_info,
     .host_map = sim_host_map,
@@ -746,6 +800,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .memcpy_dtoh_async = sim_memcpy_dtoh_async,
     .memcpy_dtod = sim_memcpy_dtod,
     .memset = sim_memset,
+    .memcpy_3d = sim_memcpy_3d,
     .stream_create = sim_stream_create,
     .stream_destroy = sim_stream_destroy,
     .stream_query = sim_stream_query,

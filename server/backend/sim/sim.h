@@ -29,6 +29,9 @@
 #define SIM_VA_REGION (1ull << 40) /* each tenant's addresses live in their own TiB */
 #define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */
 #define SIM_VMM_VA 2     /* memtab owner of a VMM reservation (sim_vmm.c) */
+/* cuMemAllocPitch's pitch: rows rounded up to the view's TEXTURE_ALIGNMENT, 512 bytes,
+ * the multiple an H100's driver pads pitched rows to. */
+#define SIM_PITCH_ALIGN 512ull
 #define SIM_IPC_OPEN 3   /* memtab owner of another tenant's memory, opened (sim_ipc.c) */
 #define SIM_VA_ALIGN 4096ull
 #define SIM_VMM_GRANULARITY (2ull << 20) /* an H100's, minimum and recommended */
@@ -36,8 +39,9 @@
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
 struct sim_work {
-    enum { W_COPY, W_FILL, W_KERNEL } kind;
+    enum { W_COPY, W_FILL, W_BOX, W_KERNEL } kind;
     uint64_t dst, src, n;              /* W_COPY */
+    struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
     uint32_t value;
     unsigned elem;
