@@ -82,6 +82,11 @@ Test(runtime, a_captured_graph_replays)
     check("graphs", "graph of 8 kernels, 5 replays");
 }
 
+Test(runtime, a_graph_built_node_by_node_runs_and_updates)
+{
+    check("graph_nodes", "graph built node by node: 5 nodes, 1 root, 4 launches then 1 updated");
+}
+
 Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");
