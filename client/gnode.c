@@ -164,7 +164,8 @@ static CUresult copy_end(CUmemorytype type, const void *host, CUdeviceptr dev, s
     uint64_t offset;
     CUdeviceptr d;
 
-    if (type == CU_MEMORYTYPE_DEVICE || (type == CU_MEMORYTYPE_UNIFIED && ds__mem_is_device(dev))) {
+    if (type == CU_MEMORYTYPE_DEVICE ||
+        (type == CU_MEMORYTYPE_UNIFIED && ds__mem_is_device(dev))) {
         *out = dev;
         return CUDA_SUCCESS;
     }

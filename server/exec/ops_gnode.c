@@ -21,7 +21,7 @@ static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **
     if (*out == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!(*out)->built) {
-        ds_warn("%s: a captured graph cannot be edited or listed node by node", t->name);
+        ds_warn("a captured graph cannot be edited or listed node by node");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     return CUDA_SUCCESS;
@@ -107,7 +107,7 @@ static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds
     case DS_NODE_MEMCPY:
         return check_copy(t, &p->ds_node_params_u.copy, d);
     default:
-        ds_warn("%s: graph node kind %d is not served", t->name, (int)p->kind);
+        ds_warn("graph node kind %d is not served", (int)p->kind);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
 }

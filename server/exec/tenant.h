@@ -58,8 +58,8 @@ struct ds_vgraph {
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
- * which the node owns a deep copy (a kernel's parameters and attributes, an event's
- * reference), the nodes it waits for, and the backend's node. */
+ * which the node owns a deep copy (a kernel's parameters and attributes), the handles of
+ * the nodes it waits for, and the backend's node. */
 struct ds_vnode {
     uint64_t graph;
     ds_node_params params;
