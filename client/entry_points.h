@@ -155,6 +155,30 @@
     EP(cuGraphDestroy, 10000, cuGraphDestroy)                             \
     EP(cuGraphExecDestroy, 10000, cuGraphExecDestroy)                     \
     EP(cuGraphGetNodes, 10000, cuGraphGetNodes)                           \
+    EP(cuGraphCreate, 10000, cuGraphCreate)                               \
+    EP(cuGraphAddEmptyNode, 10000, cuGraphAddEmptyNode)                   \
+    EP(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode)                 \
+    EP(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2)              \
+    EP(cuGraphAddMemsetNode, 10000, cuGraphAddMemsetNode)                 \
+    EP(cuGraphAddMemcpyNode, 10000, cuGraphAddMemcpyNode)                 \
+    EP(cuGraphAddDependencies, 10000, cuGraphAddDependencies)             \
+    EP(cuGraphAddDependencies, 12030, cuGraphAddDependencies_v2)          \
+    EP(cuGraphRemoveDependencies, 10000, cuGraphRemoveDependencies)       \
+    EP(cuGraphRemoveDependencies, 12030, cuGraphRemoveDependencies_v2)    \
+    EP(cuGraphDestroyNode, 10000, cuGraphDestroyNode)                     \
+    EP(cuGraphGetRootNodes, 10000, cuGraphGetRootNodes)                   \
+    EP(cuGraphGetEdges, 10000, cuGraphGetEdges)                           \
+    EP(cuGraphGetEdges, 12030, cuGraphGetEdges_v2)                        \
+    EP(cuGraphNodeGetDependencies, 10000, cuGraphNodeGetDependencies)     \
+    EP(cuGraphNodeGetDependencies, 12030, cuGraphNodeGetDependencies_v2)  \
+    EP(cuGraphNodeGetDependentNodes, 10000, cuGraphNodeGetDependentNodes) \
+    EP(cuGraphNodeGetDependentNodes, 12030, cuGraphNodeGetDependentNodes_v2) \
+    EP(cuGraphNodeGetType, 10000, cuGraphNodeGetType)                     \
+    EP(cuGraphKernelNodeSetParams, 10000, cuGraphKernelNodeSetParams)     \
+    EP(cuGraphKernelNodeSetParams, 12000, cuGraphKernelNodeSetParams_v2)  \
+    EP(cuGraphExecKernelNodeSetParams, 10010, cuGraphExecKernelNodeSetParams) \
+    EP(cuGraphExecKernelNodeSetParams, 12000, cuGraphExecKernelNodeSetParams_v2) \
+    EP(cuGraphClone, 10000, cuGraphClone)                                 \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

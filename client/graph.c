@@ -9,7 +9,6 @@
 
 #include "rpc.h"
 #include "stream.h"
-#include "unsupported.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -263,23 +262,4 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 
     DS_NEED_INIT();
     return ds_rpc_graph_exec_destroy(&h, &r);
-}
-
-/* How many nodes a graph has; the nodes themselves are the driver's and not handed out. */
-CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *count)
-{
-    static atomic_int once;
-    ds_handle h = hv(graph);
-    ds_hyper_res r;
-    CUresult rc;
-
-    DS_NEED_INIT();
-    if (count == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (nodes != NULL)
-        return ds__unsupported("cuGraphGetNodes with a node array", &once);
-    rc = ds_rpc_graph_node_count(&h, &r);
-    if (rc == CUDA_SUCCESS)
-        *count = r.ds_hyper_res_u.value;
-    return rc;
 }

@@ -4,6 +4,7 @@
  * shape goes to the device exactly as given.
  */
 #include "cuda_api.h"
+#include "launch.h"
 
 #include "module.h"
 #include "rpc.h"
@@ -39,6 +40,32 @@ static void pack(const struct ds_cfunc *f, void **params, unsigned char *buf)
     memset(buf, 0, f->param_bytes);
     for (uint32_t i = 0; i < f->nparams; i++)
         memcpy(buf + f->offset[i], params[i], f->size[i]);
+}
+
+CUresult ds__launch_pack(const struct ds_cfunc *f, void **params, void **extra,
+                         unsigned char **out)
+{
+    const void *given;
+    size_t len;
+    CUresult rc;
+
+    if ((*out = malloc(f->param_bytes > 0 ? f->param_bytes : 1)) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (extra != NULL) {
+        if ((rc = from_extra(extra, &given, &len)) == CUDA_SUCCESS && len < f->param_bytes)
+            rc = CUDA_ERROR_INVALID_VALUE;
+        if (rc == CUDA_SUCCESS)
+            memcpy(*out, given, f->param_bytes);
+    } else {
+        rc = f->nparams > 0 && params == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        if (rc == CUDA_SUCCESS)
+            pack(f, params, *out);
+    }
+    if (rc != CUDA_SUCCESS) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned block[3],

@@ -73,6 +73,14 @@
     S(graph_destroy, DS_GRAPH_DESTROY, ds_handle, ds_void_res)                \
     S(graph_exec_destroy, DS_GRAPH_EXEC_DESTROY, ds_handle, ds_void_res)      \
     S(graph_node_count, DS_GRAPH_NODE_COUNT, ds_handle, ds_hyper_res)         \
+    S(graph_create, DS_GRAPH_CREATE, ds_graph_create_args, ds_handle_res)     \
+    S(graph_add_node, DS_GRAPH_ADD_NODE, ds_graph_add_args, ds_handle_res)    \
+    S(graph_edges, DS_GRAPH_EDGES, ds_graph_edges_args, ds_void_res)          \
+    S(graph_node_destroy, DS_GRAPH_NODE_DESTROY, ds_handle, ds_void_res)      \
+    S(graph_query, DS_GRAPH_QUERY, ds_graph_query_args, ds_graph_query_res)   \
+    S(graph_node_info, DS_GRAPH_NODE_INFO, ds_handle, ds_node_info_res)       \
+    S(graph_node_set, DS_GRAPH_NODE_SET, ds_node_set_args, ds_void_res)       \
+    S(graph_clone, DS_GRAPH_CLONE, ds_handle, ds_handle_res)                  \
     S(vmm_granularity, DS_VMM_GRANULARITY, ds_vmm_granularity_args, ds_hyper_res) \
     S(vmm_reserve, DS_VMM_RESERVE, ds_vmm_reserve_args, ds_alloc_res)         \
     S(vmm_address_free, DS_VMM_ADDRESS_FREE, ds_range, ds_void_res)           \

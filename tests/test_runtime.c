@@ -88,6 +88,11 @@ Test(runtime, pitched_images_and_volumes)
     check("pitched", "round trip exact");
 }
 
+Test(runtime, a_graph_built_node_by_node_runs_and_updates)
+{
+    check("graph_nodes", "graph built node by node: 5 nodes, 1 root, 4 launches then 1 updated");
+}
+
 Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");

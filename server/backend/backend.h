@@ -27,6 +27,7 @@ struct ds_bmodule;
 struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
+struct ds_bnode;
 struct ds_bpmem;
 struct ds_bfence;
 struct ds_bpool;
@@ -90,6 +91,29 @@ struct ds_copy3d {
     uint64_t dst_pitch, src_pitch; /* bytes from one row to the next */
     uint64_t dst_rows, src_rows;   /* rows from one slice to the next */
     uint64_t width, height, depth;
+};
+
+/* One node of a graph built node by node, its inputs checked by the executor: kernel
+ * shapes and parameters as launches are, ranges inside the tenant's memory, events its
+ * own.  The backend copies what it keeps. */
+enum ds_gnode_kind {
+    DS_GNODE_EMPTY,
+    DS_GNODE_KERNEL,
+    DS_GNODE_MEMSET,
+    DS_GNODE_MEMCPY,
+    DS_GNODE_EVENT_RECORD,
+    DS_GNODE_EVENT_WAIT
+};
+
+struct ds_gnode_desc {
+    enum ds_gnode_kind kind;
+    struct ds_bfunc *f;  /* DS_GNODE_KERNEL, with l */
+    struct ds_launch l;
+    uint64_t dst, src, n; /* DS_GNODE_MEMCPY: n bytes; DS_GNODE_MEMSET: at dst, */
+    uint64_t pitch, width, height; /* height rows of width elements, pitch apart */
+    uint32_t value;
+    unsigned elem_size;
+    struct ds_bevent *event; /* DS_GNODE_EVENT_*: lives as long as the node */
 };
 
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
@@ -249,6 +273,22 @@ struct ds_backend_ops {
     void (*graph_destroy)(struct ds_backend *b, struct ds_bgraph *g);
     int (*graph_node_count)(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
     void (*graph_exec_destroy)(struct ds_backend *b, struct ds_bgexec *e);
+    /* Graphs built node by node.  graph_create makes an empty graph (flags: cuGraphCreate's);
+     * graph_add_node adds node d to g after deps (ndeps nodes of g); graph_node_destroy
+     * takes node n out of g with its edges; graph_edge adds (add != 0) or removes the
+     * edge from -> to of g, which the executor has checked exists or not; graph_node_set
+     * gives kernel node n of g the description d (same function's kind), in g itself when
+     * e is NULL, else in e, an instantiated graph of g, from its next launch on.  A graph
+     * with a cycle fails to instantiate.  Nodes go with their graph. */
+    int (*graph_create)(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
+    int (*graph_add_node)(struct ds_backend *b, struct ds_bgraph *g,
+                          const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
+                          size_t ndeps, struct ds_bnode **out);
+    void (*graph_node_destroy)(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n);
+    int (*graph_edge)(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
+                      struct ds_bnode *to, int add);
+    int (*graph_node_set)(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                          struct ds_bnode *n, const struct ds_gnode_desc *d);
 
     /* Virtual memory management (cuMemCreate and friends).  A reservation is device
      * address space with nothing behind it; a physical allocation (ds_bpmem) is device

@@ -21,6 +21,7 @@ enum ds_htype {
     DS_H_GEXEC = 7,
     DS_H_VMEM = 8, /* a physical allocation of cuMemCreate */
     DS_H_POOL = 9, /* a memory pool (cuMemPoolCreate, or the device's default) */
+    DS_H_NODE = 10, /* a node of a graph built node by node */
 };
 
 struct ds_handle_slot {

@@ -44,6 +44,12 @@ static int runs_ahead(unsigned long proc)
     case DS_FUNC_GET_ATTRIBUTE:
     case DS_OCCUPANCY:
     case DS_GRAPH_NODE_COUNT:
+    case DS_GRAPH_CREATE:
+    case DS_GRAPH_ADD_NODE:
+    case DS_GRAPH_EDGES:
+    case DS_GRAPH_QUERY:
+    case DS_GRAPH_NODE_INFO:
+    case DS_GRAPH_CLONE:
     case DS_VMM_GRANULARITY:
     case DS_VMM_RESERVE:
     case DS_VMM_CREATE:

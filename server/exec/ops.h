@@ -1,6 +1,6 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
- * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c,
+ * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
  * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
@@ -17,6 +17,22 @@
 DS_PROCS(DS_OPS_DECL_S, DS_OPS_DECL_B)
 #undef DS_OPS_DECL_S
 #undef DS_OPS_DECL_B
+
+/* Launch checks shared by launches and kernel graph nodes (ops_module.c): 1 when a
+ * grid and block shape exceed what the device allows; the launch attributes n given as
+ * CUlaunchAttributes in out (n entries), or the CUresult that refuses them. */
+int ds__ops_bad_shape(const struct ds_tenant *t, const unsigned grid[3], const unsigned block[3]);
+CUresult ds__ops_launch_attrs(struct ds_tenant *t, const ds_launch_attr *attrs, unsigned n,
+                              CUlaunchAttribute *out);
+
+/* Bytes from the first to the last byte a fill of height rows of width elements of
+ * elem_size bytes, pitch apart, touches; 0 on overflow or a bad shape (ops_mem.c). */
+uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitch,
+                               uint64_t height);
+
+/* Destroy graph g (its handle already removed): its nodes' handles, its backend graph,
+ * and g itself (ops_gnode.c). */
+void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g);
 
 /* 0 when [addr, addr+len) lies inside one VMM reservation of the tenant and every byte
  * of it in accessible mappings, which need not be of one physical allocation (ops_vmm.c);

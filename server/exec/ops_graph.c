@@ -102,6 +102,9 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
     rc = add_graph(t, DS_H_GEXEC, g->ctx, e, &r->ds_handle_res_u.handle);
     if (rc != CUDA_SUCCESS)
         t->ops->graph_exec_destroy(t->be, e);
+    else
+        ((struct ds_vgraph *)ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC))->graph =
+            a->graph;
     return rc;
 }
 
@@ -135,8 +138,7 @@ CUresult ds__ops_graph_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_
     (void)r;
     if (g == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    t->ops->graph_destroy(t->be, g->real);
-    free(g);
+    ds__ops_graph_free(t, g);
     return CUDA_SUCCESS;
 }
 

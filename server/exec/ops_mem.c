@@ -165,18 +165,18 @@ CUresult ds__ops_memcpy_dtod_async(struct ds_tenant *t, const ds_dtod_args *a)
     return dtod(t, a, 0);
 }
 
-/* Bytes from the first to the last byte a fill touches, or 0 on overflow or bad shape. */
-static uint64_t memset_extent(const ds_memset_args *a)
+uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitch,
+                               uint64_t height)
 {
-    uint64_t row = a->width * a->elem_size;
+    uint64_t row = width * elem_size;
 
-    if (a->width > UINT64_MAX / 4)
+    if (width > UINT64_MAX / 4)
         return 0;
-    if (a->height == 1)
+    if (height == 1)
         return row;
-    if (a->pitch < row || a->height - 1 > (UINT64_MAX - row) / a->pitch)
+    if (pitch < row || height - 1 > (UINT64_MAX - row) / pitch)
         return 0;
-    return a->pitch * (a->height - 1) + row;
+    return pitch * (height - 1) + row;
 }
 
 static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
@@ -192,7 +192,7 @@ static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
         return CUDA_SUCCESS;
     if ((a->dst % a->elem_size) != 0 || (a->height > 1 && a->pitch % a->elem_size) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    extent = memset_extent(a);
+    extent = ds__ops_memset_extent(a->width, a->elem_size, a->pitch, a->height);
     if (extent == 0 || ds__tenant_range(t, a->dst, extent) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (t->ops->memset(t->be, a->dst, a->pitch, a->value, a->elem_size, a->width, a->height,

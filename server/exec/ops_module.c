@@ -254,20 +254,20 @@ CUresult ds__ops_occupancy(struct ds_tenant *t, const ds_occupancy_args *a, ds_i
 
 /* Launches are checked against what the device allows and what the kernel takes, but
  * never altered: the same shape and bytes reach the device. */
-static int bad_shape(const struct ds_tenant *t, const ds_launch_args *a)
+int ds__ops_bad_shape(const struct ds_tenant *t, const unsigned grid[3], const unsigned block[3])
 {
     const int *at = t->view.attrs;
-    uint64_t threads = (uint64_t)a->block[0] * a->block[1] * a->block[2];
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
 
-    if (a->grid[0] == 0 || a->grid[1] == 0 || a->grid[2] == 0 || threads == 0)
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || threads == 0)
         return 1;
-    if (a->grid[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
-        a->grid[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
-        a->grid[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
+    if (grid[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
+        grid[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
+        grid[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
         return 1;
-    if (a->block[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
-        a->block[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
-        a->block[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z])
+    if (block[0] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
+        block[1] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
+        block[2] > (unsigned)at[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z])
         return 1;
     return threads > (uint64_t)at[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
 }
@@ -275,10 +275,11 @@ static int bad_shape(const struct ds_tenant *t, const ds_launch_args *a)
 /* Launch attributes travel as the tenant gave them when they are plain values.  The
  * access-policy window names device memory, which must be the tenant's; attributes that
  * carry event or graph-node handles are not served yet. */
-static CUresult launch_attrs(struct ds_tenant *t, const ds_launch_args *a, CUlaunchAttribute *out)
+CUresult ds__ops_launch_attrs(struct ds_tenant *t, const ds_launch_attr *attrs, unsigned n,
+                              CUlaunchAttribute *out)
 {
-    for (unsigned i = 0; i < a->attrs.attrs_len; i++) {
-        const ds_launch_attr *in = &a->attrs.attrs_val[i];
+    for (unsigned i = 0; i < n; i++) {
+        const ds_launch_attr *in = &attrs[i];
 
         memset(&out[i], 0, sizeof(out[i]));
         out[i].id = (CUlaunchAttributeID)in->id;
@@ -333,11 +334,12 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
 
     if (f == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (bad_shape(t, a))
+    if (ds__ops_bad_shape(t, a->grid, a->block))
         return CUDA_ERROR_INVALID_VALUE;
     if (a->params.params_len != f->layout.bytes)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = launch_attrs(t, a, attrs)) != CUDA_SUCCESS)
+    if ((rc = ds__ops_launch_attrs(t, a->attrs.attrs_val, a->attrs.attrs_len, attrs)) !=
+        CUDA_SUCCESS)
         return rc;
     l.attrs = attrs;
     l.nattrs = a->attrs.attrs_len;

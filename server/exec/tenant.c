@@ -104,8 +104,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 
         if (all || g->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_GRAPH);
-            t->ops->graph_destroy(t->be, g->real);
-            free(g);
+            ds__ops_graph_free(t, g);
         }
     }
     cur = 0;

@@ -47,10 +47,25 @@ struct ds_vstream {
     struct ds_bstream *real;
 };
 
-/* A captured graph, or an instantiated one. */
+/* A graph, captured or built node by node, or an instantiated one. */
 struct ds_vgraph {
     uint64_t ctx;
-    void *real; /* struct ds_bgraph or struct ds_bgexec */
+    void *real;      /* struct ds_bgraph or struct ds_bgexec */
+    int built;       /* made by cuGraphCreate (or cloned from such): its nodes are below */
+    uint64_t *nodes; /* built: its nodes' handles, in the order they were added */
+    uint32_t nnodes;
+    uint64_t graph;  /* instantiated: the graph it was made from */
+};
+
+/* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
+ * which the node owns a deep copy (a kernel's parameters and attributes), the handles of
+ * the nodes it waits for, and the backend's node. */
+struct ds_vnode {
+    uint64_t graph;
+    ds_node_params params;
+    uint64_t *deps;
+    uint32_t ndeps;
+    struct ds_bnode *real;
 };
 
 /* An export in the server's IPC registry (ops_ipc.c): its entry, and the handle the

@@ -45,6 +45,19 @@
     X(cuGraphDestroy, cuGraphDestroy) \
     X(cuGraphGetNodes, cuGraphGetNodes) \
     X(cuGraphExecDestroy, cuGraphExecDestroy) \
+    X(cuGraphCreate, cuGraphCreate) \
+    X(cuGraphAddEmptyNode, cuGraphAddEmptyNode) \
+    X(cuGraphAddKernelNode, cuGraphAddKernelNode) \
+    X(cuGraphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute) \
+    X(cuGraphAddMemsetNode, cuGraphAddMemsetNode) \
+    X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode) \
+    X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode) \
+    X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode) \
+    X(cuGraphDestroyNode, cuGraphDestroyNode) \
+    X(cuGraphAddDependencies, cuGraphAddDependencies) \
+    X(cuGraphRemoveDependencies, cuGraphRemoveDependencies) \
+    X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams) \
+    X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemAllocPitch, cuMemAllocPitch) \
@@ -143,12 +156,19 @@ struct ds_bevent {
     CUevent e;
 };
 
+/* A graph keeps the nodes handed out of it, which go with it. */
 struct ds_bgraph {
     CUgraph g;
+    struct ds_bnode *nodes;
 };
 
 struct ds_bgexec {
     CUgraphExec e;
+};
+
+struct ds_bnode {
+    CUgraphNode n;
+    struct ds_bnode *next;
 };
 
 /* Libraries, not modules: a library is not tied to a context, so its kernels run on
@@ -251,6 +271,15 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
 
 /* The backend operations of the other files, as backend.h describes them. */
+int ds__cuda_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
+int ds__cuda_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
+                            const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
+                            size_t ndeps, struct ds_bnode **out);
+void ds__cuda_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n);
+int ds__cuda_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
+                        struct ds_bnode *to, int add);
+int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                            struct ds_bnode *n, const struct ds_gnode_desc *d);
 int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
                          struct ds_bmodule **out);
 int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,

@@ -83,6 +83,12 @@ int ds__cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_
 void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
     b->cu.cuGraphDestroy(g->g);
+    while (g->nodes != NULL) {
+        struct ds_bnode *next = g->nodes->next;
+
+        free(g->nodes);
+        g->nodes = next;
+    }
     free(g);
 }
 
@@ -90,4 +96,134 @@ void ds__cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
 {
     b->cu.cuGraphExecDestroy(e->e);
     free(e);
+}
+
+int ds__cuda_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out)
+{
+    struct ds_bgraph *g = calloc(1, sizeof(*g));
+    CUresult r;
+
+    if (g == NULL)
+        return DS_ENOMEM;
+    if ((r = b->cu.cuGraphCreate(&g->g, flags)) != CUDA_SUCCESS) {
+        free(g);
+        return ds__cuda_err(r);
+    }
+    *out = g;
+    return 0;
+}
+
+/* The driver's form of a kernel node: the library's kernel in the tenant's context, its
+ * parameters as one buffer (the driver copies them). */
+static CUDA_KERNEL_NODE_PARAMS kernel_params(struct ds_backend *b, const struct ds_gnode_desc *d,
+                                             void **extra)
+{
+    const struct ds_launch *l = &d->l;
+
+    return (CUDA_KERNEL_NODE_PARAMS){
+        .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+        .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+        .sharedMemBytes = l->shared_mem, .extra = l->param_bytes ? extra : NULL,
+        .kern = d->f->k, .ctx = b->ctx,
+    };
+}
+
+static CUresult add_kernel(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
+                           const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+    size_t bytes = d->l.param_bytes;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)d->l.params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+    CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
+    CUresult r = b->cu.cuGraphAddKernelNode(out, g, deps, ndeps, &p);
+
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < d->l.nattrs; i++)
+        r = b->cu.cuGraphKernelNodeSetAttribute(*out, d->l.attrs[i].id, &d->l.attrs[i].value);
+    return r;
+}
+
+static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
+                         const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+    CUDA_MEMSET_NODE_PARAMS ms = { .dst = d->dst, .pitch = d->pitch, .value = d->value,
+                                   .elementSize = d->elem_size, .width = d->width,
+                                   .height = d->height };
+    CUDA_MEMCPY3D mc = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d->src,
+                         .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d->dst,
+                         .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
+
+    switch (d->kind) {
+    case DS_GNODE_KERNEL:
+        return add_kernel(b, g, d, deps, ndeps, out);
+    case DS_GNODE_MEMSET:
+        return b->cu.cuGraphAddMemsetNode(out, g, deps, ndeps, &ms, b->ctx);
+    case DS_GNODE_MEMCPY:
+        return b->cu.cuGraphAddMemcpyNode(out, g, deps, ndeps, &mc, b->ctx);
+    case DS_GNODE_EVENT_RECORD:
+        return b->cu.cuGraphAddEventRecordNode(out, g, deps, ndeps, d->event->e);
+    case DS_GNODE_EVENT_WAIT:
+        return b->cu.cuGraphAddEventWaitNode(out, g, deps, ndeps, d->event->e);
+    default:
+        return b->cu.cuGraphAddEmptyNode(out, g, deps, ndeps);
+    }
+}
+
+int ds__cuda_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
+                            const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
+                            size_t ndeps, struct ds_bnode **out)
+{
+    struct ds_bnode *n = calloc(1, sizeof(*n));
+    CUgraphNode *dn = ndeps > 0 ? malloc(ndeps * sizeof(*dn)) : NULL;
+    CUresult r;
+
+    if (n == NULL || (ndeps > 0 && dn == NULL)) {
+        free(n);
+        free(dn);
+        return DS_ENOMEM;
+    }
+    for (size_t i = 0; i < ndeps; i++)
+        dn[i] = deps[i]->n;
+    r = add_node(b, g->g, d, dn, ndeps, &n->n);
+    free(dn);
+    if (r != CUDA_SUCCESS) {
+        free(n);
+        return ds__cuda_err(r);
+    }
+    n->next = g->nodes;
+    g->nodes = n;
+    *out = n;
+    return 0;
+}
+
+void ds__cuda_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n)
+{
+    struct ds_bnode **at = &g->nodes;
+
+    b->cu.cuGraphDestroyNode(n->n);
+    while (*at != n)
+        at = &(*at)->next;
+    *at = n->next;
+    free(n);
+}
+
+int ds__cuda_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
+                        struct ds_bnode *to, int add)
+{
+    if (add)
+        return ds__cuda_err(b->cu.cuGraphAddDependencies(g->g, &from->n, &to->n, NULL, 1));
+    return ds__cuda_err(b->cu.cuGraphRemoveDependencies(g->g, &from->n, &to->n, NULL, 1));
+}
+
+int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                            struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    size_t bytes = d->l.param_bytes;
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)d->l.params,
+                      CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
+    CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
+
+    (void)g;
+    if (e != NULL)
+        return ds__cuda_err(b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p));
+    return ds__cuda_err(b->cu.cuGraphKernelNodeSetParams(n->n, &p));
 }

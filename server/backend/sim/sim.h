@@ -39,13 +39,14 @@
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
 struct sim_work {
-    enum { W_COPY, W_FILL, W_BOX, W_KERNEL } kind;
+    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL } kind; /* W_NONE: a graph node that does nothing */
     uint64_t dst, src, n;              /* W_COPY */
     struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
     uint32_t value;
     unsigned elem;
     uint64_t kernel_ns;                /* W_KERNEL */
+    uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
     struct sim_work *next;
 };
 
@@ -59,9 +60,21 @@ struct ds_bstream {
     struct ds_bstream *prev, *next;
 };
 
-/* A captured graph and an instantiated one: both an ordered list of work. */
+/* A node of a graph built node by node: its work, and the nodes it waits for. */
+struct ds_bnode {
+    uint64_t id; /* unique in the backend, so an instantiated graph can name it */
+    struct sim_work w;
+    struct ds_bnode **deps;
+    size_t ndeps;
+    int placed; /* instantiation's mark */
+    struct ds_bnode *next;
+};
+
+/* A captured graph is an ordered list of work; a built one, its nodes in the order they
+ * were added.  Instantiating either gives an ordered list of work. */
 struct ds_bgraph {
     struct sim_work *work;
+    struct ds_bnode *nodes;
 };
 
 struct ds_bgexec {
@@ -111,6 +124,7 @@ struct ds_bmodule {
 struct ds_backend {
     struct ds_backend_config cfg;
     uint64_t next_capture_id;
+    uint64_t next_node_id;
     uint64_t limits[CU_LIMIT_MAX];
     uint64_t stalled_ns; /* host time spent applying data effects: not device time */
     struct ds_memtab mem; /* data = host mapping; a VMM reservation is one entry */
@@ -217,6 +231,8 @@ int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
                                int *clusters);
 int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                    struct ds_bstream *s);
+/* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
+void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
 
 int ds__sim_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);
 int ds__sim_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
@@ -227,5 +243,14 @@ int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bs
 int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
 void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g);
 void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e);
+int ds__sim_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
+int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
+                           const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
+                           size_t ndeps, struct ds_bnode **out);
+void ds__sim_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n);
+int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
+                       struct ds_bnode *to, int add);
+int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                           struct ds_bnode *n, const struct ds_gnode_desc *d);
 
 #endif

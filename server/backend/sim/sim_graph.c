@@ -48,27 +48,70 @@ int ds__sim_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status
     return 0;
 }
 
+/* Append a copy of w, from node `node` (0: none), at *tail; returns the new tail or NULL. */
+static struct sim_work **append(struct sim_work **tail, const struct sim_work *w, uint64_t node)
+{
+    *tail = malloc(sizeof(**tail));
+    if (*tail == NULL)
+        return NULL;
+    **tail = *w;
+    (*tail)->node = node;
+    (*tail)->next = NULL;
+    return &(*tail)->next;
+}
+
+static int all_placed(const struct ds_bnode *n)
+{
+    for (size_t i = 0; i < n->ndeps; i++)
+        if (!n->deps[i]->placed)
+            return 0;
+    return 1;
+}
+
+/* A built graph's work in an order that respects every edge (earlier-added nodes first
+ * among those ready), or DS_EINVAL when a cycle leaves nodes that can never run. */
+static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
+{
+    size_t left = 0, progress = 1;
+
+    for (struct ds_bnode *n = g->nodes; n != NULL; n = n->next, left++)
+        n->placed = 0;
+    while (left > 0 && progress) {
+        progress = 0;
+        for (struct ds_bnode *n = g->nodes; n != NULL && tail != NULL; n = n->next) {
+            if (n->placed || !all_placed(n))
+                continue;
+            n->placed = 1;
+            left--;
+            progress = 1;
+            if (n->w.kind != W_NONE)
+                tail = append(tail, &n->w, n->id);
+        }
+        if (tail == NULL)
+            return DS_ENOMEM;
+    }
+    return left > 0 ? DS_ECU(CUDA_ERROR_INVALID_VALUE) : 0;
+}
+
 int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
                               struct ds_bgexec **out)
 {
     struct ds_bgexec *e = calloc(1, sizeof(*e));
     struct sim_work **tail;
+    int rc = 0;
 
     (void)b;
     (void)flags;
     if (e == NULL)
         return DS_ENOMEM;
     tail = &e->work;
-    for (const struct sim_work *w = g->work; w != NULL; w = w->next) {
-        *tail = malloc(sizeof(**tail));
-        if (*tail == NULL) {
-            ds__sim_free_work(e->work);
-            free(e);
-            return DS_ENOMEM;
-        }
-        **tail = *w;
-        (*tail)->next = NULL;
-        tail = &(*tail)->next;
+    for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
+        tail = append(tail, w, 0);
+    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail);
+    if (rc != 0) {
+        ds__sim_free_work(e->work);
+        free(e);
+        return rc;
     }
     *out = e;
     return 0;
@@ -93,13 +136,27 @@ int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t
     *n = 0;
     for (const struct sim_work *w = g->work; w != NULL; w = w->next)
         (*n)++;
+    for (const struct ds_bnode *v = g->nodes; v != NULL; v = v->next)
+        (*n)++;
     return 0;
+}
+
+static void free_node(struct ds_bnode *n)
+{
+    free(n->deps);
+    free(n);
 }
 
 void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
     (void)b;
     ds__sim_free_work(g->work);
+    while (g->nodes != NULL) {
+        struct ds_bnode *next = g->nodes->next;
+
+        free_node(g->nodes);
+        g->nodes = next;
+    }
     free(g);
 }
 
@@ -108,4 +165,119 @@ void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
     (void)b;
     ds__sim_free_work(e->work);
     free(e);
+}
+
+int ds__sim_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out)
+{
+    (void)b;
+    (void)flags;
+    *out = calloc(1, sizeof(**out));
+    return *out == NULL ? DS_ENOMEM : 0;
+}
+
+/* What node d does when the graph runs, as the stream work it stands for. */
+static void node_work(struct ds_backend *b, const struct ds_gnode_desc *d, struct sim_work *w)
+{
+    memset(w, 0, sizeof(*w));
+    switch (d->kind) {
+    case DS_GNODE_KERNEL:
+        ds__sim_kernel_work(b, &d->l, w);
+        break;
+    case DS_GNODE_MEMSET:
+        *w = (struct sim_work){ .kind = W_FILL, .dst = d->dst, .pitch = d->pitch,
+                                .value = d->value, .elem = d->elem_size, .width = d->width,
+                                .height = d->height };
+        break;
+    case DS_GNODE_MEMCPY:
+        *w = (struct sim_work){ .kind = W_COPY, .dst = d->dst, .src = d->src, .n = d->n };
+        break;
+    default:
+        w->kind = W_NONE;
+    }
+}
+
+int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
+                           const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
+                           size_t ndeps, struct ds_bnode **out)
+{
+    struct ds_bnode *n = calloc(1, sizeof(*n)), **at = &g->nodes;
+
+    if (n == NULL || (ndeps > 0 && (n->deps = malloc(ndeps * sizeof(*deps))) == NULL)) {
+        free(n);
+        return DS_ENOMEM;
+    }
+    if (ndeps > 0)
+        memcpy(n->deps, deps, ndeps * sizeof(*deps));
+    n->ndeps = ndeps;
+    n->id = ++b->next_node_id;
+    node_work(b, d, &n->w);
+    while (*at != NULL)
+        at = &(*at)->next;
+    *at = n;
+    *out = n;
+    return 0;
+}
+
+/* Take `from` out of n's dependencies; 1 when it was one. */
+static int drop_dep(struct ds_bnode *n, const struct ds_bnode *from)
+{
+    for (size_t i = 0; i < n->ndeps; i++) {
+        if (n->deps[i] == from) {
+            n->deps[i] = n->deps[--n->ndeps];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void ds__sim_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n)
+{
+    struct ds_bnode **at = &g->nodes;
+
+    (void)b;
+    for (struct ds_bnode *v = g->nodes; v != NULL; v = v->next)
+        while (drop_dep(v, n))
+            ;
+    while (*at != n)
+        at = &(*at)->next;
+    *at = n->next;
+    free_node(n);
+}
+
+int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
+                       struct ds_bnode *to, int add)
+{
+    struct ds_bnode **deps;
+
+    (void)b;
+    (void)g;
+    if (!add)
+        return drop_dep(to, from) ? 0 : DS_EINVAL;
+    deps = realloc(to->deps, (to->ndeps + 1) * sizeof(*deps));
+    if (deps == NULL)
+        return DS_ENOMEM;
+    deps[to->ndeps++] = from;
+    to->deps = deps;
+    return 0;
+}
+
+/* A kernel node's new launch changes only its modelled time: kernels compute nothing. */
+int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                           struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    struct sim_work w;
+
+    (void)g;
+    node_work(b, d, &w);
+    if (e == NULL) {
+        n->w = w;
+        return 0;
+    }
+    for (struct sim_work *x = e->work; x != NULL; x = x->next) {
+        if (x->node == n->id) {
+            x->kernel_ns = w.kernel_ns;
+            return 0;
+        }
+    }
+    return DS_ECU(CUDA_ERROR_INVALID_VALUE);
 }

@@ -264,19 +264,27 @@ int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
     return 0;
 }
 
-int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
-                   struct ds_bstream *s)
+void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w)
 {
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
     uint64_t per_wave = (uint64_t)ds__sim_sms_now(b) * SIM_BLOCKS_PER_SM;
     uint64_t waves = (blocks + per_wave - 1) / per_wave;
-    struct sim_work w = { .kind = W_KERNEL };
+
+    memset(w, 0, sizeof(*w));
+    w->kind = W_KERNEL;
+    w->kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
+}
+
+int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
+                   struct ds_bstream *s)
+{
+    struct sim_work w;
     int rc;
 
     if (l->param_bytes != f->k->param_bytes)
         return DS_EINVAL;
-    w.kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
+    ds__sim_kernel_work(b, l, &w);
     rc = ds__sim_work_run(b, s, &w);
     if (rc == 0 && (s == NULL || !s->capturing))
         ds__sim_busy_until(b, s);

@@ -1,0 +1,549 @@
+/*
+ * Graphs built node by node (cuGraphCreate, cuGraphAdd*Node and the calls that read or
+ * edit them).  The executor keeps each built graph's shape itself (its nodes, in the
+ * order they were added, and each node's dependencies, as handles), answers every
+ * question about it from there, and mirrors each change into the backend's graph, which
+ * alone is instantiated and launched (ops_graph.c).
+ */
+#include "ops.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A built graph of the tenant's.  A captured graph's nodes are the backend's own and
+ * have no handles, so it cannot be edited or asked about node by node. */
+static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
+{
+    *out = ds_handles_get(&t->h, h, DS_H_GRAPH);
+    if (*out == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!(*out)->built) {
+        ds_warn("a captured graph cannot be edited or listed node by node");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Node h when it belongs to graph `graph` (any graph when 0). */
+static struct ds_vnode *node_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
+{
+    struct ds_vnode *n = ds_handles_get(&t->h, h, DS_H_NODE);
+
+    return n != NULL && (graph == 0 || n->graph == graph) ? n : NULL;
+}
+
+static CUresult check_kernel(struct ds_tenant *t, const ds_kernel_node *k,
+                             struct ds_gnode_desc *d, CUlaunchAttribute *attrs)
+{
+    struct ds_vfunc *f = ds_handles_get(&t->h, k->fn, DS_H_FUNC);
+    CUresult rc;
+
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (ds__ops_bad_shape(t, k->grid, k->block) || k->params.params_len != f->layout.bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds__ops_launch_attrs(t, k->attrs.attrs_val, k->attrs.attrs_len, attrs);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    d->f = f->real;
+    memcpy(d->l.grid, k->grid, sizeof(d->l.grid));
+    memcpy(d->l.block, k->block, sizeof(d->l.block));
+    d->l.shared_mem = k->shared_mem;
+    d->l.params = k->params.params_val;
+    d->l.param_bytes = k->params.params_len;
+    d->l.attrs = attrs;
+    d->l.nattrs = k->attrs.attrs_len;
+    return CUDA_SUCCESS;
+}
+
+/* A fill is checked as cuMemsetD2D*Async's are, except that an empty one is refused,
+ * as the driver refuses an empty memset node. */
+static CUresult check_fill(struct ds_tenant *t, const ds_memset_node *m, struct ds_gnode_desc *d)
+{
+    uint64_t extent;
+
+    if (m->elem_size != 1 && m->elem_size != 2 && m->elem_size != 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (m->width == 0 || m->height == 0 || m->dst % m->elem_size != 0 ||
+        (m->height > 1 && m->pitch % m->elem_size != 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    extent = ds__ops_memset_extent(m->width, m->elem_size, m->pitch, m->height);
+    if (extent == 0 || ds__tenant_range(t, m->dst, extent) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMSET, .dst = m->dst, .pitch = m->pitch,
+                                 .value = m->value, .elem_size = m->elem_size,
+                                 .width = m->width, .height = m->height };
+    return CUDA_SUCCESS;
+}
+
+static CUresult check_copy(struct ds_tenant *t, const ds_memcpy_node *c, struct ds_gnode_desc *d)
+{
+    if (c->size == 0 || ds__tenant_range(t, c->dst, c->size) != 0 ||
+        ds__tenant_range(t, c->src, c->size) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMCPY, .dst = c->dst, .src = c->src,
+                                 .n = c->size };
+    return CUDA_SUCCESS;
+}
+
+/* The backend's description of node p, every input checked; attrs holds a kernel's
+ * launch attributes for as long as d is used. */
+static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds_gnode_desc *d,
+                         CUlaunchAttribute *attrs)
+{
+    memset(d, 0, sizeof(*d));
+    switch (p->kind) {
+    case DS_NODE_EMPTY:
+        d->kind = DS_GNODE_EMPTY;
+        return CUDA_SUCCESS;
+    case DS_NODE_KERNEL:
+        d->kind = DS_GNODE_KERNEL;
+        return check_kernel(t, &p->ds_node_params_u.kernel, d, attrs);
+    case DS_NODE_MEMSET:
+        return check_fill(t, &p->ds_node_params_u.fill, d);
+    case DS_NODE_MEMCPY:
+        return check_copy(t, &p->ds_node_params_u.copy, d);
+    default:
+        ds_warn("graph node kind %d is not served", (int)p->kind);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+static void free_params(ds_node_params *p)
+{
+    if (p->kind == DS_NODE_KERNEL) {
+        free(p->ds_node_params_u.kernel.params.params_val);
+        free(p->ds_node_params_u.kernel.attrs.attrs_val);
+    }
+}
+
+static void *dup_bytes(const void *src, size_t n)
+{
+    void *p = malloc(n > 0 ? n : 1);
+
+    if (p != NULL && n > 0)
+        memcpy(p, src, n);
+    return p;
+}
+
+/* A deep copy of p into *out (whose old contents are not freed).  0 or DS_ENOMEM. */
+static int copy_params(const ds_node_params *p, ds_node_params *out)
+{
+    const ds_kernel_node *k = &p->ds_node_params_u.kernel;
+    ds_kernel_node *o = &out->ds_node_params_u.kernel;
+
+    *out = *p;
+    if (p->kind != DS_NODE_KERNEL)
+        return 0;
+    o->params.params_val = dup_bytes(k->params.params_val, k->params.params_len);
+    o->attrs.attrs_val = dup_bytes(k->attrs.attrs_val,
+                                   k->attrs.attrs_len * sizeof(*k->attrs.attrs_val));
+    if (o->params.params_val == NULL || o->attrs.attrs_val == NULL) {
+        free_params(out);
+        out->kind = DS_NODE_EMPTY;
+        return DS_ENOMEM;
+    }
+    return 0;
+}
+
+static void free_node(struct ds_vnode *n)
+{
+    free_params(&n->params);
+    free(n->deps);
+    free(n);
+}
+
+/* Whether deps (n handles) are distinct nodes of graph `graph`; their backend nodes in
+ * real. */
+static int good_deps(struct ds_tenant *t, uint64_t graph, const uint64_t *deps, uint32_t n,
+                     struct ds_bnode **real)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct ds_vnode *d = node_of(t, deps[i], graph);
+
+        if (d == NULL)
+            return 0;
+        for (uint32_t j = 0; j < i; j++)
+            if (deps[j] == deps[i])
+                return 0;
+        real[i] = d->real;
+    }
+    return 1;
+}
+
+static int append_handle(uint64_t **v, uint32_t *n, uint64_t h)
+{
+    uint64_t *grown = realloc(*v, (*n + 1) * sizeof(**v));
+
+    if (grown == NULL)
+        return DS_ENOMEM;
+    grown[(*n)++] = h;
+    *v = grown;
+    return 0;
+}
+
+/* Take h out of the n handles of v; 1 when it was there. */
+static int drop_handle(uint64_t *v, uint32_t *n, uint64_t h)
+{
+    for (uint32_t i = 0; i < *n; i++) {
+        if (v[i] == h) {
+            memmove(&v[i], &v[i + 1], (*n - i - 1) * sizeof(*v));
+            (*n)--;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Make node n of graph g, its backend node made, known by a handle in *out; on failure
+ * n and its backend node are gone. */
+static CUresult publish_node(struct ds_tenant *t, struct ds_vgraph *g, struct ds_vnode *n,
+                             ds_handle *out)
+{
+    *out = ds_handles_add(&t->h, DS_H_NODE, n);
+    if (*out != 0 && append_handle(&g->nodes, &g->nnodes, *out) == 0)
+        return CUDA_SUCCESS;
+    if (*out != 0)
+        ds_handles_remove(&t->h, *out, DS_H_NODE);
+    t->ops->graph_node_destroy(t->be, g->real, n->real);
+    free_node(n);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* A node for p, its own copy of p and of deps made, not yet in any graph. */
+static struct ds_vnode *new_node(uint64_t graph, const ds_node_params *p, const uint64_t *deps,
+                                 uint32_t ndeps)
+{
+    struct ds_vnode *n = calloc(1, sizeof(*n));
+
+    if (n == NULL)
+        return NULL;
+    n->graph = graph;
+    if (copy_params(p, &n->params) != 0 ||
+        (ndeps > 0 && (n->deps = dup_bytes(deps, ndeps * sizeof(*deps))) == NULL)) {
+        free_node(n);
+        return NULL;
+    }
+    n->ndeps = ndeps;
+    return n;
+}
+
+/* Add node p after deps to graph gh: checks, backend node, handle. */
+static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_bnode **real;
+    struct ds_gnode_desc d;
+    struct ds_vgraph *g;
+    struct ds_vnode *n;
+    CUresult rc;
+
+    if ((rc = built_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    real = malloc((ndeps > 0 ? ndeps : 1) * sizeof(*real));
+    n = new_node(gh, p, deps, ndeps);
+    if (real == NULL || n == NULL)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (!good_deps(t, gh, deps, ndeps, real))
+        rc = CUDA_ERROR_INVALID_VALUE;
+    else
+        rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, &d, real, ndeps, &n->real));
+    free(real);
+    if (rc == CUDA_SUCCESS)
+        return publish_node(t, g, n, out);
+    if (n != NULL)
+        free_node(n);
+    return rc;
+}
+
+CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a,
+                              ds_handle_res *r)
+{
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (a->flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((g = calloc(1, sizeof(*g))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->ctx = a->ctx;
+    g->built = 1;
+    rc = ds_error_to_cu(t->ops->graph_create(t->be, a->flags, (struct ds_bgraph **)&g->real));
+    if (rc != CUDA_SUCCESS) {
+        free(g);
+        return rc;
+    }
+    r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GRAPH, g);
+    if (r->ds_handle_res_u.handle != 0)
+        return CUDA_SUCCESS;
+    ds__ops_graph_free(t, g);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
+                                ds_handle_res *r)
+{
+    return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                    &r->ds_handle_res_u.handle);
+}
+
+/* Whether edge from -> to exists: from is among to's dependencies. */
+static int has_edge(const struct ds_vnode *to, uint64_t from)
+{
+    for (uint32_t i = 0; i < to->ndeps; i++)
+        if (to->deps[i] == from)
+            return 1;
+    return 0;
+}
+
+/* One edge of graph gh added or removed, in the backend and here. */
+static CUresult edge(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh, uint64_t from,
+                     uint64_t to, int remove)
+{
+    struct ds_vnode *f = node_of(t, from, gh), *n = node_of(t, to, gh);
+    int rc;
+
+    if (f == NULL || n == NULL || from == to || has_edge(n, from) != remove)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = t->ops->graph_edge(t->be, g->real, f->real, n->real, !remove)) != 0)
+        return ds_error_to_cu(rc);
+    if (remove) {
+        drop_handle(n->deps, &n->ndeps, from);
+        return CUDA_SUCCESS;
+    }
+    if (append_handle(&n->deps, &n->ndeps, from) == 0)
+        return CUDA_SUCCESS;
+    t->ops->graph_edge(t->be, g->real, f->real, n->real, 0);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, ds_void_res *r)
+{
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    (void)r;
+    if ((rc = built_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+        return rc;
+    if (a->from.from_len != a->to.to_len || (a->remove != 0 && a->remove != 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (u_int i = 0; i < a->from.from_len && rc == CUDA_SUCCESS; i++)
+        rc = edge(t, g, a->graph, a->from.from_val[i], a->to.to_val[i], a->remove);
+    return rc;
+}
+
+CUresult ds__ops_graph_node_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
+{
+    struct ds_vnode *n = ds_handles_remove(&t->h, *h, DS_H_NODE);
+    struct ds_vgraph *g;
+
+    (void)r;
+    if (n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
+    drop_handle(g->nodes, &g->nnodes, *h);
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        struct ds_vnode *v = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        drop_handle(v->deps, &v->ndeps, *h);
+    }
+    t->ops->graph_node_destroy(t->be, g->real, n->real);
+    free_node(n);
+    return CUDA_SUCCESS;
+}
+
+void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        free_node(ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
+    free(g->nodes);
+    t->ops->graph_destroy(t->be, g->real);
+    free(g);
+}
+
+/* The handles a query reports, into a list the reply owns. */
+static CUresult put(ds_node_list *l, uint64_t node, uint64_t to, int with_to)
+{
+    if (l->nodes.nodes_len >= DS_GRAPH_NODES_MAX ||
+        append_handle(&l->nodes.nodes_val, &l->nodes.nodes_len, node) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (with_to && append_handle(&l->to.to_val, &l->to.to_len, to) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+/* NODES, ROOTS or EDGES of graph g. */
+static CUresult list_graph(struct ds_tenant *t, const struct ds_vgraph *g, int what,
+                           ds_node_list *l)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        if (what == DS_GQ_NODES || (what == DS_GQ_ROOTS && n->ndeps == 0))
+            rc = put(l, g->nodes[i], 0, 0);
+        for (uint32_t j = 0; what == DS_GQ_EDGES && j < n->ndeps && rc == CUDA_SUCCESS; j++)
+            rc = put(l, n->deps[j], g->nodes[i], 1);
+    }
+    return rc;
+}
+
+/* DEPS or DEPENDENTS of node h. */
+static CUresult list_node(struct ds_tenant *t, uint64_t h, int what, ds_node_list *l)
+{
+    struct ds_vnode *n = node_of(t, h, 0);
+    struct ds_vgraph *g;
+    CUresult rc = CUDA_SUCCESS;
+
+    if (n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (what == DS_GQ_DEPS) {
+        for (uint32_t i = 0; i < n->ndeps && rc == CUDA_SUCCESS; i++)
+            rc = put(l, n->deps[i], 0, 0);
+        return rc;
+    }
+    g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
+    for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++)
+        if (has_edge(ds_handles_get(&t->h, g->nodes[i], DS_H_NODE), h))
+            rc = put(l, g->nodes[i], 0, 0);
+    return rc;
+}
+
+CUresult ds__ops_graph_query(struct ds_tenant *t, const ds_graph_query_args *a,
+                             ds_graph_query_res *r)
+{
+    ds_node_list *l = &r->ds_graph_query_res_u.list;
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    memset(l, 0, sizeof(*l));
+    switch (a->what) {
+    case DS_GQ_NODES:
+    case DS_GQ_ROOTS:
+    case DS_GQ_EDGES:
+        if ((rc = built_graph(t, a->of, &g)) != CUDA_SUCCESS)
+            return rc;
+        return list_graph(t, g, a->what, l);
+    case DS_GQ_DEPS:
+    case DS_GQ_DEPENDENTS:
+        return list_node(t, a->of, a->what, l);
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_node_info_res *r)
+{
+    struct ds_vnode *n = node_of(t, *h, 0);
+
+    if (n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    r->ds_node_info_res_u.info.graph = n->graph;
+    if (copy_params(&n->params, &r->ds_node_info_res_u.info.params) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+/* New parameters for kernel node n, in its graph (e NULL) or in e. */
+static CUresult set_kernel(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgraph *e,
+                           const ds_node_params *p)
+{
+    struct ds_vgraph *g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_desc d;
+    ds_node_params copy;
+    CUresult rc;
+
+    if (n->params.kind != DS_NODE_KERNEL || p->kind != DS_NODE_KERNEL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (e == NULL && copy_params(p, &copy) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e != NULL ? e->real : NULL,
+                                               n->real, &d));
+    if (e != NULL)
+        return rc;
+    if (rc != CUDA_SUCCESS) {
+        free_params(&copy);
+        return rc;
+    }
+    free_params(&n->params);
+    n->params = copy;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, ds_void_res *r)
+{
+    struct ds_vnode *n = node_of(t, a->node, 0);
+    struct ds_vgraph *e = NULL;
+
+    (void)r;
+    if (n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a->exec != 0) {
+        e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+        if (e == NULL)
+            return CUDA_ERROR_INVALID_HANDLE;
+        if (e->graph != n->graph)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    return set_kernel(t, n, e, &a->params);
+}
+
+/* Clone's second pass: the edges of every node of g, between the copies in c (whose
+ * nodes are g's, in the same order). */
+static CUresult clone_edges(struct ds_tenant *t, const struct ds_vgraph *g,
+                            struct ds_vgraph *c, uint64_t ch)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        for (uint32_t j = 0; j < n->ndeps && rc == CUDA_SUCCESS; j++) {
+            uint32_t k = 0;
+
+            while (g->nodes[k] != n->deps[j])
+                k++;
+            rc = edge(t, c, ch, c->nodes[k], c->nodes[i], 0);
+        }
+    }
+    return rc;
+}
+
+/* A copy of a built graph: its nodes first, then its edges (a node may depend on one
+ * added after it). */
+CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_res *r)
+{
+    ds_graph_create_args ca = { 0 };
+    struct ds_vgraph *g, *c;
+    ds_handle ch, node;
+    CUresult rc;
+
+    if ((rc = built_graph(t, *h, &g)) != CUDA_SUCCESS)
+        return rc;
+    ca.ctx = g->ctx;
+    if ((rc = ds__ops_graph_create(t, &ca, r)) != CUDA_SUCCESS)
+        return rc;
+    ch = r->ds_handle_res_u.handle;
+    c = ds_handles_get(&t->h, ch, DS_H_GRAPH);
+    for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        rc = add_node(t, ch, &n->params, NULL, 0, &node);
+    }
+    if (rc == CUDA_SUCCESS)
+        rc = clone_edges(t, g, c, ch);
+    if (rc != CUDA_SUCCESS)
+        ds__ops_graph_free(t, ds_handles_remove(&t->h, ch, DS_H_GRAPH));
+    return rc;
+}
