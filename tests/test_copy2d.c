@@ -414,7 +414,7 @@ Test(copy2d, potential_block_size_has_the_best_occupancy)
     cr_assert_gt(block, 0);
     CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block, 0));
     {
-        int want_blocks, want = best_block(f, limit, NULL, &want_blocks);
+        int want_blocks = 0, want = best_block(f, limit, NULL, &want_blocks);
 
         cr_assert_eq(blocks * block, want * want_blocks);
     }
@@ -422,7 +422,7 @@ Test(copy2d, potential_block_size_has_the_best_occupancy)
     CU_OK(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid, &block, f, smem_of, 0, 0,
                                                     CU_OCCUPANCY_DEFAULT));
     {
-        int want_blocks, want = best_block(f, limit, smem_of, &want_blocks);
+        int want_blocks = 0, want = best_block(f, limit, smem_of, &want_blocks);
 
         cr_assert_eq(block, want, "block %d, exhaustive search %d", block, want);
         cr_assert_eq(grid, want_blocks * sms);
