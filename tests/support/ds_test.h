@@ -81,9 +81,9 @@ CUmodule ds_test_module(const char *path);
 void *ds_test_padded_cubin(const char *path, size_t size);
 
 /* A second tenant in a child process.  It is forked before the test connects (a forked
- * child of a connected tenant has no connection), connects and runs fn(arg) when
- * ds_test_peer_join lets it (fn returns 0 on success), then stays connected until
- * ds_test_peer_leave. */
+ * child of a connected tenant has no connection), runs fn(arg) when ds_test_peer_go or
+ * ds_test_peer_join lets it (fn connects, with ds_test_connect, and returns 0 on
+ * success), then stays as it is until ds_test_peer_leave. */
 struct ds_test_peer {
     pid_t pid;
     int go, up, down;
