@@ -170,6 +170,10 @@ spid=
 if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/server.log" >&2; then
     fail "sanitizer report in the server log"
 fi
+# A killed tenant disconnected: nothing it sent may be taken for a broken protocol.
+if grep -E "not an RPC call of ours|left: protocol" "$tmp/server.log" >&2; then
+    fail "a killed tenant was logged as breaking the protocol"
+fi
 summary=
 for m in copy launch capture pinned early; do
     summary+=" $m=${killed[$m]:-0}"

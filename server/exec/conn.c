@@ -31,7 +31,9 @@ static int read_fd(void *h, void *buf, int len)
 
         if (n > 0)
             return (int)n;
-        if (n == 0)
+        /* A peer that died with our replies unread resets the connection: it left all
+         * the same. */
+        if (n == 0 || errno == ECONNRESET)
             c->eof = 1;
         if (n == 0 || errno != EINTR || *c->stop)
             return -1;
@@ -43,7 +45,11 @@ static int write_fd(void *h, void *buf, int len)
 {
     struct ds_conn *c = h;
 
-    return ds_send_all(c->fd, buf, (size_t)len) == 0 ? len : -1;
+    if (ds_send_all(c->fd, buf, (size_t)len) == 0)
+        return len;
+    if (errno == EPIPE || errno == ECONNRESET)
+        c->eof = 1;
+    return -1;
 }
 
 void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)

@@ -281,7 +281,9 @@ static void dispatch(const struct ds_call *call)
         t0 = ds_now_ns();
     memset(&a, 0, sizeof(a));
     if (!e->xdr_arg(call->args, &a)) {
-        ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
+        /* Arguments cut short by the tenant's exit are a disconnection, not garbage. */
+        if (!conn.eof)
+            ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
         ds_conn_reply_error(&conn, call, GARBAGE_ARGS);
         xdr_free(e->xdr_arg, (char *)&a);
         tenant.closing = 1;
@@ -362,8 +364,18 @@ static int ended(int rc)
         return DS_EXEC_STOPPED;
     if (rc == DS_EIO)
         return conn.eof || tenant.greeted ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
+    if (conn.eof)
+        return DS_EXEC_DISCONNECTED;
     ds_warn("the tenant sent a record that is not an RPC call of ours: closing the connection");
     return DS_EXEC_PROTOCOL;
+}
+
+/* The connection is to end after a call (t->closing): a reply that could not be sent, or
+ * arguments that could not be read, because the tenant is gone, are its disconnection;
+ * anything else broke the protocol. */
+static int closed(void)
+{
+    return conn.eof ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
 }
 
 /* How often a sleeping executor with held calls looks at its gate again.  Nothing wakes
@@ -409,7 +421,7 @@ static int serve_loop(unsigned spin_us)
 
         if (held.count > 0 && serve_held() > 0) {
             if (tenant.closing)
-                return DS_EXEC_PROTOCOL;
+                return closed();
             idle_since = 0;
         }
         rc = ds_conn_poll(&conn, &call, look++);
@@ -418,7 +430,7 @@ static int serve_loop(unsigned spin_us)
             dispatch(&call);
             ds_conn_done(&conn, &call);
             if (tenant.closing)
-                return DS_EXEC_PROTOCOL;
+                return closed();
             idle_since = 0;
             look = 0;
             continue;
