@@ -36,10 +36,8 @@ static void split_equally(struct ds_sched_view *v)
     k = v->sm_groups / (unsigned)v->n;
     for (int i = 0; i < v->n; i++) {
         unsigned first = k > 0 ? (unsigned)i * k : (unsigned)i % v->sm_groups;
-        unsigned count = k > 0 ? k : 1;
-        uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
 
-        v->t[i].groups = mask << first;
+        v->t[i].groups = ds_groups_range(first, k > 0 ? k : 1);
         v->t[i].gated = 0;
     }
 }

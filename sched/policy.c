@@ -119,6 +119,13 @@ const struct ds_policy *ds_policy_find(const char *name)
     return p;
 }
 
+uint64_t ds_groups_range(unsigned first, unsigned count)
+{
+    uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
+
+    return mask << first;
+}
+
 void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len)
 {
     size_t off;

@@ -47,13 +47,6 @@ static const unsigned KEEP_EIGHTHS[GATE_LEVEL] = { 8, 6, 4, 2, 1 };
 static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
 static int level, quiet = HOLD + 1, hot, calm, settle;
 
-static uint64_t range(unsigned first, unsigned count)
-{
-    uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
-
-    return mask << first;
-}
-
 static int busy(const struct ds_sched_tenant *t)
 {
     return t->inflight > 0 || t->new_launches > 0;
@@ -97,7 +90,7 @@ static void place(struct ds_sched_view *v)
             t->why = t->klass == DS_SCHED_LATENCY ? "latency-critical: every SM" : why_be(0);
             continue;
         }
-        t->groups = keep >= v->sm_groups ? 0 : range(0, keep);
+        t->groups = keep >= v->sm_groups ? 0 : ds_groups_range(0, keep);
         t->gated = hold;
         t->why = why_be(lvl);
     }

@@ -27,13 +27,6 @@
 static double short_us[SLOTS]; /* by slot: the shortest kernel time it has shown */
 static int quiet = HOLD + 1, held, open_for, holding;
 
-static uint64_t range(unsigned first, unsigned count)
-{
-    uint64_t mask = count >= 64 ? ~0ull : (1ull << count) - 1;
-
-    return mask << first;
-}
-
 static int decodes(const struct ds_sched_tenant *t)
 {
     double s = t->id >= 0 && t->id < SLOTS ? short_us[t->id] : 0;
@@ -97,7 +90,7 @@ static void place(struct ds_sched_view *v)
                                                                     : "prefill: every SM";
             continue;
         }
-        t->groups = range(0, keep);
+        t->groups = ds_groups_range(0, keep);
         t->gated = held_now;
         t->why = held_now ? "prefill: held while a decode step runs"
                           : "prefill: a quarter of the SMs while decoding goes on";
