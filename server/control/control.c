@@ -1,19 +1,8 @@
 #define _GNU_SOURCE
-#include "control.h"
+#include "control_int.h"
 
-#include "admin.h"
-#include "auth.h"
-#include "exposition.h"
-#include "metrics.h"
 #include "config.h"
-
-#include "ds_clock.h"
 #include "ds_log.h"
-#include "predict.h"
-#include "shm.h"
-#include "exec_spawn.h"
-#include "quota.h"
-#include "status.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -29,57 +18,6 @@
 
 /* How long tenants get to finish after SIGTERM before they are killed. */
 #define DS_STOP_GRACE_MS 5000
-/* While a quota limits SM shares: how often tenants' names are looked at, since a name
- * is known only from its tenant's hello, which the executor sees, not this process. */
-#define DS_WATCH_MS 20
-
-struct listener {
-    union {
-        uv_handle_t handle;
-        uv_stream_t stream;
-        uv_pipe_t pipe;
-        uv_tcp_t tcp;
-    } h;
-    struct ds_addr addr;
-    struct control *ctl;
-};
-
-struct control {
-    const struct ds_server_config *cfg;
-    uv_loop_t *loop;
-    struct listener ls[DS_MAX_LISTEN];
-    int nls;
-    uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
-    uv_timer_t grace;
-    uv_timer_t tick; /* every DS_SCHED_SAMPLE_MS: progress stamps, and the policy's on_tick */
-    uv_timer_t watch; /* SM shares of tenants whose name appeared (DS_WATCH_MS) */
-    uint64_t next_tick_ns; /* when the policy's on_tick is due */
-    struct ds_shm *shm;
-    int shm_fd;
-    struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
-    int nwarm;
-    struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
-    int ntenants;
-    /* By slot: what the stamps tell of the tenant's running work, and its counts at the
-     * policy's last tick. */
-    struct {
-        struct ds_predict p;
-        uint64_t launches, done;
-    } track[DS_SHM_SLOTS];
-    const struct ds_policy *policy;
-    struct ds_admin *admin;
-    struct ds_metrics *metrics;
-    struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
-    struct ds_tokens *reloaded;  /* the tokens read on SIGHUP, once any were */
-    struct ds_shm_quota rules[DS_SHM_QUOTAS]; /* the quotas in force, as published */
-    unsigned nrules;
-    int live;
-    int stopping;
-    int mps_up; /* the MPS daemon this server started has not exited */
-    /* For metrics: tenants handed to an executor, connections refused. */
-    uint64_t served;
-    uint64_t refused[DS_REFUSED_COUNT];
-};
 
 /* Start an executor ahead of its tenant, on a slot of its own.  Returns 0 or -1. */
 static int spawn_one(struct control *c, struct ds_spawned *out)
@@ -134,307 +72,12 @@ static int is_warm(const struct control *c, pid_t pid)
     return -1;
 }
 
-/* The share of the SM groups tenant `slot`'s quota allows, in percent (0: no limit).
- * Until its hello names it, nothing limits it. */
-static unsigned sm_share_of(const struct control *c, int slot)
-{
-    const struct ds_shm_slot *s = &c->shm->slots[slot];
-    const struct ds_shm_quota *q;
-
-    if (s->tenant[0] == '\0')
-        return 0;
-    q = ds_quota_match(c->rules, c->nrules, s->tenant);
-    return q != NULL ? q->sm_share : 0;
-}
-
-/* Hand the policy's decisions to the executors (shm.h), saying what changed.  Every
- * binding is cut to the tenant's SM share here, whatever the policy, which keeps its own
- * decision (so a share raised later gives back what the policy chose). */
-static void apply(struct control *c)
-{
-    char what[200];
-    uint64_t want;
-
-    for (int i = 0; i < c->ntenants; i++) {
-        struct ds_sched_tenant *t = &c->tenants[i];
-
-        if ((unsigned)t->gated != atomic_load(&c->shm->slots[t->id].gate)) {
-            ds_shm_gate(c->shm, t->id, t->gated);
-            ds_debug("policy %s: tenant #%d %s", c->policy->name, t->id,
-                     t->gated ? "held" : "released");
-        }
-        want = ds_quota_cap_groups(t->groups, c->cfg->sm.count, sm_share_of(c, t->id));
-        if (want == atomic_load(&c->shm->slots[t->id].groups))
-            continue;
-        ds_shm_bind(c->shm, t->id, want);
-        ds_groups_format(want, c->cfg->sm.size, what, sizeof(what));
-        ds_info("policy %s: tenant #%d runs on %s%s", c->policy->name, t->id, what,
-                want != t->groups ? " (held to its sm-share)" : "");
-    }
-}
-
-static void on_watch(uv_timer_t *h)
-{
-    apply(h->data);
-}
-
-/* Make rules v[0..n) the quotas in force: executors see them at their next allocation,
- * bindings at once (and, while any rule limits SM shares, as tenants name themselves). */
-static void set_rules(struct control *c, const struct ds_shm_quota *v, unsigned n)
-{
-    int shares = 0;
-
-    memmove(c->rules, v, (size_t)n * sizeof(*v));
-    c->nrules = n;
-    ds_quota_publish(c->shm, c->rules, n);
-    for (unsigned i = 0; i < n; i++)
-        shares |= v[i].sm_share != 0;
-    if (!shares)
-        uv_timer_stop(&c->watch);
-    else if (!uv_is_active((uv_handle_t *)&c->watch))
-        uv_timer_start(&c->watch, on_watch, DS_WATCH_MS, DS_WATCH_MS);
-    apply(c);
-}
-
-/* Read every tenant's launches and progress stamps into its predictor. */
-static void sample(struct control *c, uint64_t now)
-{
-    for (int i = 0; i < c->ntenants; i++) {
-        int id = c->tenants[i].id;
-        uint64_t n = atomic_load_explicit(&c->shm->slots[id].launches, memory_order_acquire);
-
-        ds_predict_sample(&c->track[id].p, now, n, ds_shm_stamps_done(c->shm, id, n, now));
-    }
-}
-
-/* The policy's view, with what executors and stamps reported since the last one. */
-static struct ds_sched_view view_of(struct control *c)
-{
-    for (int i = 0; i < c->ntenants; i++) {
-        struct ds_sched_tenant *t = &c->tenants[i];
-        const struct ds_shm_slot *s = &c->shm->slots[t->id];
-        const struct ds_predict *p = &c->track[t->id].p;
-
-        /* Best-effort until its handshake says otherwise. */
-        t->klass = s->tenant[0] != '\0' && atomic_load(&s->klass) == DS_CLASS_LATENCY
-                       ? DS_SCHED_LATENCY
-                       : DS_SCHED_BEST_EFFORT;
-        t->slo_ms = atomic_load(&s->slo_ms);
-        t->launches = p->launches;
-        t->done = p->done;
-        t->inflight = ds_predict_inflight(p);
-        t->new_launches = p->launches - c->track[t->id].launches;
-        t->new_done = p->done - c->track[t->id].done;
-        t->rate = p->rate;
-        t->launch_rate = p->launch_rate;
-        t->kernel_us = p->kernel_us;
-    }
-    struct ds_sched_view v = { .sm_groups = c->cfg->sm.count, .sm_group_size = c->cfg->sm.size,
-                               .n = c->ntenants, .t = c->tenants, .now_ns = ds_now_ns() };
-
-    return v;
-}
-
-static void tenant_joined(struct control *c, int slot)
-{
-    struct ds_sched_view v;
-
-    c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot };
-    memset(&c->track[slot], 0, sizeof(c->track[slot]));
-    v = view_of(c);
-    c->policy->on_tenant_join(&v, c->ntenants - 1);
-    apply(c);
-}
-
-/* A tenant's executor was reaped: its SM groups go back to the policy. */
-static void tenant_left(struct control *c, int slot)
-{
-    struct ds_sched_view v;
-    int i = 0;
-
-    while (i < c->ntenants && c->tenants[i].id != slot)
-        i++;
-    if (i == c->ntenants)
-        return;
-    memmove(&c->tenants[i], &c->tenants[i + 1],
-            (size_t)(c->ntenants - i - 1) * sizeof(c->tenants[0]));
-    c->ntenants--;
-    v = view_of(c);
-    c->policy->on_tenant_leave(&v);
-    apply(c);
-}
-
-/* The policy's tick: what happened since the last one is counted from here on. */
-static void policy_tick(struct control *c)
-{
-    struct ds_sched_view v = view_of(c);
-
-    c->policy->on_tick(&v);
-    apply(c);
-    for (int i = 0; i < c->ntenants; i++) {
-        int id = c->tenants[i].id;
-
-        c->track[id].launches = c->track[id].p.launches;
-        c->track[id].done = c->track[id].p.done;
-    }
-}
-
-static void on_tick(uv_timer_t *h)
-{
-    struct control *c = h->data;
-    uint64_t now = ds_now_ns();
-
-    sample(c, now);
-    if (c->policy->on_tick == NULL || now < c->next_tick_ns)
-        return;
-    c->next_tick_ns += (uint64_t)c->policy->tick_ms * 1000000u;
-    /* Late by more than a tick (a stalled loop): the next one is a tick from now. */
-    if (c->next_tick_ns <= now)
-        c->next_tick_ns = now + (uint64_t)c->policy->tick_ms * 1000000u;
-    policy_tick(c);
-}
-
-/* The sampling clock, the policy's first tick, and whether executors gate on the GPU. */
-static void start_ticks(struct control *c)
-{
-    atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
-    c->next_tick_ns = ds_now_ns() + (uint64_t)c->policy->tick_ms * 1000000u;
-    if (!uv_is_active((uv_handle_t *)&c->tick))
-        uv_timer_start(&c->tick, on_tick, DS_SCHED_SAMPLE_MS, DS_SCHED_SAMPLE_MS);
-}
-
-static void admin_status(void *ctx, msgpack_packer *pk)
-{
-    struct control *c = ctx;
-
-    /* The predictor's latest, whether or not the policy has looked since. */
-    view_of(c);
-    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, c->tenants, c->ntenants);
-}
-
-/* A run-time switch: the new policy places every tenant served now. */
-static const char *admin_policy(void *ctx, const char *name)
-{
-    struct control *c = ctx;
-    const struct ds_policy *p;
-    struct ds_sched_view v;
-
-    if (name == NULL)
-        return c->policy->name;
-    if ((p = ds_policy_find(name)) == NULL)
-        return NULL;
-    if (p != c->policy) {
-        ds_info("policy: %s, switched from %s", p->name, c->policy->name);
-        c->policy = p;
-        v = view_of(c);
-        p->on_start(&v);
-        apply(c);
-        start_ticks(c);
-    }
-    return c->policy->name;
-}
-
-/* The executor set the class from the tenant's handshake; from now on it is the
- * operator's, and the policy sees it at its next decision. */
-static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned slo_ms)
-{
-    struct control *c = ctx;
-    int n = 0;
-
-    for (int i = 0; i < c->ntenants; i++) {
-        struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
-
-        if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
-            continue;
-        atomic_store(&s->klass, klass);
-        atomic_store(&s->slo_ms, slo_ms);
-        ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
-                klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
-        n++;
-    }
-    return n;
-}
-
-/* The operator's word on what a tenant does; the policy sees it at its next decision. */
-static int admin_tenant_phase(void *ctx, const char *name, int phase)
-{
-    static const char *const said[] = { "auto (the policy tells)", "decode", "prefill" };
-    struct control *c = ctx;
-    int n = 0;
-
-    for (int i = 0; i < c->ntenants; i++) {
-        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
-
-        if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
-            continue;
-        c->tenants[i].phase = phase;
-        ds_info("tenant #%d (%s) phase: %s", c->tenants[i].id, name, said[phase]);
-        n++;
-    }
-    return n;
-}
-
-static void admin_quotas(void *ctx, msgpack_packer *pk)
-{
-    struct control *c = ctx;
-
-    ds_status_pack_quotas(pk, c->rules, c->nrules);
-}
-
-/* Tenants connected now whose quota rule is r. */
-static int governed(const struct control *c, const struct ds_shm_quota *r)
-{
-    int n = 0;
-
-    for (int i = 0; i < c->ntenants; i++) {
-        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
-
-        n += s->tenant[0] != '\0' && ds_quota_match(c->rules, c->nrules, s->tenant) == r;
-    }
-    return n;
-}
-
-static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, int set_memory,
-                                   int set_share, int *tenants)
-{
-    struct control *c = ctx;
-    struct ds_shm_quota v[DS_SHM_QUOTAS], *r = NULL;
-    unsigned n = c->nrules;
-
-    memcpy(v, c->rules, (size_t)n * sizeof(*v));
-    for (unsigned i = 0; i < n && r == NULL; i++)
-        if (strcmp(v[i].name, q->name) == 0)
-            r = &v[i];
-    if (r == NULL) {
-        if (n == DS_SHM_QUOTAS)
-            return "the server holds no more quotas: remove one first";
-        r = &v[n++];
-        *r = (struct ds_shm_quota){ 0 };
-        memcpy(r->name, q->name, sizeof(r->name));
-    }
-    if (set_memory)
-        r->memory = q->memory;
-    if (set_share)
-        r->sm_share = q->sm_share;
-    ds_info("quota %s: memory %llu bytes, sm-share %u%% (0: no limit)", r->name,
-            (unsigned long long)r->memory, r->sm_share);
-    if (r->memory == 0 && r->sm_share == 0)
-        *r = v[--n];
-    set_rules(c, v, n);
-    *tenants = 0;
-    for (unsigned i = 0; i < c->nrules; i++)
-        if (strcmp(c->rules[i].name, q->name) == 0)
-            *tenants = governed(c, &c->rules[i]);
-    return NULL;
-}
-
 /* Returns 0, or -1 when the operator asked for an admin socket that cannot be made. */
 static int open_admin(struct control *c)
 {
-    struct ds_admin_hooks hooks = { .ctx = c, .pack_status = admin_status,
-                                    .policy = admin_policy, .tenant_class = admin_tenant_class,
-                                    .tenant_phase = admin_tenant_phase, .pack_quotas = admin_quotas,
-                                    .set_quota = admin_set_quota };
+    struct ds_admin_hooks hooks;
+
+    ds__place_admin_hooks(c, &hooks);
 
     if (c->cfg->admin[0] == '\0')
         return 0;
@@ -571,7 +214,7 @@ static void serve(struct listener *l, uv_stream_t *client, const char *granted)
         ds_debug("tenant #%d left before its token was answered", e.slot);
     /* Placed before it is handed over, so its first kernel runs where the policy
      * wants it. */
-    tenant_joined(c, e.slot);
+    ds__place_joined(c, e.slot);
     c->served++;
     if (ds_spawn_handover(&e, fd) != 0) {
         ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
@@ -705,7 +348,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (!c->stopping)
-                tenant_left(c, i);
+                ds__place_left(c, i);
         }
     }
     if (c->stopping && c->live == 0)
@@ -753,7 +396,7 @@ static void reload_config(struct control *c)
                  c->nrules);
         return;
     }
-    set_rules(c, v, n);
+    ds__place_set_rules(c, v, n);
     ds_info("SIGHUP: %u quota(s) from %s", n, c->cfg->config);
 }
 
@@ -927,7 +570,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     /* The rules need the timers start_signals made; the admin socket and metrics come
      * before the listeners: once tenants can connect, they can be seen. */
     if (!failed) {
-        set_rules(&c, cfg->quotas, cfg->nquotas);
+        ds__place_set_rules(&c, cfg->quotas, cfg->nquotas);
         failed = open_admin(&c) != 0 || open_metrics(&c) != 0;
     }
     for (int i = 0; i < cfg->nlisten && !failed; i++)
@@ -939,7 +582,7 @@ int ds_control_run(const struct ds_server_config *cfg)
         ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s", cfg->backend->name,
                 cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name);
         fill_pool(&c);
-        start_ticks(&c);
+        ds__place_start(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);
     uv_loop_close(c.loop);

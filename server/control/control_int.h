@@ -1,0 +1,85 @@
+/*
+ * The control process's state, shared by its two halves: control.c (listeners, the
+ * executors, signals, the admin and metrics endpoints) and placement.c (what runs where:
+ * the policy, the tenants it places, their progress, and the quota rules that bound it).
+ */
+#ifndef DS_CONTROL_INT_H
+#define DS_CONTROL_INT_H
+
+#include "admin.h"
+#include "auth.h"
+#include "control.h"
+#include "exec_spawn.h"
+#include "exposition.h"
+#include "metrics.h"
+#include "policy.h"
+#include "predict.h"
+#include "quota.h"
+#include "shm.h"
+
+#include <uv.h>
+
+struct listener {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_pipe_t pipe;
+        uv_tcp_t tcp;
+    } h;
+    struct ds_addr addr;
+    struct control *ctl;
+};
+
+struct control {
+    const struct ds_server_config *cfg;
+    uv_loop_t *loop;
+    struct listener ls[DS_MAX_LISTEN];
+    int nls;
+    uv_signal_t sig_chld, sig_term, sig_int, sig_hup;
+    uv_timer_t grace;
+    uv_timer_t tick; /* every DS_SCHED_SAMPLE_MS: progress stamps, and the policy's on_tick */
+    uv_timer_t watch; /* SM shares of tenants whose name appeared (DS_WATCH_MS) */
+    uint64_t next_tick_ns; /* when the policy's on_tick is due */
+    struct ds_shm *shm;
+    int shm_fd;
+    struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
+    int nwarm;
+    struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
+    int ntenants;
+    /* By slot: what the stamps tell of the tenant's running work, and its counts at the
+     * policy's last tick. */
+    struct {
+        struct ds_predict p;
+        uint64_t launches, done;
+    } track[DS_SHM_SLOTS];
+    const struct ds_policy *policy;
+    struct ds_admin *admin;
+    struct ds_metrics *metrics;
+    struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
+    struct ds_tokens *reloaded;  /* the tokens read on SIGHUP, once any were */
+    struct ds_shm_quota rules[DS_SHM_QUOTAS]; /* the quotas in force, as published */
+    unsigned nrules;
+    int live;
+    int stopping;
+    int mps_up; /* the MPS daemon this server started has not exited */
+    /* For metrics: tenants handed to an executor, connections refused. */
+    uint64_t served;
+    uint64_t refused[DS_REFUSED_COUNT];
+};
+
+/* Make rules v[0..n) the quotas in force (placement.c): executors see them at their next
+ * allocation, bindings at once. */
+void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsigned n);
+
+/* Tenant `slot` was handed to its executor, or its executor was reaped: the policy
+ * places it, or takes its SM groups back. */
+void ds__place_joined(struct control *c, int slot);
+void ds__place_left(struct control *c, int slot);
+
+/* The policy in force starts its clock, and executors learn whether it gates. */
+void ds__place_start(struct control *c);
+
+/* The admin API's hooks: status, policy, a tenant's class and phase, quotas. */
+void ds__place_admin_hooks(struct control *c, struct ds_admin_hooks *h);
+
+#endif
