@@ -5,9 +5,15 @@ PREFIX.png (the plot only where matplotlib is importable and there is a native c
 Usage: report.py RAW_DIR PREFIX --device-kind cuda|sim [--date-utc ISO] [--driver VERSION]
                  [--build DIR] [--commit SHA] [--server-exit N]
 
-RAW_DIR holds runs.jsonl, one line per tenant run ({"part", "mode", "rc", "seconds"}),
-and each run's output as PART.MODE.out (JSON lines from driver_bench or torch_bench.py)
-and PART.MODE.err.  MODE is native, unix or tcp.
+RAW_DIR holds runs.jsonl, one line per tenant run ({"part", "mode", "round", "rc",
+"seconds"}), and each run's output as PART.MODE.rROUND.out (JSON lines from driver_bench
+or torch_bench.py) and PART.MODE.rROUND.err.  MODE is native, unix or tcp.  --also adds
+the runs of another RAW_DIR (a suite run in parts, as on a box that limits a command's
+time).
+
+A value is the median over rounds of each round's figure (itself a median of repeats);
+a ratio is the median over rounds of detshare ÷ native within the same round, so that a
+round's luck (which core, which clock) cancels out.
 """
 import argparse
 import datetime
@@ -16,6 +22,7 @@ import os
 import platform
 import re
 import signal
+import statistics
 
 MODES = ("native", "unix", "tcp")
 SIM_NOTE = ("SIM DEVICE, NOT A GPU. The detshare columns ran against the simulated device "
@@ -47,13 +54,18 @@ class Target:
             return f"{self.mode} {self.op} native+{self.bound:g} {unit}"
         return f"{self.mode} {self.op}{self.bound:g} {unit}"
 
-    def met(self, values):
-        """True or False, or None when a needed value is missing."""
+    def met(self, values, ratios):
+        """True or False, or None when a needed value is missing.  A ratio target is
+        judged on the median of the rounds' ratios, the others on median values."""
         value, native = values.get(self.mode), values.get("native")
-        if value is None or (self.kind != "abs" and native is None):
+        if self.kind == "ratio":
+            value, limit = ratios.get(self.mode), self.bound
+        elif value is None or (self.kind == "plus" and native is None):
             return None
-        limit = {"ratio": lambda: native * self.bound, "plus": lambda: native + self.bound,
-                 "abs": lambda: self.bound}[self.kind]()
+        else:
+            limit = native + self.bound if self.kind == "plus" else self.bound
+        if value is None:
+            return None
         return value <= limit if self.op == "≤" else value >= limit
 
 
@@ -95,32 +107,46 @@ def read_lines(path):
         return []
 
 
-def load(raw):
-    """Returns (metrics, infos, runs): metrics maps name -> {"unit", "part", "values"}
-    in the order first seen; infos maps (part, mode) -> list of info objects."""
+def load(raws):
+    """Returns (metrics, infos, runs): metrics maps name -> {"unit", "part", "rounds"},
+    rounds mapping mode -> {round: value}, in the order first seen; infos maps
+    (part, mode) -> list of info objects."""
     metrics, infos, runs = {}, {}, []
-    for line in read_lines(os.path.join(raw, "runs.jsonl")):
-        run = json.loads(line)
-        base = os.path.join(raw, f"{run['part']}.{run['mode']}")
-        run["status"] = status_of(run["rc"])
-        if run["rc"] != 0:
-            run["stderr_tail"] = read_lines(base + ".err")[-15:]
-        runs.append(run)
-        for text in read_lines(base + ".out"):
-            if not text.startswith("{"):
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill
-            if "metric" in obj:
-                m = metrics.setdefault(obj["metric"], {"unit": obj["unit"], "part": run["part"],
-                                                       "values": {}, "n": {}})
-                m["values"][run["mode"]] = obj["value"]
-                m["n"][run["mode"]] = obj.get("n")
-            elif "info" in obj:
-                infos.setdefault((run["part"], run["mode"]), []).append(obj)
+    for raw in raws:
+        for line in read_lines(os.path.join(raw, "runs.jsonl")):
+            run = json.loads(line)
+            # Runs before rounds (2026-11-23 and earlier) have no round in their names.
+            suffix = f".r{run['round']}" if "round" in run else ""
+            run.setdefault("round", 1)
+            base = os.path.join(raw, f"{run['part']}.{run['mode']}{suffix}")
+            run["status"] = status_of(run["rc"])
+            if run["rc"] != 0:
+                run["stderr_tail"] = read_lines(base + ".err")[-15:]
+            runs.append(run)
+            for obj in json_lines(base + ".out"):
+                if "metric" in obj:
+                    m = metrics.setdefault(obj["metric"], {"unit": obj["unit"],
+                                                           "part": run["part"], "rounds": {}})
+                    m["rounds"].setdefault(run["mode"], {})[run["round"]] = obj["value"]
+                elif "info" in obj:
+                    infos.setdefault((run["part"], run["mode"]), []).append(obj)
     return metrics, infos, runs
+
+
+def json_lines(path):
+    for text in read_lines(path):
+        if not text.startswith("{"):
+            continue
+        try:
+            yield json.loads(text)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+
+
+def paired_ratios(rounds, mode):
+    """detshare ÷ native within each round that has both."""
+    own, native = rounds.get(mode, {}), rounds.get("native", {})
+    return [own[r] / native[r] for r in sorted(own) if native.get(r)]
 
 
 def first_info(infos, key, parts):
@@ -144,8 +170,10 @@ def build_rows(metrics, runs):
     ran = {(r["part"], r["mode"]) for r in runs}
     rows = []
     for name, m in metrics.items():
-        values, unit = m["values"], m["unit"]
-        row = {"metric": name, "unit": unit, "part": m["part"], "n": m["n"],
+        unit, rounds = m["unit"], m["rounds"]
+        values = {mode: statistics.median(v.values()) for mode, v in rounds.items() if v}
+        row = {"metric": name, "unit": unit, "part": m["part"],
+               "rounds": {mode: [v[r] for r in sorted(v)] for mode, v in rounds.items()},
                "better": "higher" if unit in HIGHER_IS_BETTER else "lower"}
         for mode in MODES:
             row[mode] = values.get(mode)
@@ -154,11 +182,14 @@ def build_rows(metrics, runs):
                                           else "failed" if (m["part"], mode) in failed
                                           else "not run" if (m["part"], mode) not in ran
                                           else "not printed")
+        ratios = {}
         for mode in ("unix", "tcp"):
-            row[mode + "_ratio"] = (values[mode] / values["native"]
-                                    if values.get(mode) is not None and values.get("native")
-                                    else None)
-        row["targets"] = [{"target": t.text(unit), "mode": t.mode, "met": t.met(values)}
+            pairs = paired_ratios(rounds, mode)
+            ratios[mode] = statistics.median(pairs) if pairs else None
+            row[mode + "_ratio"] = ratios[mode]
+            row[mode + "_ratio_range"] = [min(pairs), max(pairs)] if len(pairs) > 1 else None
+        row["targets"] = [{"target": t.text(unit), "mode": t.mode,
+                           "met": t.met(values, ratios)}
                           for t in TARGETS if t.applies(name)]
         rows.append(row)
     return rows
@@ -184,6 +215,13 @@ def cell(row, mode):
             "n/a": "n/a"}[row[mode + "_missing"]]
 
 
+def ratio_cell(row, mode):
+    """The median ratio, and the spread over rounds where there were several."""
+    spread = row[mode + "_ratio_range"]
+    text = fmt(row[mode + "_ratio"])
+    return text if spread is None else f"{text} ({fmt(spread[0])}–{fmt(spread[1])})"
+
+
 def verdict(t):
     if t["met"] is None:
         return f"{t['mode']}: n/a"
@@ -202,8 +240,11 @@ def write_md(path, meta, rows, runs):
                            ("commit", "Commit"), ("params", "Sizes"),
                            ("server_exit", "Server exit status (0: clean stop)")):
             f.write(f"- {label}: {'—' if meta.get(key) is None else meta[key]}\n")
-        f.write("\nEach value is a median of repeats (the JSON has the counts). Ratios are "
-                "detshare ÷ native of the value itself, so read them with the *better* "
+        f.write(f"\nEach value is the median over {meta['rounds']} of each round's median of "
+                "repeats (the JSON has every round's figure); in a round the modes ran one "
+                "after another, in a different order each round. Ratios are the median over "
+                "rounds of detshare ÷ native within a round, with their range in brackets, "
+                "so read them with the *better* "
                 "column: for *higher* rows (throughput, GB/s, launches/s) a ratio below 1 "
                 "means detshare is slower; for *lower* rows (times, memory) above 1 does. "
                 "\"—\" means not run, FAILED that the run failed (see below).\n\n")
@@ -218,8 +259,8 @@ def write_md(path, meta, rows, runs):
             targets = "; ".join(t["target"] for t in r["targets"])
             met = "; ".join(verdict(t) for t in r["targets"])
             f.write(f"| {r['metric']} | {r['unit']} | {r['better']} | {cell(r, 'native')} | "
-                    f"{cell(r, 'unix')} | {cell(r, 'tcp')} | {fmt(r['unix_ratio'])} | "
-                    f"{fmt(r['tcp_ratio'])} | {targets} | {met} |\n")
+                    f"{cell(r, 'unix')} | {cell(r, 'tcp')} | {ratio_cell(r, 'unix')} | "
+                    f"{ratio_cell(r, 'tcp')} | {targets} | {met} |\n")
         f.write("\nexecutor_rss_mib is the server's executor process serving a tenant that "
                 "only initialised (no executor natively); tenant_rss_mib is that tenant's "
                 "own RSS after cuInit and primary-context retain.\n")
@@ -279,9 +320,23 @@ def write_png(path, meta, rows):
     print(f"report: wrote {path}")
 
 
+def rounds_text(runs):
+    """How many rounds each part ran, as the table's note says it."""
+    per_part = {}
+    for r in runs:
+        per_part[r["part"]] = max(per_part.get(r["part"], 0), r["round"])
+    counts = sorted(set(per_part.values()))
+    if counts == [1]:
+        return "1 round"
+    return ", ".join(f"{n} rounds ({', '.join(p for p, k in per_part.items() if k == n)})"
+                     for n in counts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("raw")
+    ap.add_argument("--also", action="append", default=[],
+                    help="another raw directory whose runs join these")
     ap.add_argument("prefix")
     ap.add_argument("--device-kind", choices=("cuda", "sim"), required=True)
     ap.add_argument("--date-utc", help="when the run began (default: now)")
@@ -291,7 +346,7 @@ def main():
     ap.add_argument("--server-exit", type=int)
     args = ap.parse_args()
 
-    metrics, infos, runs = load(args.raw)
+    metrics, infos, runs = load([args.raw] + args.also)
     driver_parts = ("micro",)
     params = first_info(infos, "copy_mib", driver_parts)
     meta = {
@@ -309,6 +364,7 @@ def main():
         "build": args.build,
         "commit": args.commit,
         "server_exit": args.server_exit,
+        "rounds": rounds_text(runs),
         "params": None if params is None else
         f"{first_info(infos, 'launches', driver_parts)} launches per repeat, "
         f"{params} MiB large copies, {first_info(infos, 'repeats', driver_parts)} repeats",

@@ -41,13 +41,15 @@ if [ "$device" = cuda ]; then
     slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//;s/-$//')
     slug=${slug:-gpu}
     modes=(native unix tcp)
-    copy_mib=${COPY_MIB:-256} limit=300
+    copy_mib=${COPY_MIB:-256} limit=300 nrounds=${ROUNDS:-3}
 else
     driver="none (sim device)" slug=sim
     # The sim cannot run a program natively: detshare columns only.
     modes=(unix tcp)
-    copy_mib=${COPY_MIB:-16} limit=120
+    copy_mib=${COPY_MIB:-16} limit=120 nrounds=${ROUNDS:-1}
 fi
+model_rounds=${MODEL_ROUNDS:-$nrounds}
+parts=${PARTS:-micro startup idle torch-micro torch-resnet50 torch-gpt2 torch-decode}
 date_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 name=overhead-$slug-${date_utc%%T*}
 raw=$out/$name-raw
@@ -88,28 +90,49 @@ tenant_env() {
            DETSHARE_TENANT="overhead-$1-$2")
 }
 
-# record PART MODE RC START: one line of runs.jsonl, and one on the console.
+# record PART MODE RC START ROUND: one line of runs.jsonl, and one on the console.
 record() {
     local secs
     secs=$(awk -v a="$4" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
-    printf '{"part": "%s", "mode": "%s", "rc": %d, "seconds": %s}\n' "$1" "$2" "$3" "$secs" \
-        >> "$raw/runs.jsonl"
+    printf '{"part": "%s", "mode": "%s", "round": %d, "rc": %d, "seconds": %s}\n' \
+        "$1" "$2" "$5" "$3" "$secs" >> "$raw/runs.jsonl"
     if [ "$3" -eq 0 ]; then
-        printf '  %-16s %-6s ok       %6ss\n' "$1" "$2" "$secs"
+        printf '  %-16s %-6s r%-2d ok       %6ss\n' "$1" "$2" "$5" "$secs"
     else
-        printf '  %-16s %-6s FAILED   %6ss  exit %s: %s\n' "$1" "$2" "$secs" "$3" \
-            "$(tail -1 "$raw/$1.$2.err")"
+        printf '  %-16s %-6s r%-2d FAILED   %6ss  exit %s: %s\n' "$1" "$2" "$5" "$secs" "$3" \
+            "$(tail -1 "$raw/$1.$2.r$5.err")"
     fi
 }
 
 # tenant PART MODE LIMIT CMD...: one run under timeout, output to PART.MODE.{out,err}.
+# tenant PART MODE ROUND LIMIT CMD...: one run under timeout, output to
+# PART.MODE.rROUND.{out,err}.
 tenant() {
-    local part=$1 mode=$2 lim=$3 t0
-    shift 3
+    local part=$1 mode=$2 round=$3 lim=$4 t0
+    shift 4
     tenant_env "$part" "$mode"
     t0=$EPOCHREALTIME
-    env "${envs[@]}" timeout -k 10 "$lim" "$@" > "$raw/$part.$mode.out" 2> "$raw/$part.$mode.err"
-    record "$part" "$mode" $? "$t0"
+    env "${envs[@]}" timeout -k 10 "$lim" "$@" > "$raw/$part.$mode.r$round.out" \
+        2> "$raw/$part.$mode.r$round.err"
+    record "$part" "$mode" $? "$t0" "$round"
+}
+
+# rounds PART N LIMIT CMD...: N rounds of every mode, each round in another order.
+rounds() {
+    local part=$1 n=$2 lim=$3 r i k
+    shift 3
+    for ((r = 1; r <= n; r++)); do
+        for ((i = 0; i < ${#modes[@]}; i++)); do
+            k=$(( (i + r - 1) % ${#modes[@]} ))
+            tenant "$part" "${modes[$k]}" "$r" "$lim" "$@"
+        done
+    done
+}
+
+# Whether PART is among those asked for.
+wanted() {
+    case " $parts " in *" $1 "*) return 0 ;; esac
+    return 1
 }
 
 # The executor serving a tenant is the server's child that was not there before it.
@@ -131,11 +154,11 @@ executor_rss() {
 # idle MODE: a tenant that only initialised, left running while its RSS (it prints its
 # own) and its executor's are read; SIGTERM is its normal end.
 idle() {
-    local mode=$1 o=$raw/idle.$1.out before pid t0
+    local mode=$1 o=$raw/idle.$1.r1.out before pid t0
     tenant_env idle "$mode"
     before=$(pgrep -P "$srv" | tr '\n' ' ')
     t0=$EPOCHREALTIME
-    env "${envs[@]}" timeout -k 5 90 "$bench" idle 80 > "$o" 2> "$raw/idle.$mode.err" &
+    env "${envs[@]}" timeout -k 5 90 "$bench" idle 80 > "$o" 2> "$raw/idle.$mode.r1.err" &
     pid=$!
     for _ in $(seq 600); do
         grep -q tenant_rss "$o" && break
@@ -144,27 +167,27 @@ idle() {
     done
     # A moment for the executor to settle after the tenant's last call.
     sleep 0.5
-    if [ "$mode" != native ]; then executor_rss "$before" >> "$o" 2>> "$raw/idle.$mode.err"; fi
+    if [ "$mode" != native ]; then executor_rss "$before" >> "$o" 2>> "$raw/idle.$mode.r1.err"; fi
     kill -TERM "$pid" 2> /dev/null
     wait "$pid"
-    record idle "$mode" $? "$t0"
+    record idle "$mode" $? "$t0" 1
 }
 
 echo "bench/overhead: device $device${gpu:+ ($gpu)}, build $build, modes ${modes[*]}"
 echo "  results: $out/$name.{json,md,png}"
 start_server
-for m in "${modes[@]}"; do
-    tenant micro "$m" "$limit" "$bench" -r 5 -s "$copy_mib" micro
-done
-for m in "${modes[@]}"; do tenant startup "$m" "$limit" "$bench" -r 10 startup; done
-for m in "${modes[@]}"; do idle "$m"; done
+if wanted micro; then rounds micro "$nrounds" "$limit" "$bench" -r 5 -s "$copy_mib" micro; fi
+if wanted startup; then rounds startup 1 "$limit" "$bench" -r 10 startup; fi
+if wanted idle; then for m in "${modes[@]}"; do idle "$m"; done; fi
 if [ "$device" = cuda ] && [ "${TORCH:-1}" != 0 ]; then
-    # One process per workload and mode, so that a crash loses only that figure; each
-    # workload's loops stop early after 150 s, well inside its 300 s limit.
+    # One process per workload, mode and round, so that a crash loses only that figure;
+    # each workload's loops stop early after TORCH_CAP s, well inside its 300 s limit.
     for what in micro resnet50 gpt2 decode; do
-        for m in "${modes[@]}"; do
-            tenant "torch-$what" "$m" 300 "$python" "$here/torch_bench.py" --what "$what" --cap "${TORCH_CAP:-150}"
-        done
+        n=$model_rounds
+        [ "$what" = micro ] && n=$nrounds
+        wanted "torch-$what" || continue
+        rounds "torch-$what" "$n" 300 "$python" "$here/torch_bench.py" --what "$what" \
+            --cap "${TORCH_CAP:-150}"
     done
 fi
 kill -TERM "$srv"
@@ -175,7 +198,7 @@ echo "  server exit $server_exit"
 
 "$python" "$here/report.py" "$raw" "$out/$name" --device-kind "$device" --date-utc "$date_utc" \
     --driver "$driver" --build "${build#"$repo"/}" --server-exit "$server_exit" \
-    --commit "$(git -C "$repo" describe --always --dirty 2> /dev/null || echo unknown)"
+    --commit "${COMMIT:-$(git -C "$repo" describe --always --dirty 2> /dev/null || echo unknown)}"
 # One archive rather than dozens of files: the GPU box's $OUT brings back only a few.
 tar -czf "$raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
 cat "$out/$name.md"
