@@ -1,10 +1,15 @@
-"""bench/coloc's report: RAW_DIR PREFIX -> PREFIX.json, PREFIX.md, PREFIX.png.
+"""bench/coloc's report: RAW_DIR [RAW_DIR...] PREFIX -> PREFIX.json, PREFIX.md, PREFIX.png.
 
 For every scenario (alone-native, alone-detshare, MODE-JOB+JOB) and job it reads the job's
 JSON lines, keeps what a pair measured while both of its jobs ran, and reports decode time
 per output token (p50, p99), trainer steps per second, throughput normalised to the job
 alone natively, issue 9's targets met or not, and whether each job's hash (its first
 losses, or its first tokens) equals the one it had alone natively.
+
+A run may repeat the whole set (REPEATS): a figure is then the median over repeats, and a
+target's ratio the median over repeats of that ratio within a repeat (the pair against
+the baselines measured in the same repeat), since the baselines move between repeats.
+Several raw directories (a run split over several commands) count as further repeats.
 """
 import json
 import os
@@ -59,29 +64,43 @@ def throughput(m):
 
 
 def scenarios(raw):
-    """{scenario: [jobs]} from the file names RAW/<scenario>-<job>.jsonl."""
+    """{(scenario, repeat): {job: path}} from the file names RAW/<scenario>@r<N>-<job>.jsonl
+    (RAW/<scenario>-<job>.jsonl before repeats: repeat 1)."""
     found = {}
     for name in sorted(os.listdir(raw)):
         if name.endswith(".jsonl"):
             scen, job = name[:-6].rsplit("-", 1)
-            found.setdefault(scen, []).append(job)
+            scen, _, rep = scen.partition("@r")
+            found.setdefault((scen, int(rep or 1)), {})[job] = os.path.join(raw, name)
     return found
 
 
-def build(raw):
-    meta = dict(line.strip().split("=", 1) for line in open(os.path.join(raw, "meta.txt")) if "=" in line)
-    res = {}
-    for scen, jobs in scenarios(raw).items():
-        rows = {j: read(os.path.join(raw, f"{scen}-{j}.jsonl")) for j in jobs}
+def build_one(raw, tag):
+    """{repeat: {scenario: {job: figures}}} of one raw directory; tag names its repeats."""
+    reps = {}
+    for (scen, rep), paths in scenarios(raw).items():
+        jobs = list(paths)
+        rows = {j: read(p) for j, p in paths.items()}
         window = None
         if len(jobs) > 1 and not scen.startswith("alone-"):
             spans = [span(r) for r in rows.values()]
             if all(spans):
                 window = (max(s[0] for s in spans), min(s[1] for s in spans))
+        res = reps.setdefault(f"{tag}{rep}", {})
         res[scen] = {j: measure(rows[j], window) for j in jobs}
         if window is not None:
             res[scen]["overlap_s"] = max(0.0, window[1] - window[0])
-    return meta, res
+    return reps
+
+
+def build(raws):
+    meta = dict(line.strip().split("=", 1)
+                for line in open(os.path.join(raws[0], "meta.txt")) if "=" in line)
+    reps = {}
+    for i, raw in enumerate(raws):
+        reps.update(build_one(raw, f"{i + 1}." if len(raws) > 1 else ""))
+    meta["repeats"] = str(len(reps))
+    return meta, reps
 
 
 def normalised(jobs, alone, names):
@@ -95,8 +114,15 @@ def normalised(jobs, alone, names):
     return total
 
 
-def verdicts(res):
-    """Issue 9's targets, for every detshare mode of every pair."""
+# Issue 9's targets: (what, ratio bound, the ratio must be at most the bound).
+TPOT = ("TPOT p99 <= 1.10x alone", 1.10, True)
+TRAINER = ("trainer >= 0.9x native MPS", 0.9, False)
+AGG_MPS = ("aggregate >= native MPS", 1.0, False)
+AGG_TS = ("aggregate >= 1.2x time-sliced", 1.2, False)
+
+
+def ratios(res):
+    """(scenario, job, target, ratio) for every detshare mode of every pair of one repeat."""
     alone = res.get("alone-native", {})
     out = []
     for scen, jobs in res.items():
@@ -109,22 +135,68 @@ def verdicts(res):
         for job in names:
             m = jobs.get(job, {})
             if "tpot_p99_ms" in m and "tpot_p99_ms" in alone.get(job, {}):
-                r = m["tpot_p99_ms"] / alone[job]["tpot_p99_ms"]
-                out.append((scen, job, "TPOT p99 <= 1.10x alone", r, r <= 1.10))
+                out.append((scen, job, TPOT, m["tpot_p99_ms"] / alone[job]["tpot_p99_ms"]))
             elif "steps_per_s" in m and "steps_per_s" in mps.get(job, {}) and "decode" in names:
-                r = m["steps_per_s"] / mps[job]["steps_per_s"]
-                out.append((scen, job, "trainer >= 0.9x native MPS", r, r >= 0.9))
+                out.append((scen, job, TRAINER, m["steps_per_s"] / mps[job]["steps_per_s"]))
         if "decode" in names:
             continue
         a = normalised(jobs, alone, names)
         if a is None:
             continue
-        b = normalised(mps, alone, names)
-        if b:
-            out.append((scen, "pair", "aggregate >= native MPS", a / b, a >= b))
-        b = normalised(ts, alone, names)
-        if b:
-            out.append((scen, "pair", "aggregate >= 1.2x time-sliced", a / b, a >= 1.2 * b))
+        for base, target in ((mps, AGG_MPS), (ts, AGG_TS)):
+            b = normalised(base, alone, names)
+            if b:
+                out.append((scen, "pair", target, a / b))
+    return out
+
+
+def verdicts(reps):
+    """Per scenario, job and target: the median ratio over repeats, the ratios, met."""
+    found = {}
+    for res in reps.values():
+        for scen, job, target, r in ratios(res):
+            found.setdefault((scen, job, target), []).append(r)
+    out = []
+    for (scen, job, (what, bound, at_most)), rs in found.items():
+        r = statistics.median(rs)
+        out.append((scen, job, what, r, rs, r <= bound if at_most else r >= bound))
+    return out
+
+
+def summary(reps):
+    """{scenario: {job: figures}}, each figure the median over the repeats that have it,
+    with how many repeats had it and whether every repeat's hash equals that repeat's
+    hash alone natively."""
+    out = {}
+    for res in reps.values():
+        alone = res.get("alone-native", {})
+        for scen, jobs in res.items():
+            for job, m in jobs.items():
+                if not isinstance(m, dict):
+                    continue
+                s = out.setdefault(scen, {}).setdefault(job, {"runs": [], "same": []})
+                s["runs"].append(m)
+                if "overlap_s" in jobs:
+                    s.setdefault("overlaps", []).append(jobs["overlap_s"])
+                base = alone.get(job, {}).get("hash")
+                if m.get("hash") is not None and base is not None:
+                    s["same"].append(m["hash"] == base)
+                tp, b = throughput(m), throughput(alone.get(job, {}))
+                if tp and b:
+                    s.setdefault("vs_alone", []).append(tp / b)
+    for jobs in out.values():
+        for s in jobs.values():
+            ok = [m for m in s["runs"] if not m.get("failed")]
+            for key in ("tpot_p50_ms", "tpot_p99_ms", "steps_per_s"):
+                vals = [m[key] for m in ok if key in m]
+                if vals:
+                    s[key] = statistics.median(vals)
+            if s.get("overlaps"):
+                s["overlap_s"] = statistics.median(s.pop("overlaps"))
+            if s.get("vs_alone"):
+                s["vs_alone"] = statistics.median(s["vs_alone"])
+            s["failed"] = len(s["runs"]) - len(ok)
+            s["repeats"] = len(s["runs"])
     return out
 
 
@@ -132,35 +204,40 @@ def fmt(v, d=1):
     return "-" if v is None else f"{v:.{d}f}"
 
 
-def write_md(path, meta, res, ver):
-    alone = res.get("alone-native", {})
+def same_text(s):
+    if not s["same"]:
+        return "-"
+    n = sum(s["same"])
+    return "yes" if n == len(s["same"]) else f"**no** ({n} of {len(s['same'])})"
+
+
+def write_md(path, meta, summ, ver):
     with open(path, "w") as f:
         f.write(f"# bench/coloc: {meta.get('gpu', '?')}, driver {meta.get('driver', '?')}, "
                 f"{meta.get('date', '?')}\n\ncommit {meta.get('commit', '?')}, PyTorch "
                 f"{meta.get('torch', '?')}, each job measured {meta.get('secs', '?')} s after its "
-                "warm-up; pairs count only what both jobs measured together.\n\n")
-        f.write("| scenario | job | TPOT p50 / p99 ms | steps/s | vs alone native | overlap s | same hash as alone native |\n")
-        f.write("| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
-        for scen, jobs in res.items():
-            for job, m in jobs.items():
-                if not isinstance(m, dict):
+                f"warm-up, {meta.get('repeats', '1')} repeat(s) of the whole set; pairs count only "
+                "what both jobs measured together. A figure is the median over repeats; a "
+                "target's ratio the median over repeats of the ratio within a repeat, the "
+                "repeats' ratios in brackets.\n\n")
+        f.write("| scenario | job | repeats | TPOT p50 / p99 ms | steps/s | vs alone native | overlap s | same hash as alone native |\n")
+        f.write("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+        for scen, jobs in summ.items():
+            for job, s in jobs.items():
+                if s["failed"] == s["repeats"]:
+                    f.write(f"| {scen} | {job} | {s['repeats']} | failed | | | | |\n")
                     continue
-                if m.get("failed"):
-                    f.write(f"| {scen} | {job} | failed | | | | |\n")
-                    continue
-                tp = throughput(m)
-                base = throughput(alone.get(job, {})) if job in alone else None
-                same = "-" if m.get("hash") is None or job not in alone else \
-                    ("yes" if m["hash"] == alone[job].get("hash") else "**no**")
-                f.write(f"| {scen} | {job} | {fmt(m.get('tpot_p50_ms'), 2)} / {fmt(m.get('tpot_p99_ms'), 2)} "
-                        f"| {fmt(m.get('steps_per_s'), 2)} | {fmt(tp / base if tp and base else None, 2)} "
-                        f"| {fmt(jobs.get('overlap_s'))} | {same} |\n")
+                failed = f" ({s['failed']} failed)" if s["failed"] else ""
+                f.write(f"| {scen} | {job} | {s['repeats']}{failed} | {fmt(s.get('tpot_p50_ms'), 2)} / "
+                        f"{fmt(s.get('tpot_p99_ms'), 2)} | {fmt(s.get('steps_per_s'), 2)} | "
+                        f"{fmt(s.get('vs_alone'), 2)} | {fmt(s.get('overlap_s'))} | {same_text(s)} |\n")
         f.write("\n## Targets (issue 9)\n\n| scenario | job | target | ratio | met |\n| --- | --- | --- | ---: | --- |\n")
-        for scen, job, what, r, ok in ver:
-            f.write(f"| {scen} | {job} | {what} | {r:.2f} | {'yes' if ok else '**no**'} |\n")
+        for scen, job, what, r, rs, ok in ver:
+            each = f" ({', '.join(f'{x:.2f}' for x in rs)})" if len(rs) > 1 else ""
+            f.write(f"| {scen} | {job} | {what} | {r:.2f}{each} | {'yes' if ok else '**no**'} |\n")
 
 
-def write_png(path, res):
+def write_png(path, summ):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -168,32 +245,33 @@ def write_png(path, res):
     except ImportError:
         print("report: matplotlib is not importable: no plot")
         return
-    alone = res.get("alone-native", {})
     labels, values = [], []
-    for scen, jobs in res.items():
-        for job, m in jobs.items():
-            if isinstance(m, dict) and throughput(m) and job in alone and throughput(alone[job]):
+    for scen, jobs in summ.items():
+        for job, s in jobs.items():
+            if s.get("vs_alone"):
                 labels.append(f"{scen}\n{job}")
-                values.append(throughput(m) / throughput(alone[job]))
+                values.append(s["vs_alone"])
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(labels)), 4.5))
     ax.bar(range(len(values)), values)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xticks(range(len(values)), labels, rotation=90, fontsize=6)
-    ax.set_ylabel("throughput vs the job alone natively")
+    ax.set_ylabel("throughput vs the job alone natively (median of repeats)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
 
 def main():
-    raw, prefix = sys.argv[1], sys.argv[2]
-    meta, res = build(raw)
-    ver = verdicts(res)
+    raws, prefix = sys.argv[1:-1], sys.argv[-1]
+    meta, reps = build(raws)
+    ver = verdicts(reps)
+    summ = summary(reps)
     with open(prefix + ".json", "w") as f:
-        json.dump({"meta": meta, "results": res,
-                   "targets": [dict(scenario=s, job=j, target=w, ratio=r, met=ok) for s, j, w, r, ok in ver]},
+        json.dump({"meta": meta, "repeats": reps, "summary": summ,
+                   "targets": [dict(scenario=s, job=j, target=w, ratio=r, ratios=rs, met=ok)
+                               for s, j, w, r, rs, ok in ver]},
                   f, indent=1)
-    write_md(prefix + ".md", meta, res, ver)
-    write_png(prefix + ".png", res)
+    write_md(prefix + ".md", meta, summ, ver)
+    write_png(prefix + ".png", summ)
     print(open(prefix + ".md").read())
 
 

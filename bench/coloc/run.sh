@@ -9,8 +9,11 @@
 # Environment: BUILD (default build), OUT, PYTHON (default python3), SECS (seconds each job
 # measures after its warm-up, default 30), PAIRS (default "decode+resnet decode+gpt2
 # resnet+gpt2"), MODES (default "native-timesliced native-mps shared static temporal
-# slo-aware tpot-first"; a detshare mode is a --policy).  Both jobs of a pair start together; the
-# report keeps what they measured while both ran.  Needs a GPU, PyTorch, torchvision and
+# slo-aware tpot-first"; a detshare mode is a --policy), REPEATS (default 1).  Both jobs of a
+# pair start together; the report keeps what they measured while both ran.  With REPEATS=N
+# the whole set (alone, then every mode) runs N times over, since the baselines themselves
+# move between runs (native MPS by 21% between runs 59 and 61 on the H100): the report
+# compares figures of the same repeat and takes medians over repeats.  Needs a GPU, PyTorch, torchvision and
 # transformers; a job that fails is recorded and the run goes on.
 set -uo pipefail
 export LC_ALL=C PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -22,6 +25,7 @@ out=${OUT:-$repo/bench/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 secs=${SECS:-30}
+repeats=${REPEATS:-1}
 pairs=${PAIRS:-decode+resnet decode+gpt2 resnet+gpt2}
 modes=${MODES:-native-timesliced native-mps shared static temporal slo-aware tpot-first}
 jobs=$repo/bench/coloc/jobs.py
@@ -45,30 +49,31 @@ trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
     echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
     echo "torch=$("$python" -c 'import torch; print(torch.__version__)' 2> /dev/null)"
     echo "secs=$secs"
+    echo "repeats=$repeats"
 } > "$raw/meta.txt"
 
 # A detshare server with policy $1 on a fresh socket (and its own MPS daemon).
 start_server() {
     local sock=$tmp/$1.sock
     "$build/server/detshare-server" --device cuda --policy "$1" --warm 2 --mps-dir "$tmp/mps-$1" \
-        --listen "unix:$sock" 2> "$raw/server-$1.log" &
+        --listen "unix:$sock" 2> "$raw/server-$1@r$rep.log" &
     srv=$!
     for _ in $(seq 300); do [ -S "$sock" ] && break; sleep 0.05; done
     sleep 1
     export DETSHARE_SERVER="unix:$sock"
 }
 
-# Run job $2 as scenario $1, in the background; detshare when $3 is "ds".
+# Run job $2 as scenario $1 of repeat $rep, in the background; detshare when $3 is "ds".
 launch() {
     local class=best-effort
     [ "$2" = decode ] && class=latency
     if [ "$3" = ds ]; then
         LD_LIBRARY_PATH="$build/client:$LD_LIBRARY_PATH" DETSHARE_TENANT=$2 DETSHARE_CLASS=$class \
             CUDA_CACHE_PATH=$tmp/cache-ds timeout $((secs + 240)) "$python" "$jobs" "$2" "$secs" \
-            > "$raw/$1-$2.jsonl" 2> "$raw/$1-$2.err" &
+            > "$raw/$1@r$rep-$2.jsonl" 2> "$raw/$1@r$rep-$2.err" &
     else
         CUDA_CACHE_PATH=$tmp/cache-native timeout $((secs + 240)) "$python" "$jobs" "$2" "$secs" \
-            > "$raw/$1-$2.jsonl" 2> "$raw/$1-$2.err" &
+            > "$raw/$1@r$rep-$2.jsonl" 2> "$raw/$1@r$rep-$2.err" &
     fi
 }
 
@@ -87,7 +92,7 @@ run_mode() {
     for pair in $pairs; do
         pids=
         for job in ${pair/+/ }; do launch "$mode-$pair" "$job" "$how"; pids="$pids $!"; done
-        for p in $pids; do wait "$p"; echo "$mode-$pair $p exit $?" >> "$raw/exits.txt"; done
+        for p in $pids; do wait "$p"; echo "$mode-$pair@r$rep $p exit $?" >> "$raw/exits.txt"; done
     done
     case $mode in
     native-mps) stop_mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
@@ -97,11 +102,13 @@ run_mode() {
 }
 
 alone_jobs=$(echo $pairs | tr ' +' '\n\n' | sort -u)
-for job in $alone_jobs; do launch "alone-native" "$job" native; wait $!; done
-start_server shared
-for job in $alone_jobs; do launch "alone-detshare" "$job" ds; wait $!; done
-stop_server; unset DETSHARE_SERVER
-for mode in $modes; do run_mode "$mode"; done
+for ((rep = 1; rep <= repeats; rep++)); do
+    for job in $alone_jobs; do launch "alone-native" "$job" native; wait $!; done
+    start_server shared
+    for job in $alone_jobs; do launch "alone-detshare" "$job" ds; wait $!; done
+    stop_server; unset DETSHARE_SERVER
+    for mode in $modes; do run_mode "$mode"; done
+done
 
 "$python" "$repo/bench/coloc/report.py" "$raw" "$out/$name"
 tar czf "$out/$name-raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
