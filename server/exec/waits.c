@@ -13,6 +13,14 @@
 /* A fence whose backend could not arm it is looked at again this soon. */
 #define UNARMED_RETRY_NS (100 * 1000u)
 
+/* An armed fence wakes the executor when the device passes it, but not when the device
+ * never will: once a kernel faults (an illegal address is sticky, and under MPS a
+ * neighbour's fault ends this context too), the host function that would wake it never
+ * runs, and the tenant's synchronisation waited forever (seen on the H100, run 65).  So
+ * a sleep with fences armed ends this soon anyway and asks them again: the tenant gets
+ * the fault's error within that time, as a native program gets it at once. */
+#define ARMED_LOOK_NS (20 * 1000 * 1000u)
+
 struct ds_wait {
     struct ds_bfence *fence;
     struct ds_call call; /* only xid and proc are kept: the arguments are gone */
@@ -88,6 +96,8 @@ uint64_t ds__waits_arm(struct ds_waits *w, const struct ds_backend_ops *ops,
     /* A fence with a time to look again is asked again each time: the sim's device
      * clock slips against the host's. */
     for (struct ds_wait *x = w->head; x != NULL; x = x->next) {
+        uint64_t look;
+
         if (!x->armed || x->wake_ns != 0) {
             if (ops->fence_arm(b, x->fence, w->efd, &x->wake_ns) == 0) {
                 x->armed = 1;
@@ -97,8 +107,9 @@ uint64_t ds__waits_arm(struct ds_waits *w, const struct ds_backend_ops *ops,
                 x->wake_ns = ds_now_ns() + UNARMED_RETRY_NS;
             }
         }
-        if (x->wake_ns != 0 && (soonest == 0 || x->wake_ns < soonest))
-            soonest = x->wake_ns;
+        look = x->wake_ns != 0 ? x->wake_ns : ds_now_ns() + ARMED_LOOK_NS;
+        if (soonest == 0 || look < soonest)
+            soonest = look;
     }
     return soonest;
 }

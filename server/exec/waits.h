@@ -37,7 +37,9 @@ int ds__waits_reap(struct ds_waits *w, const struct ds_backend_ops *ops, struct 
                    struct ds_conn *c);
 
 /* Before the executor sleeps: have every fence wake it when it passes.  Returns the
- * ds_now_ns() time at which to look again without being woken, or 0 for none. */
+ * ds_now_ns() time at which to look again without being woken, or 0 for none (no
+ * fences): with fences waiting there is always one, since a device that faulted wakes
+ * nobody (waits.c). */
 uint64_t ds__waits_arm(struct ds_waits *w, const struct ds_backend_ops *ops,
                        struct ds_backend *b);
 
