@@ -18,6 +18,8 @@ enum ds_exec_status {
     DS_EXEC_FAILED = 1,       /* the executor could not start (backend, memory) */
     DS_EXEC_PROTOCOL = 2,     /* malformed bytes or a refused handshake */
     DS_EXEC_STOPPED = 3,      /* the server is shutting down */
+    DS_EXEC_DEVICE_LOST = 4,  /* the tenant's device context failed for good (a kernel's
+                               * fault, or under MPS a neighbour's) */
 };
 
 #define DS_EXEC_SHM_FD 3 /* the control block's memfd */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 10
+#define DS_SHM_VERSION 11
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -140,7 +140,10 @@ struct ds_shm {
     /* 1 while the policy in force uses gates: executors then also make the GPU wait on
      * the gate before each kernel (backend gate), which costs a driver call. */
     atomic_uint gating;
-    uint32_t pad;
+    /* Raised by the control process each time an executor left because its device
+     * context failed (DS_EXEC_DEVICE_LOST): under MPS a fault ends every client's
+     * context, so each executor then asks its device whether its own has failed too. */
+    atomic_uint faults;
     uint64_t reserved[4];
     /* The quota rules, written only by the control process under a sequence lock:
      * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */

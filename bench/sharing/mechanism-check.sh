@@ -10,8 +10,9 @@
 #          after an open they resumed;
 #   fault  wild.cu writes through a wild pointer while steady.cu runs beside it; then a
 #          new tenant runs: both must get right answers and the server must go on.
-# Expects build-gpu (and .dev/libs where the box lacks libraries); writes $OUT/mechanism,
-# then mechanism_report.py's JSON and Markdown there.
+# Expects build-gpu (and .dev/libs where the box lacks libraries); writes $OUT/mechanism:
+# mechanism_report.py's JSON and Markdown, and raw.tar.gz (logs, raw figures).  Every
+# tenant runs under a time limit (TENANT_LIMIT, default 120 s).
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
@@ -47,7 +48,7 @@ tenant() {
     local name=$1
     shift
     DETSHARE_TENANT=$name DETSHARE_SERVER="unix:$dir/s" \
-        LD_LIBRARY_PATH="$repo/build-gpu/client:$LD_LIBRARY_PATH" "$@"
+        LD_LIBRARY_PATH="$repo/build-gpu/client:$LD_LIBRARY_PATH" timeout -k 5 "${TENANT_LIMIT:-120}" "$@"
 }
 
 case " $parts " in *" moves "*)
@@ -81,3 +82,6 @@ case " $parts " in *" fault "*)
     echo "server exit $served" >> "$out/fault-exits.txt" ;;
 esac
 python3 $here/mechanism_report.py "$out"
+# The box brings back only a few files: the logs and raw figures go in one archive.
+(cd "$out" && tar czf raw.tar.gz --exclude raw.tar.gz --exclude 'mechanism.*' ./*.log ./*.json ./*.txt 2> /dev/null &&
+    find . -maxdepth 1 -type f ! -name raw.tar.gz ! -name 'mechanism.*' -delete)

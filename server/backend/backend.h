@@ -207,6 +207,13 @@ struct ds_backend_ops {
     int (*fence_query)(struct ds_backend *b, struct ds_bfence *f);
     int (*fence_arm)(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
     void (*fence_destroy)(struct ds_backend *b, struct ds_bfence *f);
+    /* The error that ended the tenant's device context for good, as a CUresult, or 0.
+     * A kernel's fault (an illegal address, a device-side assert, ...) is sticky: every
+     * later call of that context fails with it.  Under MPS a fault ends the context of
+     * every client on the GPU, and the MPS server admits no new client until all of them
+     * have exited.  With probe != 0 the backend also asks the device (without waiting),
+     * for a context that has made no call since a neighbour's fault. */
+    int (*fault)(struct ds_backend *b, int probe);
     /* A CUlimit of the tenant's context: set it when set != 0, then read it back. */
     int (*limit)(struct ds_backend *b, int limit, int set, uint64_t *value);
     /* The undocumented CONTEXT_IDENTITY value of kind `query` (docs/export-tables.md). */

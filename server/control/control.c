@@ -282,6 +282,9 @@ static const char *exit_reason(int status, char *buf, size_t len)
         return "protocol error, connection closed";
     case DS_EXEC_STOPPED:
         return "server shutting down";
+    case DS_EXEC_DEVICE_LOST:
+        return "its device context failed (a kernel's fault, its own or, under MPS, a "
+               "neighbour's)";
     default:
         snprintf(buf, len, "executor failed (status %d)", WEXITSTATUS(status));
         return buf;
@@ -307,7 +310,7 @@ static int reap_warm(struct control *c, pid_t pid, int status)
 
     if (i < 0)
         return 0;
-    if (!c->stopping)
+    if (!c->stopping && !(WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_STOPPED))
         ds_warn("a warm executor (pid %d) exited before any tenant came: %s", (int)pid,
                 exit_reason(status, buf, sizeof(buf)));
     close(c->warm[i].ctl);
@@ -316,6 +319,21 @@ static int reap_warm(struct control *c, pid_t pid, int status)
     c->nwarm--;
     c->live--;
     return 1;
+}
+
+/* An executor left because its device context failed.  Under MPS a fault ends the
+ * context of every client on the GPU, and the MPS server admits no new client until all
+ * of them have exited: the other executors are told to look at their own (shm faults),
+ * and the warm ones, which have no tenant to find out, are replaced. */
+static void device_fault(struct control *c)
+{
+    atomic_fetch_add(&c->shm->faults, 1);
+    if (!c->mps_up || c->nwarm == 0)
+        return;
+    ds_info("replacing %d warm executor(s): under MPS their contexts ended with the fault",
+            c->nwarm);
+    for (int i = 0; i < c->nwarm; i++)
+        kill(c->warm[i].pid, SIGTERM);
 }
 
 static void on_sigchld(uv_signal_t *h, int signum)
@@ -347,6 +365,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
                     (unsigned long long)atomic_load(&s->mem_used));
             ds_shm_slot_clear(c->shm, i);
             c->live--;
+            if (WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DEVICE_LOST)
+                device_fault(c);
             if (!c->stopping)
                 ds__place_left(c, i);
         }

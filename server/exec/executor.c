@@ -194,6 +194,8 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
     } else if (!e->batched && t->pending != 0) {
         r.hello.err = t->pending;
         t->pending = 0;
+    } else if (t->lost != 0) {
+        r.hello.err = t->lost;
     } else {
         e->call(t, a, &r);
         /* NOT_READY answers a query; it is no failure. */
@@ -390,15 +392,57 @@ static int closed(void)
  * the control process samples the stamps. */
 #define STAMP_PAUSE_NS (50 * 1000u)
 
-/* When to wake without being woken: the fences' time, or soon when calls are held. */
+/* How long an executor whose device context failed goes on answering its tenant (every
+ * call with the context's error, as the driver does) before it leaves.  Its leaving is
+ * what lets MPS take new clients again: after a fault the MPS server admits none until
+ * every client it had has exited (seen on the H100, run 66: a tenant arriving 0.4 s
+ * after a neighbour's fault was refused).  A second is enough for the tenant to read
+ * its error; a program that keeps calling then sees CUDA_ERROR_DEVICE_UNAVAILABLE. */
+#define LOST_GRACE_NS (1000 * 1000 * 1000ull)
+
+/* Whether the tenant's device context has failed for good: then every later call fails
+ * with that error (serve), and the executor leaves LOST_GRACE_NS later.  probe asks the
+ * device too, for a context that made no call since a neighbour's fault. */
+static void check_device(int probe)
+{
+    int f;
+
+    if (tenant.lost != 0 || tenant.be == NULL || (f = tenant.ops->fault(tenant.be, probe)) == 0)
+        return;
+    tenant.lost = f;
+    tenant.lost_ns = ds_now_ns();
+    ds_error("the device context failed (CUresult %d): every later call of this tenant "
+             "fails with it, as natively, and its executor leaves in %llu ms so that the "
+             "GPU can take new tenants again", f, LOST_GRACE_NS / 1000000ull);
+}
+
+/* The control process saw an executor leave with a failed context: under MPS, this
+ * one's may have failed with it. */
+static void check_faults(void)
+{
+    unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed);
+
+    if (n == tenant.faults_seen)
+        return;
+    tenant.faults_seen = n;
+    check_device(1);
+}
+
+/* When to wake without being woken: the fences' time, soon when calls are held, and
+ * the end of a failed context's grace. */
 static uint64_t wake_time(void)
 {
-    uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), gate;
+    uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), soonest = fences, t;
 
-    if (held.count == 0)
-        return fences;
-    gate = ds_now_ns() + GATE_LOOK_NS;
-    return fences != 0 && fences < gate ? fences : gate;
+    if (held.count > 0) {
+        t = ds_now_ns() + GATE_LOOK_NS;
+        soonest = soonest != 0 && soonest < t ? soonest : t;
+    }
+    if (tenant.lost != 0) {
+        t = tenant.lost_ns + LOST_GRACE_NS;
+        soonest = soonest != 0 && soonest < t ? soonest : t;
+    }
+    return soonest;
 }
 
 /*
@@ -431,6 +475,7 @@ static int serve_loop(unsigned spin_us)
             ds_conn_done(&conn, &call);
             if (tenant.closing)
                 return closed();
+            check_device(0);
             idle_since = 0;
             look = 0;
             continue;
@@ -440,9 +485,13 @@ static int serve_loop(unsigned spin_us)
         if (waits.count > 0 && (rc = ds__waits_reap(&waits, tenant.ops, tenant.be, &conn)) != 0) {
             if (rc < 0)
                 return DS_EXEC_DISCONNECTED;
+            check_device(0);
             idle_since = 0;
             continue;
         }
+        check_faults();
+        if (tenant.lost != 0 && ds_now_ns() - tenant.lost_ns >= LOST_GRACE_NS)
+            return DS_EXEC_DEVICE_LOST;
         if (idle_since == 0)
             idle_since = ds_now_ns();
         idle = ds_now_ns() - idle_since;

@@ -140,6 +140,10 @@ struct ds_tenant {
     uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
     struct ds_bfence *await;    /* left by a synchronising call's handler: its reply
                                  * waits until the device passes this (waits.h) */
+    int lost;                   /* the CUresult that ended the device context, or 0:
+                                 * every later call fails with it (executor.c) */
+    uint64_t lost_ns;           /* when it was seen (ds_now_ns) */
+    unsigned faults_seen;       /* the control block's faults last acted on */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */

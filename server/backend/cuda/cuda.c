@@ -20,6 +20,7 @@
 #include "ds_clock.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +28,49 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The first error that ended this process's contexts for good: every driver result goes
+ * through ds__cuda_err, and an executor has one backend. */
+static _Atomic int sticky;
+
+/* The errors after which a context cannot be used again (the driver's "sticky" ones), and
+ * what an MPS client gets when another client's fault ended its context. */
+static int is_sticky(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_MPS_CLIENT_TERMINATED:
+    case CUDA_ERROR_UNKNOWN:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int ds__cuda_err(CUresult r)
 {
-    return r == CUDA_SUCCESS ? 0 : DS_ECU(r);
+    int none = 0;
+
+    if (r == CUDA_SUCCESS)
+        return 0;
+    if (is_sticky(r))
+        atomic_compare_exchange_strong(&sticky, &none, (int)r);
+    return DS_ECU(r);
+}
+
+static int cuda_fault(struct ds_backend *b, int probe)
+{
+    if (probe && atomic_load(&sticky) == 0)
+        ds__cuda_err(b->cu.cuStreamQuery(b->legacy.s));
+    return atomic_load(&sticky);
 }
 
 /*
@@ -83,6 +124,26 @@ static int load_driver(struct driver *cu)
     return 0;
 }
 
+/* How long a new context waits for an MPS server that is recovering from a fault: it
+ * admits no client until every client of the faulted GPU has exited, which detshare's
+ * executors do within a second of seeing it (server/exec/executor.c). */
+#define MPS_RECOVERY_WAIT_MS 10000
+
+static CUresult green_create(struct ds_backend *b, CUdevResourceDesc desc)
+{
+    CUresult r;
+
+    for (int waited = 0;; waited += 50) {
+        r = b->cu.cuGreenCtxCreate(&b->green, desc, b->dev, CU_GREEN_CTX_DEFAULT_STREAM);
+        if (r != CUDA_ERROR_MPS_SERVER_NOT_READY || waited >= MPS_RECOVERY_WAIT_MS)
+            return r;
+        if (waited == 0)
+            ds_info("MPS is recovering from a fault on this GPU: waiting up to %d s for it",
+                    MPS_RECOVERY_WAIT_MS / 1000);
+        usleep(50 * 1000);
+    }
+}
+
 static int whole_device_pctx(struct ds_backend *b)
 {
     CUdevResourceDesc desc;
@@ -93,7 +154,7 @@ static int whole_device_pctx(struct ds_backend *b)
     if (r == CUDA_SUCCESS)
         r = b->cu.cuDevResourceGenerateDesc(&desc, &sms, 1);
     if (r == CUDA_SUCCESS)
-        r = b->cu.cuGreenCtxCreate(&b->green, desc, b->dev, CU_GREEN_CTX_DEFAULT_STREAM);
+        r = green_create(b, desc);
     if (r == CUDA_SUCCESS)
         r = b->cu.cuCtxFromGreenCtx(&b->ctx, b->green);
     if (r == CUDA_SUCCESS)
@@ -630,6 +691,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .fence_query = ds__cuda_fence_query,
     .fence_arm = ds__cuda_fence_arm,
     .fence_destroy = ds__cuda_fence_destroy,
+    .fault = cuda_fault,
     .limit = cuda_limit,
     .ctx_query = cuda_ctx_query,
     .module_load = ds__cuda_module_load,

@@ -179,6 +179,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     b->streams.next = b->streams.prev = &b->streams;
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
+    b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
     *out = b;
     return 0;
 }
@@ -763,7 +764,15 @@ static int sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
 
 static int sim_fence_query(struct ds_backend *b, struct ds_bfence *f)
 {
+    if (b->fault != 0)
+        return DS_ECU(b->fault);
     return f->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
+}
+
+static int sim_fault(struct ds_backend *b, int probe)
+{
+    (void)probe;
+    return b->fault;
 }
 
 /* The device's clock is the host's less the stalls so far: the end in host time. */
@@ -814,6 +823,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .fence_query = sim_fence_query,
     .fence_arm = sim_fence_arm,
     .fence_destroy = sim_fence_destroy,
+    .fault = sim_fault,
     .limit = sim_limit,
     .ctx_query = sim_ctx_query,
     .module_load = ds__sim_module_load,

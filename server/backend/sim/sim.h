@@ -136,6 +136,8 @@ struct ds_backend {
     struct ds_sm_groups groups;
     unsigned sms;          /* of the partition the tenant is bound to */
     uint64_t bound;        /* its groups, 0 for all */
+    const char *fault_kernel; /* DETSHARE_SIM_FAULT: launching it faults the context */
+    int fault;                /* the sticky CUresult once faulted, else 0 */
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and

@@ -284,6 +284,11 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
 
     if (l->param_bytes != f->k->param_bytes)
         return DS_EINVAL;
+    /* A kernel that writes through a wild pointer, as the GPU reports it: the launch
+     * goes in, and the context fails for good (docs/sim-device.md). */
+    if (b->fault_kernel != NULL && strcmp(f->k->name, b->fault_kernel) == 0 &&
+        (s == NULL || !s->capturing))
+        b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
     ds__sim_kernel_work(b, l, &w);
     rc = ds__sim_work_run(b, s, &w);
     if (rc == 0 && (s == NULL || !s->capturing))
