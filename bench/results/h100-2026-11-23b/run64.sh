@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Run 64: launch cost by current context x stream context; then async launches native / detshare --mps off / detshare MPS on, interleaved.
+set -u
+out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
+mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main
+export LD_LIBRARY_PATH="$PWD/.dev/libs"
+r=$out/r64.txt; date -u > $r
+.dev/launchcost2 .dev/launch.fatbin >> $r 2>&1
+B=build-gpu/bench/driver_bench
+tmp=$(mktemp -d)
+la() { grep -a launch_async | sed 's/.*"value": \([0-9.e+]*\).*/\1/' | tr '\n' ' '; }
+T="-l 100000 -r 3 -s 1"
+for round in 1 2 3 4 5 6; do
+  echo "round $round native $($B $T micro 2>&1 | la)" >> $r
+  for m in off on; do
+    build-gpu/server/detshare-server --device cuda --mps $m --listen unix:$tmp/s.sock 2> $tmp/s.log & pid=$!
+    for i in $(seq 100); do [ -S $tmp/s.sock ] && break; sleep 0.05; done
+    echo "round $round mps-$m $(DETSHARE_SERVER=unix:$tmp/s.sock LD_LIBRARY_PATH=build-gpu/client:$LD_LIBRARY_PATH $B $T micro 2>&1 | la)" >> $r
+    kill -TERM $pid; wait $pid
+  done
+done
+cat $r
