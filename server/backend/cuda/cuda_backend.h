@@ -84,6 +84,7 @@
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
     X(cuEventQuery, cuEventQuery) \
+    X(cuEventSynchronize, cuEventSynchronize) \
     X(cuEventElapsedTime, cuEventElapsedTime) \
     X(cuLibraryLoadData, cuLibraryLoadData) \
     X(cuLibraryUnload, cuLibraryUnload) \
