@@ -191,6 +191,14 @@
     EP(cuModuleLoadData, 2000, cuModuleLoadData)                          \
     EP(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx)                      \
     EP(cuModuleLoadFatBinary, 2000, cuModuleLoadFatBinary)                \
+    EP(cuLinkCreate, 5050, cuLinkCreate)                                  \
+    EP(cuLinkCreate, 6050, cuLinkCreate_v2)                               \
+    EP(cuLinkAddData, 5050, cuLinkAddData)                                \
+    EP(cuLinkAddData, 6050, cuLinkAddData_v2)                             \
+    EP(cuLinkAddFile, 5050, cuLinkAddFile)                                \
+    EP(cuLinkAddFile, 6050, cuLinkAddFile_v2)                             \
+    EP(cuLinkComplete, 5050, cuLinkComplete)                              \
+    EP(cuLinkDestroy, 5050, cuLinkDestroy)                                \
     EP(cuModuleUnload, 2000, cuModuleUnload)                              \
     EP(cuModuleGetFunction, 2000, cuModuleGetFunction)                    \
     EP(cuModuleGetFunctionCount, 12040, cuModuleGetFunctionCount)         \

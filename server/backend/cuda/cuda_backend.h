@@ -87,6 +87,10 @@
     X(cuEventSynchronize, cuEventSynchronize) \
     X(cuEventElapsedTime, cuEventElapsedTime) \
     X(cuLibraryLoadData, cuLibraryLoadData) \
+    X(cuLinkCreate, cuLinkCreate) \
+    X(cuLinkAddData, cuLinkAddData) \
+    X(cuLinkComplete, cuLinkComplete) \
+    X(cuLinkDestroy, cuLinkDestroy) \
     X(cuLibraryUnload, cuLibraryUnload) \
     X(cuLibraryGetKernel, cuLibraryGetKernel) \
     X(cuLibraryGetGlobal, cuLibraryGetGlobal) \
@@ -324,6 +328,7 @@ int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, con
                                  struct ds_bfunc **out, struct ds_param_layout *layout);
 int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                uint64_t *addr, uint64_t *size);
+int ds__cuda_link(struct ds_backend *b, struct ds_link_job *job);
 int ds__cuda_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
                             uint32_t *n);
 int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);

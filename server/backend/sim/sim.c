@@ -818,6 +818,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .ctx_query = sim_ctx_query,
     .module_load = ds__sim_module_load,
     .module_unload = ds__sim_module_unload,
+    .link = ds__sim_link,
     .module_get_function = ds__sim_module_get_function,
     .module_get_global = ds__sim_module_get_global,
     .module_kernels = ds__sim_module_kernels,

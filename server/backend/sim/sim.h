@@ -211,6 +211,11 @@ int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_des
                              CUtensorMap *out);
 int ds__sim_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
 
+/* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
+ * entry, decompressed.  Returns 0, DS_ENOTSUP for PTX or a fatbin with no sm_90 cubin,
+ * DS_EINVAL for bytes that are no image, DS_ENOMEM. */
+int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len);
+int ds__sim_link(struct ds_backend *b, struct ds_link_job *job);
 int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
                         struct ds_bmodule **out);
 void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m);
