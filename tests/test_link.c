@@ -3,8 +3,12 @@
  * linker, one cubin (or one fatbin's sm_90 cubin) links to itself and anything else fails
  * with the reason in the error log; on a GPU, two files and PTX link and run. */
 #include "ds_test.h"
+#include "detshare.h"
 
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,4 +223,66 @@ Test(link, bad_inputs_and_states_are_refused)
     CU_IS(cuLinkDestroy(NULL), CUDA_ERROR_INVALID_HANDLE);
     CU_IS(cuLinkAddData((CUlinkState)&o, CU_JIT_INPUT_CUBIN, (void *)junk, 1, NULL, 0, NULL,
                         NULL), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* DS_LINK as a hostile tenant would send it, not as the client does. */
+static CUresult raw_link(CLIENT *c, ds_link_args *a, int *had_logs)
+{
+    struct timeval wait = { .tv_sec = 5 };
+    ds_link_res r;
+    CUresult rc;
+
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(clnt_call(c, DS_LINK, (xdrproc_t)xdr_ds_link_args, (char *)a,
+                           (xdrproc_t)xdr_ds_link_res, (char *)&r, wait),
+                 RPC_SUCCESS);
+    rc = (CUresult)r.err;
+    *had_logs = rc != CUDA_SUCCESS && r.ds_link_res_u.logs != NULL;
+    xdr_free((xdrproc_t)xdr_ds_link_res, (char *)&r);
+    return rc;
+}
+
+Test(link, the_executor_checks_what_the_client_would_have)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct timeval wait = { .tv_sec = 5 };
+    ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = "linker",
+                        .klass = DS_CLASS_BEST_EFFORT };
+    ds_hello_res hr;
+    char ptx[] = ".version 8.0"; /* its NUL is not sent */
+    ds_link_input in = { .type = CU_JIT_INPUT_PTX, .name = "x",
+                         .data = { .data_len = (u_int)strlen(ptx), .data_val = ptx } };
+    ds_link_option bad = { .option = CU_JIT_GLOBAL_SYMBOL_ADDRESSES, .value = 0x1000 };
+    ds_link_args a = { .inputs = { 1, &in } };
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0), logs;
+    CLIENT *c;
+
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", srv.sock);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
+    cr_assert_not_null(c);
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not(logs, "a refused call has no logs");
+    memset(&hr, 0, sizeof(hr));
+    cr_assert_eq(clnt_call(c, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&h,
+                           (xdrproc_t)xdr_ds_hello_res, (char *)&hr, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(hr.err, CUDA_SUCCESS);
+    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&hr);
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_INVALID_IMAGE, "PTX read past its end");
+    cr_assert(logs);
+    in.type = CU_JIT_NUM_INPUT_TYPES;
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_INVALID_IMAGE);
+    in.type = CU_JIT_INPUT_CUBIN;
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_INVALID_IMAGE);
+    in.type = CU_JIT_INPUT_PTX;
+    in.data.data_len++;
+    a.options.options_len = 1;
+    a.options.options_val = &bad;
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_INVALID_VALUE, "a host pointer went in");
+    a.options.options_len = 0;
+    a.error_log_size = DS_LINK_LOG_MAX + 1;
+    cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_INVALID_VALUE);
+    clnt_destroy(c);
+    close(fd);
 }
