@@ -179,6 +179,14 @@
     EP(cuGraphExecKernelNodeSetParams, 10010, cuGraphExecKernelNodeSetParams) \
     EP(cuGraphExecKernelNodeSetParams, 12000, cuGraphExecKernelNodeSetParams_v2) \
     EP(cuGraphClone, 10000, cuGraphClone)                                 \
+    EP(cuGraphAddEventRecordNode, 11010, cuGraphAddEventRecordNode)       \
+    EP(cuGraphAddEventWaitNode, 11010, cuGraphAddEventWaitNode)           \
+    EP(cuGraphEventRecordNodeGetEvent, 11010, cuGraphEventRecordNodeGetEvent) \
+    EP(cuGraphEventRecordNodeSetEvent, 11010, cuGraphEventRecordNodeSetEvent) \
+    EP(cuGraphEventWaitNodeGetEvent, 11010, cuGraphEventWaitNodeGetEvent) \
+    EP(cuGraphEventWaitNodeSetEvent, 11010, cuGraphEventWaitNodeSetEvent) \
+    EP(cuGraphExecEventRecordNodeSetEvent, 11010, cuGraphExecEventRecordNodeSetEvent) \
+    EP(cuGraphExecEventWaitNodeSetEvent, 11010, cuGraphExecEventWaitNodeSetEvent) \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

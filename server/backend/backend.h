@@ -310,7 +310,7 @@ struct ds_backend_ops {
      * graph_add_node adds node d to g after deps (ndeps nodes of g); graph_node_destroy
      * takes node n out of g with its edges; graph_edge adds (add != 0) or removes the
      * edge from -> to of g, which the executor has checked exists or not; graph_node_set
-     * gives kernel node n of g the description d (same function's kind), in g itself when
+     * gives kernel or event node n of g the description d (of the node's kind), in g itself when
      * e is NULL, else in e, an instantiated graph of g, from its next launch on.  A graph
      * with a cycle fails to instantiate.  Nodes go with their graph. */
     int (*graph_create)(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);

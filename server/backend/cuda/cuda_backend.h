@@ -53,6 +53,10 @@
     X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode) \
     X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode) \
     X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode) \
+    X(cuGraphEventRecordNodeSetEvent, cuGraphEventRecordNodeSetEvent) \
+    X(cuGraphEventWaitNodeSetEvent, cuGraphEventWaitNodeSetEvent) \
+    X(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent) \
+    X(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent) \
     X(cuGraphDestroyNode, cuGraphDestroyNode) \
     X(cuGraphAddDependencies, cuGraphAddDependencies) \
     X(cuGraphRemoveDependencies, cuGraphRemoveDependencies) \

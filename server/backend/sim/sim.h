@@ -39,13 +39,15 @@
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
 struct sim_work {
-    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL } kind; /* W_NONE: a graph node that does nothing */
+    /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node */
+    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT } kind;
     uint64_t dst, src, n;              /* W_COPY */
     struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
     uint32_t value;
     unsigned elem;
     uint64_t kernel_ns;                /* W_KERNEL */
+    struct ds_bevent *event;           /* W_RECORD, W_WAIT */
     uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
     struct sim_work *next;
 };
