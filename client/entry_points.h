@@ -179,6 +179,14 @@
     EP(cuGraphExecKernelNodeSetParams, 10010, cuGraphExecKernelNodeSetParams) \
     EP(cuGraphExecKernelNodeSetParams, 12000, cuGraphExecKernelNodeSetParams_v2) \
     EP(cuGraphClone, 10000, cuGraphClone)                                 \
+    EP(cuGraphAddEventRecordNode, 11010, cuGraphAddEventRecordNode)       \
+    EP(cuGraphAddEventWaitNode, 11010, cuGraphAddEventWaitNode)           \
+    EP(cuGraphEventRecordNodeGetEvent, 11010, cuGraphEventRecordNodeGetEvent) \
+    EP(cuGraphEventRecordNodeSetEvent, 11010, cuGraphEventRecordNodeSetEvent) \
+    EP(cuGraphEventWaitNodeGetEvent, 11010, cuGraphEventWaitNodeGetEvent) \
+    EP(cuGraphEventWaitNodeSetEvent, 11010, cuGraphEventWaitNodeSetEvent) \
+    EP(cuGraphExecEventRecordNodeSetEvent, 11010, cuGraphExecEventRecordNodeSetEvent) \
+    EP(cuGraphExecEventWaitNodeSetEvent, 11010, cuGraphExecEventWaitNodeSetEvent) \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \
@@ -191,6 +199,14 @@
     EP(cuModuleLoadData, 2000, cuModuleLoadData)                          \
     EP(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx)                      \
     EP(cuModuleLoadFatBinary, 2000, cuModuleLoadFatBinary)                \
+    EP(cuLinkCreate, 5050, cuLinkCreate)                                  \
+    EP(cuLinkCreate, 6050, cuLinkCreate_v2)                               \
+    EP(cuLinkAddData, 5050, cuLinkAddData)                                \
+    EP(cuLinkAddData, 6050, cuLinkAddData_v2)                             \
+    EP(cuLinkAddFile, 5050, cuLinkAddFile)                                \
+    EP(cuLinkAddFile, 6050, cuLinkAddFile_v2)                             \
+    EP(cuLinkComplete, 5050, cuLinkComplete)                              \
+    EP(cuLinkDestroy, 5050, cuLinkDestroy)                                \
     EP(cuModuleUnload, 2000, cuModuleUnload)                              \
     EP(cuModuleGetFunction, 2000, cuModuleGetFunction)                    \
     EP(cuModuleGetFunctionCount, 12040, cuModuleGetFunctionCount)         \

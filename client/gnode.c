@@ -1,7 +1,7 @@
 /*
- * Graphs built node by node.  Graphs and nodes are executor handles; every node's
- * description goes to the executor, which checks it and keeps the graph's shape, so
- * every question about a graph is asked of it.  A kernel node's parameters are packed
+ * Graphs built node by node (kernel, memset, memcpy, empty and event nodes).  Graphs and
+ * nodes are executor handles; every node's description goes to the executor, which
+ * checks it and keeps the graph's shape, so every question about a graph is asked of it.  A kernel node's parameters are packed
  * as a launch's are.  Work that would run on this side of the connection is refused:
  * a copy from or to host memory the executor cannot reach when the graph runs (only
  * page-locked memory of the shared arena, at its device address, can be), and host
@@ -496,6 +496,107 @@ CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
         return CUDA_ERROR_INVALID_VALUE;
     memcpy(&p, kp, sizeof(*kp));
     return cuGraphExecKernelNodeSetParams_v2(exec, node, &p);
+}
+
+/* Event record and wait nodes: the event is the tenant's, named by its handle. */
+static CUresult add_event(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                          size_t ndeps, CUevent event, ds_node_kind kind)
+{
+    ds_node_params p = { .kind = kind };
+
+    DS_NEED_INIT();
+    if (event == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (kind == DS_NODE_EVENT_RECORD)
+        p.ds_node_params_u.record = hv(event);
+    else
+        p.ds_node_params_u.wait = hv(event);
+    return add(node, graph, deps, ndeps, &p);
+}
+
+CUresult cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                   size_t ndeps, CUevent event)
+{
+    return add_event(node, graph, deps, ndeps, event, DS_NODE_EVENT_RECORD);
+}
+
+CUresult cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t ndeps, CUevent event)
+{
+    return add_event(node, graph, deps, ndeps, event, DS_NODE_EVENT_WAIT);
+}
+
+/* The event of an event node of `kind`; INVALID_VALUE for a node of another kind. */
+static CUresult get_event(CUgraphNode node, CUevent *out, ds_node_kind kind)
+{
+    ds_handle h = hv(node);
+    ds_node_info_res r;
+    const ds_node_params *p = &r.ds_node_info_res_u.info.params;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(&r, 0, sizeof(r));
+    if ((rc = ds_rpc_graph_node_info(&h, &r)) != CUDA_SUCCESS)
+        return rc;
+    if (p->kind != kind)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    else
+        *out = (CUevent)(uintptr_t)(kind == DS_NODE_EVENT_RECORD ? p->ds_node_params_u.record
+                                                                  : p->ds_node_params_u.wait);
+    xdr_free((xdrproc_t)xdr_ds_node_info_res, (char *)&r);
+    return rc;
+}
+
+/* A new event for an event node of `kind`, in its graph (exec NULL) or in exec. */
+static CUresult set_event(CUgraphExec exec, CUgraphNode node, CUevent event, ds_node_kind kind)
+{
+    ds_node_set_args a = { .exec = hv(exec), .node = hv(node), .params = { .kind = kind } };
+    ds_void_res r;
+
+    DS_NEED_INIT();
+    if (event == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (kind == DS_NODE_EVENT_RECORD)
+        a.params.ds_node_params_u.record = hv(event);
+    else
+        a.params.ds_node_params_u.wait = hv(event);
+    return ds_rpc_graph_node_set(&a, &r);
+}
+
+CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event)
+{
+    return get_event(node, event, DS_NODE_EVENT_RECORD);
+}
+
+CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent *event)
+{
+    return get_event(node, event, DS_NODE_EVENT_WAIT);
+}
+
+CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event)
+{
+    return set_event(NULL, node, event, DS_NODE_EVENT_RECORD);
+}
+
+CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode node, CUevent event)
+{
+    return set_event(NULL, node, event, DS_NODE_EVENT_WAIT);
+}
+
+CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent event)
+{
+    if (exec == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return set_event(exec, node, event, DS_NODE_EVENT_RECORD);
+}
+
+CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node, CUevent event)
+{
+    if (exec == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return set_event(exec, node, event, DS_NODE_EVENT_WAIT);
 }
 
 CUresult cuGraphClone(CUgraph *clone, CUgraph graph)

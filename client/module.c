@@ -88,8 +88,7 @@ CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
     return load(module, fatbin, 0);
 }
 
-/* The whole file, NUL-terminated so that PTX text is recognised. */
-static void *read_file(const char *path)
+void *ds__module_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -101,6 +100,7 @@ static void *read_file(const char *path)
         (buf = malloc((size_t)n + 1)) != NULL) {
         if (fread(buf, 1, (size_t)n, f) == (size_t)n) {
             buf[n] = '\0';
+            *len = (size_t)n;
         } else {
             free(buf);
             buf = NULL;
@@ -113,12 +113,13 @@ static void *read_file(const char *path)
 static CUresult load_file(CUmodule *module, const char *path, int library)
 {
     void *image;
+    size_t len;
     CUresult rc;
 
     DS_NEED_INIT();
     if (path == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    image = read_file(path);
+    image = ds__module_read_file(path, &len);
     if (image == NULL)
         return CUDA_ERROR_FILE_NOT_FOUND;
     rc = load(module, image, library);

@@ -5,6 +5,7 @@
 
 #include "detshare.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct ds_cfunc {
@@ -27,5 +28,9 @@ struct ds_cfunc *ds__module_func(const void *f);
 /* Every kernel of `module`, as cuModuleGetFunction hands it out, in a malloc'd array of
  * *count (NULL when there are none). */
 CUresult ds__module_kernels(CUmodule module, CUfunction **out, unsigned *count);
+
+/* The whole file at path in a malloc'd buffer with a NUL after its *len bytes (so that
+ * PTX text is recognised), or NULL when it cannot be read. */
+void *ds__module_read_file(const char *path, size_t *len);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "ds_addr.h"
 #include "ds_arena.h"
+#include "ds_devout.h"
 #include "ds_error.h"
 #include "mem.h"
 #include "ds_log.h"
@@ -501,6 +502,8 @@ static CUresult connect_once(void)
                 ds_debug("could not hand the host arena over: mapped memory unavailable");
             close(arena);
         }
+        if (ds_devout_send(fd) != 0)
+            ds_debug("could not hand stdout and stderr over: device output goes to the server");
     }
     conn.auto_spin_us = spin_from_env();
     atomic_store(&conn.wait_spin_us, conn.auto_spin_us);

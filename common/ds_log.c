@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static char prefix[96] = "detshare";
 static int threshold = -1;
+static int log_fd = 2;
 
 void ds_log_set_prefix(const char *p)
 {
@@ -27,6 +29,11 @@ static int parse_threshold(void)
     if (strcmp(v, "error") == 0)
         return DS_LOG_ERROR;
     return DS_LOG_INFO;
+}
+
+void ds_log_set_fd(int fd)
+{
+    log_fd = fd;
 }
 
 int ds_log_enabled(enum ds_log_level level)
@@ -52,9 +59,12 @@ void ds_log(enum ds_log_level level, const char *fmt, ...)
     n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld %s %s: ", tm.tm_hour, tm.tm_min,
                  tm.tm_sec, ts.tv_nsec / 1000000, prefix, tags[level]);
     va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof(line))
-        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    if (n > 0 && (size_t)n < sizeof(line) - 1)
+        vsnprintf(line + n, sizeof(line) - 1 - (size_t)n, fmt, ap);
     va_end(ap);
-    /* One write per line keeps lines from several processes whole. */
-    fprintf(stderr, "%s\n", line);
+    n = (int)strlen(line);
+    line[n++] = '\n';
+    /* One write per line keeps lines from several processes whole; a log that cannot be
+     * written has nowhere to say so. */
+    (void)!write(log_fd, line, (size_t)n);
 }

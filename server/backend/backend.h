@@ -126,6 +126,36 @@ struct ds_fence_at {
     struct ds_bevent *event;   /* DS_FENCE_EVENT */
 };
 
+/* JIT options whose value is a number (client/link.c sends no others). */
+struct ds_jit_options {
+    CUjit_option *opt;
+    void **val;
+    unsigned n;
+};
+
+/* One input of a JIT link. */
+struct ds_link_in {
+    CUjitInputType type;
+    const char *name;
+    const void *data;
+    size_t len;
+    struct ds_jit_options options; /* for this input only */
+};
+
+/* A JIT link (cuLinkCreate to cuLinkComplete).  The logs are buffers of the sizes given
+ * (NULL when 0) that the backend leaves NUL-terminated; it sets wall_ms, and on success
+ * image, a malloc'd copy of the linked cubin the caller frees. */
+struct ds_link_job {
+    const struct ds_link_in *in;
+    size_t n;
+    struct ds_jit_options options;
+    char *info_log, *error_log;
+    size_t info_size, error_size;
+    float wall_ms;
+    void *image;
+    size_t image_len;
+};
+
 /* The tenant's immutable view of its device. */
 struct ds_device_view {
     char name[256];
@@ -224,6 +254,9 @@ struct ds_backend_ops {
     int (*module_load)(struct ds_backend *b, const void *image, size_t len,
                        struct ds_bmodule **out);
     void (*module_unload)(struct ds_backend *b, struct ds_bmodule *m);
+    /* Link job's inputs into one cubin (struct ds_link_job).  Returns 0, or the error the
+     * device's linker gave (its logs filled all the same). */
+    int (*link)(struct ds_backend *b, struct ds_link_job *job);
     /* The function belongs to m and goes with it. */
     int (*module_get_function)(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                struct ds_bfunc **out, struct ds_param_layout *layout);
@@ -284,7 +317,7 @@ struct ds_backend_ops {
      * graph_add_node adds node d to g after deps (ndeps nodes of g); graph_node_destroy
      * takes node n out of g with its edges; graph_edge adds (add != 0) or removes the
      * edge from -> to of g, which the executor has checked exists or not; graph_node_set
-     * gives kernel node n of g the description d (same function's kind), in g itself when
+     * gives kernel or event node n of g the description d (of the node's kind), in g itself when
      * e is NULL, else in e, an instantiated graph of g, from its next launch on.  A graph
      * with a cycle fails to instantiate.  Nodes go with their graph. */
     int (*graph_create)(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);

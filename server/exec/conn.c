@@ -2,6 +2,7 @@
 #include "conn.h"
 
 #include "detshare.h"
+#include "devout.h"
 #include "ds_clock.h"
 #include "ds_error.h"
 #include "ds_sock.h"
@@ -199,6 +200,8 @@ static int reply(struct ds_conn *c, const struct ds_call *call, enum accept_stat
 
 int ds_conn_reply(struct ds_conn *c, const struct ds_call *call, xdrproc_t xres, void *res)
 {
+    /* A reply may end a synchronisation: what kernels printed before it is out first. */
+    ds__devout_flush();
     return reply(c, call, SUCCESS, xres, res);
 }
 

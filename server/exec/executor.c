@@ -1,7 +1,9 @@
 #include "executor.h"
 
 #include "conn.h"
+#include "devout.h"
 #include "ds_arena.h"
+#include "ds_devout.h"
 #include "ds_fdpass.h"
 #include "ds_error.h"
 #include "ds_log.h"
@@ -523,7 +525,7 @@ static void log_served(void)
 }
 
 /* Take one descriptor the client handed over before its first call (common/ds_arena.h,
- * common/ds_ring.h); *ring holds the ring's memfd until its doorbell comes. */
+ * common/ds_ring.h, common/ds_devout.h); *ring holds the ring's memfd until its doorbell comes. */
 static int take_descriptor(int fd, int *ring)
 {
     char tag;
@@ -533,6 +535,12 @@ static int take_descriptor(int fd, int *ring)
         return DS_EPROTO;
     if (tag == DS_ARENA_MARKER)
         return ds__tenant_arena(&tenant, d) == 0 ? 0 : DS_EPROTO;
+    if (ds__devout_is_marker(tag)) {
+        if (ds__devout_take(tag, d) != 0)
+            ds_warn("cannot send device output to the tenant's std%s: it goes to the server's",
+                    tag == DS_STDOUT_MARKER ? "out" : "err");
+        return 0;
+    }
     if (tag == DS_RING_MARKER && *ring < 0) {
         *ring = d;
         return 0;
@@ -556,7 +564,8 @@ static int take_descriptors(int fd)
     char tag = 0;
 
     while (tag != DS_BELL_MARKER && (rc = ds_fd_peek(fd, &tag)) == 0 &&
-           (tag == DS_ARENA_MARKER || tag == DS_RING_MARKER || tag == DS_BELL_MARKER))
+           (tag == DS_ARENA_MARKER || tag == DS_RING_MARKER || tag == DS_BELL_MARKER ||
+            ds__devout_is_marker(tag)))
         if ((rc = take_descriptor(fd, &ring)) != 0)
             break;
     if (ring >= 0)
@@ -636,6 +645,8 @@ int ds_executor_main(const char *slot_arg)
     install_term_handler();
     snprintf(prefix, sizeof(prefix), "executor[#%d]", slot);
     ds_log_set_prefix(prefix);
+    if (ds__devout_init() != 0)
+        ds_warn("no descriptor left for the log: device output goes to the server's stderr");
     shm = ds_shm_attach(DS_EXEC_SHM_FD);
     if (shm == NULL || config_from(shm, slot, &be, &ops) != 0) {
         ds_error("started without a valid control block: run detshare-server without "

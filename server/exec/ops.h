@@ -33,6 +33,18 @@ uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitc
 /* Destroy graph g (its handle already removed): its nodes' handles, its backend graph,
  * and g itself (ops_gnode.c). */
 void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g);
+/* An instantiated graph e of built graph g takes a ref on each event g's nodes use
+ * (CUDA_ERROR_OUT_OF_MEMORY when it cannot); ds__ops_gexec_free drops them with e. */
+CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g,
+                                  struct ds_vgraph *e);
+CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v);
+void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e);
+
+/* Events (ops_event.c).  ds__ops_event_free: the tenant's event is gone (destroyed, or
+ * its context): freed now, or when the last graph using it lets go of it
+ * (ds__ops_event_release). */
+void ds__ops_event_free(struct ds_tenant *t, struct ds_vevent *e);
+void ds__ops_event_release(struct ds_tenant *t, struct ds_vevent *e);
 
 /* 0 when [addr, addr+len) lies inside one VMM reservation of the tenant and every byte
  * of it in accessible mappings, which need not be of one physical allocation (ops_vmm.c);

@@ -42,6 +42,25 @@ CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_hand
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+void ds__ops_event_free(struct ds_tenant *t, struct ds_vevent *e)
+{
+    ds__ops_ipc_event_gone(t, e);
+    if (e->refs > 0) {
+        e->gone = 1;
+        return;
+    }
+    t->ops->event_destroy(t->be, e->real);
+    free(e);
+}
+
+void ds__ops_event_release(struct ds_tenant *t, struct ds_vevent *e)
+{
+    if (--e->refs > 0 || !e->gone)
+        return;
+    t->ops->event_destroy(t->be, e->real);
+    free(e);
+}
+
 CUresult ds__ops_event_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
     struct ds_vevent *e = ds_handles_remove(&t->h, *h, DS_H_EVENT);
@@ -49,9 +68,7 @@ CUresult ds__ops_event_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_
     (void)r;
     if (e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    ds__ops_ipc_event_gone(t, e);
-    t->ops->event_destroy(t->be, e->real);
-    free(e);
+    ds__ops_event_free(t, e);
     return CUDA_SUCCESS;
 }
 

@@ -89,11 +89,29 @@ static CUresult check_copy(struct ds_tenant *t, const ds_memcpy_node *c, struct 
     return CUDA_SUCCESS;
 }
 
+/* The event that node parameters p record or wait on: NULL when p is no event node's or
+ * names no event of the tenant's. */
+static struct ds_vevent *event_of(struct ds_tenant *t, const ds_node_params *p)
+{
+    if (p->kind == DS_NODE_EVENT_RECORD)
+        return ds_handles_get(&t->h, p->ds_node_params_u.record, DS_H_EVENT);
+    if (p->kind == DS_NODE_EVENT_WAIT)
+        return ds_handles_get(&t->h, p->ds_node_params_u.wait, DS_H_EVENT);
+    return NULL;
+}
+
+static int is_event_node(const ds_node_params *p)
+{
+    return p->kind == DS_NODE_EVENT_RECORD || p->kind == DS_NODE_EVENT_WAIT;
+}
+
 /* The backend's description of node p, every input checked; attrs holds a kernel's
  * launch attributes for as long as d is used. */
 static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds_gnode_desc *d,
                          CUlaunchAttribute *attrs)
 {
+    struct ds_vevent *ev;
+
     memset(d, 0, sizeof(*d));
     switch (p->kind) {
     case DS_NODE_EMPTY:
@@ -106,6 +124,13 @@ static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds
         return check_fill(t, &p->ds_node_params_u.fill, d);
     case DS_NODE_MEMCPY:
         return check_copy(t, &p->ds_node_params_u.copy, d);
+    case DS_NODE_EVENT_RECORD:
+    case DS_NODE_EVENT_WAIT:
+        d->kind = p->kind == DS_NODE_EVENT_RECORD ? DS_GNODE_EVENT_RECORD : DS_GNODE_EVENT_WAIT;
+        if ((ev = event_of(t, p)) == NULL)
+            return CUDA_ERROR_INVALID_HANDLE;
+        d->event = ev->real;
+        return CUDA_SUCCESS;
     default:
         ds_warn("graph node kind %d is not served", (int)p->kind);
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -154,6 +179,14 @@ static void free_node(struct ds_vnode *n)
     free_params(&n->params);
     free(n->deps);
     free(n);
+}
+
+/* Free node n and let go of its event. */
+static void drop_node(struct ds_tenant *t, struct ds_vnode *n)
+{
+    if (n->event != NULL)
+        ds__ops_event_release(t, n->event);
+    free_node(n);
 }
 
 /* Whether deps (n handles) are distinct nodes of graph `graph`; their backend nodes in
@@ -209,7 +242,7 @@ static CUresult publish_node(struct ds_tenant *t, struct ds_vgraph *g, struct ds
     if (*out != 0)
         ds_handles_remove(&t->h, *out, DS_H_NODE);
     t->ops->graph_node_destroy(t->be, g->real, n->real);
-    free_node(n);
+    drop_node(t, n);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -254,6 +287,8 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     else
         rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, &d, real, ndeps, &n->real));
     free(real);
+    if (rc == CUDA_SUCCESS && (n->event = event_of(t, p)) != NULL)
+        n->event->refs++;
     if (rc == CUDA_SUCCESS)
         return publish_node(t, g, n, out);
     if (n != NULL)
@@ -355,14 +390,14 @@ CUresult ds__ops_graph_node_destroy(struct ds_tenant *t, const ds_handle *h, ds_
         drop_handle(v->deps, &v->ndeps, *h);
     }
     t->ops->graph_node_destroy(t->be, g->real, n->real);
-    free_node(n);
+    drop_node(t, n);
     return CUDA_SUCCESS;
 }
 
 void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
 {
     for (uint32_t i = 0; i < g->nnodes; i++)
-        free_node(ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
+        drop_node(t, ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
     free(g->nodes);
     t->ops->graph_destroy(t->be, g->real);
     free(g);
@@ -452,19 +487,24 @@ CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_nod
     return CUDA_SUCCESS;
 }
 
-/* New parameters for kernel node n, in its graph (e NULL) or in e. */
-static CUresult set_kernel(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgraph *e,
-                           const ds_node_params *p)
+/* New parameters for kernel or event node n, in its graph (e NULL) or in e.  An event
+ * set in e is pinned by e before the backend may use it, whether the set succeeds or not;
+ * one set in the graph moves the node's ref to it. */
+static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgraph *e,
+                         const ds_node_params *p)
 {
     struct ds_vgraph *g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
     CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_vevent *ev = event_of(t, p);
     struct ds_gnode_desc d;
     ds_node_params copy;
     CUresult rc;
 
-    if (n->params.kind != DS_NODE_KERNEL || p->kind != DS_NODE_KERNEL)
+    if (n->params.kind != p->kind || (p->kind != DS_NODE_KERNEL && !is_event_node(p)))
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (e != NULL && ev != NULL && (rc = ds__ops_gexec_pin(e, ev)) != CUDA_SUCCESS)
         return rc;
     if (e == NULL && copy_params(p, &copy) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -478,6 +518,11 @@ static CUresult set_kernel(struct ds_tenant *t, struct ds_vnode *n, struct ds_vg
     }
     free_params(&n->params);
     n->params = copy;
+    if (ev != NULL)
+        ev->refs++;
+    if (n->event != NULL)
+        ds__ops_event_release(t, n->event);
+    n->event = ev;
     return CUDA_SUCCESS;
 }
 
@@ -496,7 +541,7 @@ CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, 
         if (e->graph != n->graph)
             return CUDA_ERROR_INVALID_VALUE;
     }
-    return set_kernel(t, n, e, &a->params);
+    return set_node(t, n, e, &a->params);
 }
 
 /* Clone's second pass: the edges of every node of g, between the copies in c (whose
@@ -545,5 +590,31 @@ CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_
         rc = clone_edges(t, g, c, ch);
     if (rc != CUDA_SUCCESS)
         ds__ops_graph_free(t, ds_handles_remove(&t->h, ch, DS_H_GRAPH));
+    return rc;
+}
+
+CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v)
+{
+    struct ds_vevent **grown = realloc(e->events, (e->nevents + 1) * sizeof(*grown));
+
+    if (grown == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    grown[e->nevents++] = v;
+    e->events = grown;
+    v->refs++;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g,
+                                  struct ds_vgraph *e)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    for (uint32_t i = 0; g->built && i < g->nnodes && rc == CUDA_SUCCESS; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        if (n->event != NULL)
+            rc = ds__ops_gexec_pin(e, n->event);
+    }
     return rc;
 }

@@ -90,7 +90,7 @@ CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_captur
 CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_args *a,
                                    ds_handle_res *r)
 {
-    struct ds_vgraph *g = ds_handles_get(&t->h, a->graph, DS_H_GRAPH);
+    struct ds_vgraph *g = ds_handles_get(&t->h, a->graph, DS_H_GRAPH), *x;
     struct ds_bgexec *e;
     CUresult rc;
 
@@ -100,11 +100,14 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = add_graph(t, DS_H_GEXEC, g->ctx, e, &r->ds_handle_res_u.handle);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
         t->ops->graph_exec_destroy(t->be, e);
-    else
-        ((struct ds_vgraph *)ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC))->graph =
-            a->graph;
+        return rc;
+    }
+    x = ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC);
+    x->graph = a->graph;
+    if ((rc = ds__ops_gexec_pin_events(t, g, x)) != CUDA_SUCCESS)
+        ds__ops_gexec_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC));
     return rc;
 }
 
@@ -149,7 +152,15 @@ CUresult ds__ops_graph_exec_destroy(struct ds_tenant *t, const ds_handle *h, ds_
     (void)r;
     if (e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    t->ops->graph_exec_destroy(t->be, e->real);
-    free(e);
+    ds__ops_gexec_free(t, e);
     return CUDA_SUCCESS;
+}
+
+void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e)
+{
+    t->ops->graph_exec_destroy(t->be, e->real);
+    for (uint32_t i = 0; i < e->nevents; i++)
+        ds__ops_event_release(t, e->events[i]);
+    free(e->events);
+    free(e);
 }

@@ -94,8 +94,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 
         if (all || g->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_GEXEC);
-            t->ops->graph_exec_destroy(t->be, g->real);
-            free(g);
+            ds__ops_gexec_free(t, g);
         }
     }
     cur = 0;
@@ -133,9 +132,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 
         if (all || e->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_EVENT);
-            ds__ops_ipc_event_gone(t, e);
-            t->ops->event_destroy(t->be, e->real);
-            free(e);
+            ds__ops_event_free(t, e);
         }
     }
     for (size_t i = t->mem.n; i-- > 0;) {

@@ -55,6 +55,8 @@ struct ds_vgraph {
     uint64_t *nodes; /* built: its nodes' handles, in the order they were added */
     uint32_t nnodes;
     uint64_t graph;  /* instantiated: the graph it was made from */
+    struct ds_vevent **events; /* instantiated: the events its nodes use, one ref each */
+    uint32_t nevents;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
@@ -66,6 +68,7 @@ struct ds_vnode {
     uint64_t *deps;
     uint32_t ndeps;
     struct ds_bnode *real;
+    struct ds_vevent *event; /* an event node's, one ref */
 };
 
 /* An export in the server's IPC registry (ops_ipc.c): its entry, and the handle the
@@ -81,6 +84,10 @@ struct ds_vevent {
     struct ds_bevent *real;
     struct ds_ipc_export *exported; /* cuIpcGetEventHandle's, while the event lives */
     int opened;                     /* made by cuIpcOpenEventHandle */
+    /* Graph nodes and instantiated graphs that record or wait on it: an event the tenant
+     * destroys (gone) lives on, nameless, until the last of them goes (ops_event.c). */
+    unsigned refs;
+    int gone;
 };
 
 /* A loaded module (or library: the same thing to the executor). */

@@ -699,6 +699,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .module_get_function = ds__cuda_module_get_function,
     .module_get_global = ds__cuda_module_get_global,
     .module_kernels = ds__cuda_module_kernels,
+    .link = ds__cuda_link,
     .func_get_attribute = ds__cuda_func_get_attribute,
     .func_set_attribute = ds__cuda_func_set_attribute,
     .occupancy = ds__cuda_occupancy,

@@ -53,6 +53,10 @@
     X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode) \
     X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode) \
     X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode) \
+    X(cuGraphEventRecordNodeSetEvent, cuGraphEventRecordNodeSetEvent) \
+    X(cuGraphEventWaitNodeSetEvent, cuGraphEventWaitNodeSetEvent) \
+    X(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent) \
+    X(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent) \
     X(cuGraphDestroyNode, cuGraphDestroyNode) \
     X(cuGraphAddDependencies, cuGraphAddDependencies) \
     X(cuGraphRemoveDependencies, cuGraphRemoveDependencies) \
@@ -84,8 +88,13 @@
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
     X(cuEventQuery, cuEventQuery) \
+    X(cuEventSynchronize, cuEventSynchronize) \
     X(cuEventElapsedTime, cuEventElapsedTime) \
     X(cuLibraryLoadData, cuLibraryLoadData) \
+    X(cuLinkCreate, cuLinkCreate) \
+    X(cuLinkAddData, cuLinkAddData) \
+    X(cuLinkComplete, cuLinkComplete) \
+    X(cuLinkDestroy, cuLinkDestroy) \
     X(cuLibraryUnload, cuLibraryUnload) \
     X(cuLibraryGetKernel, cuLibraryGetKernel) \
     X(cuLibraryGetGlobal, cuLibraryGetGlobal) \
@@ -323,6 +332,7 @@ int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, con
                                  struct ds_bfunc **out, struct ds_param_layout *layout);
 int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
                                uint64_t *addr, uint64_t *size);
+int ds__cuda_link(struct ds_backend *b, struct ds_link_job *job);
 int ds__cuda_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
                             uint32_t *n);
 int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);

@@ -214,6 +214,17 @@ int ds__cuda_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bno
     return ds__cuda_err(b->cu.cuGraphRemoveDependencies(g->g, &from->n, &to->n, NULL, 1));
 }
 
+/* An event node's new event, in its graph (e NULL) or in e. */
+static CUresult set_event(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                          const struct ds_gnode_desc *d)
+{
+    if (d->kind == DS_GNODE_EVENT_RECORD)
+        return e != NULL ? b->cu.cuGraphExecEventRecordNodeSetEvent(e->e, n->n, d->event->e)
+                         : b->cu.cuGraphEventRecordNodeSetEvent(n->n, d->event->e);
+    return e != NULL ? b->cu.cuGraphExecEventWaitNodeSetEvent(e->e, n->n, d->event->e)
+                     : b->cu.cuGraphEventWaitNodeSetEvent(n->n, d->event->e);
+}
+
 int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                             struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
@@ -223,6 +234,8 @@ int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
 
     (void)g;
+    if (d->kind == DS_GNODE_EVENT_RECORD || d->kind == DS_GNODE_EVENT_WAIT)
+        return ds__cuda_err(set_event(b, e, n, d));
     if (e != NULL)
         return ds__cuda_err(b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p));
     return ds__cuda_err(b->cu.cuGraphKernelNodeSetParams(n->n, &p));

@@ -525,9 +525,20 @@ static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
 }
 
 /* Run w on s, or record it when s is being captured. */
+static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
+static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
+                                 struct ds_bevent *e);
+
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
 {
     struct sim_work *copy;
+
+    /* A graph's event nodes run in the graph's place in its stream; a capturing stream
+     * refuses them, as it refuses events. */
+    if (w->kind == W_RECORD)
+        return sim_event_record(b, w->event, s);
+    if (w->kind == W_WAIT)
+        return sim_stream_wait_event(b, s, w->event);
 
     if (s != NULL && s->capturing) {
         copy = malloc(sizeof(*copy));
@@ -828,6 +839,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .ctx_query = sim_ctx_query,
     .module_load = ds__sim_module_load,
     .module_unload = ds__sim_module_unload,
+    .link = ds__sim_link,
     .module_get_function = ds__sim_module_get_function,
     .module_get_global = ds__sim_module_get_global,
     .module_kernels = ds__sim_module_kernels,

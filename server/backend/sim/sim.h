@@ -39,13 +39,15 @@
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
 struct sim_work {
-    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL } kind; /* W_NONE: a graph node that does nothing */
+    /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node */
+    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT } kind;
     uint64_t dst, src, n;              /* W_COPY */
     struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
     uint32_t value;
     unsigned elem;
     uint64_t kernel_ns;                /* W_KERNEL */
+    struct ds_bevent *event;           /* W_RECORD, W_WAIT */
     uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
     struct sim_work *next;
 };
@@ -213,6 +215,11 @@ int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_des
                              CUtensorMap *out);
 int ds__sim_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
 
+/* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
+ * entry, decompressed.  Returns 0, DS_ENOTSUP for PTX or a fatbin with no sm_90 cubin,
+ * DS_EINVAL for bytes that are no image, DS_ENOMEM. */
+int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len);
+int ds__sim_link(struct ds_backend *b, struct ds_link_job *job);
 int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
                         struct ds_bmodule **out);
 void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m);

@@ -191,6 +191,11 @@ static void node_work(struct ds_backend *b, const struct ds_gnode_desc *d, struc
     case DS_GNODE_MEMCPY:
         *w = (struct sim_work){ .kind = W_COPY, .dst = d->dst, .src = d->src, .n = d->n };
         break;
+    case DS_GNODE_EVENT_RECORD:
+    case DS_GNODE_EVENT_WAIT:
+        w->kind = d->kind == DS_GNODE_EVENT_RECORD ? W_RECORD : W_WAIT;
+        w->event = d->event;
+        break;
     default:
         w->kind = W_NONE;
     }
@@ -261,7 +266,8 @@ int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnod
     return 0;
 }
 
-/* A kernel node's new launch changes only its modelled time: kernels compute nothing. */
+/* A kernel node's new launch changes only its modelled time (kernels compute nothing),
+ * an event node's only its event. */
 int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                            struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
@@ -276,6 +282,7 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     for (struct sim_work *x = e->work; x != NULL; x = x->next) {
         if (x->node == n->id) {
             x->kernel_ns = w.kernel_ns;
+            x->event = w.event;
             return 0;
         }
     }

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
- * entry, decompressed. */
-static int sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
+int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
 {
     struct ds_fatbin_entry e;
     enum ds_image_kind kind;
@@ -41,7 +39,7 @@ int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
     (void)b;
     if (m == NULL)
         return DS_ENOMEM;
-    rc = sim_cubin_of(image, len, &m->elf, &m->elf_len);
+    rc = ds__sim_cubin_of(image, len, &m->elf, &m->elf_len);
     if (rc == 0)
         rc = ds_cubin_parse(m->elf, m->elf_len, &m->cubin);
     if (rc != 0) {
