@@ -112,11 +112,13 @@
     S(pool_set_access, DS_POOL_SET_ACCESS, ds_pool_set_access_args, ds_void_res) \
     S(pool_get_access, DS_POOL_GET_ACCESS, ds_pool_get_access_args, ds_hyper_res) \
     S(mem_alloc_async, DS_MEM_ALLOC_ASYNC, ds_alloc_async_args, ds_pool_alloc_res) \
-    B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)
+    B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)                  \
+    S(host_register, DS_HOST_REGISTER, ds_host_register_args, ds_alloc_res)    \
+    S(mem_alloc_managed, DS_MEM_ALLOC_MANAGED, ds_host_register_args, ds_alloc_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (memory pools, 190-209). */
-#define DS_PROC_MAX 209
+ * in detshare.x (registered and managed memory, 210-219). */
+#define DS_PROC_MAX 219
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -39,6 +39,10 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     (void)r;
     if (e != NULL && e->base == *p && e->kind == DS_RANGE_POOL)
         return ds__ops_pool_free_now(t, *p);
+    if (e != NULL && e->base == *p && e->kind == DS_RANGE_MANAGED) {
+        ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, e->owner, 0));
+        return CUDA_SUCCESS;
+    }
     /* Only what cuMemAlloc returned, not a module's global. */
     if (e == NULL || e->base != *p || e->kind != DS_RANGE_ALLOC)
         return CUDA_ERROR_INVALID_VALUE;
@@ -295,7 +299,8 @@ CUresult ds__ops_host_unmap(struct ds_tenant *t, const ds_host_map_args *a, ds_v
     const struct ds_memtab_entry *map = ds_memtab_find(&t->host_maps, a->offset, 0);
 
     (void)r;
-    if (map == NULL || map->base != a->offset || map->size != a->size)
+    if (map == NULL || map->base != a->offset || map->size != a->size ||
+        map->kind == DS_HOST_MANAGED)
         return CUDA_ERROR_INVALID_VALUE;
     ds__tenant_host_unmap(t, map);
     return CUDA_SUCCESS;
