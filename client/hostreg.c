@@ -136,7 +136,8 @@ static int copy_in(const struct reg *g)
 }
 
 /* Put the pages back on private memory, their bytes kept; 0 or -1 (then they stay on
- * the arena, still the program's). */
+ * the arena, still the program's).  The bytes are read through the arena's view of the
+ * pages: the program's view holds bytes a sanitizer's allocator keeps out of bounds. */
 static int move_out(const struct reg *g)
 {
     void *at = (void *)(uintptr_t)g->start;
@@ -144,7 +145,7 @@ static int move_out(const struct reg *g)
 
     if (tmp == MAP_FAILED)
         return -1;
-    memcpy(tmp, at, g->len);
+    memcpy(tmp, g->back, g->len);
     if (mremap(tmp, g->len, g->len, MREMAP_MAYMOVE | MREMAP_FIXED, at) == MAP_FAILED) {
         munmap(tmp, g->len);
         return -1;
