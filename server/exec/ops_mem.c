@@ -216,11 +216,18 @@ CUresult ds__ops_memset_async(struct ds_tenant *t, const ds_memset_args *a)
     return fill(t, a, 0);
 }
 
-/* The arena part a copy names, or NULL when it is not wholly inside the arena. */
+/* The arena part a copy names, or NULL when it is not wholly inside the arena.  Pages
+ * registered at the tenant's address (ops_hostreg.c) are registered with the driver at
+ * that view only, so copies use it: DMA, not the driver's staging of pageable memory. */
 static unsigned char *arena_part(const struct ds_tenant *t, const ds_arena_copy_args *a)
 {
+    const struct ds_memtab_entry *m;
+
     if (t->arena == NULL || a->offset > t->arena_len || a->size > t->arena_len - a->offset)
         return NULL;
+    m = a->size > 0 ? ds_memtab_find(&t->host_maps, a->offset, a->size) : NULL;
+    if (m != NULL && m->data != NULL)
+        return (unsigned char *)m->data + (a->offset - m->base);
     return t->arena + a->offset;
 }
 
