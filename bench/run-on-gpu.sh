@@ -11,7 +11,7 @@ if [ "$PWD" != /work/main ]; then mkdir -p /work && ln -sfn "$PWD" /work/main; c
 export LD_LIBRARY_PATH="$PWD/.dev/libs"
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > "$out/device.txt" 2>&1
 # The gpu-labelled ctest entries, run directly: the box need not have CMake.
-for t in device context memcpy stream isolation hostile hostmem launch graph pool copy2d; do
+for t in device context memcpy stream isolation hostile hostmem launch graph pool copy2d hostreg managed; do
     DS_TEST_DEVICE=cuda timeout 300 ./build-gpu/tests/test_$t --jobs 1 >> "$out/gpu-tests.log" 2>&1
     echo "gpu test $t: exit $?" >> "$out/device.txt"
 done
@@ -24,7 +24,7 @@ DETSHARE_SERVER="unix:$dir/s" LD_LIBRARY_PATH="$PWD/build-gpu/client:$LD_LIBRARY
 echo "hello_tenant: exit $?" >> "$out/device.txt"
 # Each CUDA runtime example natively and through detshare: outputs must match byte for byte.
 cudart=/usr/local/cuda/lib64
-for e in vector_add streams params mapped cublas_gemm curand_normal graphs malloc_async pitched; do
+for e in vector_add streams params mapped cublas_gemm curand_normal graphs malloc_async pitched managed; do
     for v in "$e" "${e}_shared"; do
         LD_LIBRARY_PATH="$cudart:$LD_LIBRARY_PATH" ./build-gpu/examples/$v > "$dir/$v.native" 2>&1
         n=$?

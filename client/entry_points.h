@@ -61,6 +61,17 @@
     EP(cuPointerGetAttribute, 4000, cuPointerGetAttribute)                \
     EP(cuPointerGetAttributes, 7000, cuPointerGetAttributes)              \
     EP(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)     \
+    EP(cuMemHostRegister, 4000, cuMemHostRegister)                        \
+    EP(cuMemHostRegister, 6050, cuMemHostRegister_v2)                     \
+    EP(cuMemHostUnregister, 4000, cuMemHostUnregister)                    \
+    EP(cuMemAllocManaged, 6000, cuMemAllocManaged)                        \
+    EP(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync)                      \
+    EP(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2)                  \
+    EP(cuMemAdvise, 8000, cuMemAdvise)                                    \
+    EP(cuMemAdvise, 12020, cuMemAdvise_v2)                                \
+    EP(cuMemRangeGetAttribute, 8000, cuMemRangeGetAttribute)              \
+    EP(cuMemRangeGetAttributes, 8000, cuMemRangeGetAttributes)            \
+    EP(cuStreamAttachMemAsync, 6000, cuStreamAttachMemAsync)              \
     EP(cuMemcpy, 4000, cuMemcpy)                                          \
     EP(cuMemcpyAsync, 4000, cuMemcpyAsync)                                \
     EP(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)                               \

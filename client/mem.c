@@ -5,11 +5,15 @@
 
 #include "ctx.h"
 #include "graph.h"
+#include "hostreg.h"
+#include "managed.h"
 #include "ds_arena.h"
+#include "ds_error.h"
 #include "ds_memtab.h"
 #include "rpc.h"
 #include "unsupported.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,9 +21,11 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab device_mem; /* what cuMemAlloc returned, and VMM mappings */
-/* What cuMemHostAlloc returned: owner = flags, data = device address once mapped. */
+/* Pieces of the arena, and what cuMemHostAlloc returned off it: kind = enum
+ * ds_arena_use; for cuMemHostAlloc's, owner = flags, data = device address once mapped. */
 static struct ds_memtab host_mem;
 static unsigned char *arena;        /* shared with the executor; NULL without one */
+static int arena_fd = -1;           /* kept to map arena pages over registered ranges */
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
  * to whatever it hands out at the same addresses later.  owner: the pool, if any. */
@@ -77,7 +83,13 @@ int ds__mem_arena_create(void)
         return -1;
     }
     arena = p;
+    arena_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     return fd;
+}
+
+int ds__mem_arena_fd(void)
+{
+    return arena_fd;
 }
 
 uint64_t ds__mem_arena_base(void)
@@ -96,6 +108,33 @@ static void *arena_take(size_t size)
     return (void *)(uintptr_t)p;
 }
 
+void *ds__mem_arena_take(size_t size, enum ds_arena_use use)
+{
+    struct ds_memtab_entry e = { .size = size, .kind = use };
+    void *p = NULL;
+
+    pthread_mutex_lock(&lock);
+    if (arena != NULL && (p = arena_take(size)) != NULL) {
+        e.base = (uint64_t)(uintptr_t)p;
+        if (ds_memtab_insert(&host_mem, &e) != 0)
+            p = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+
+void ds__mem_arena_give(void *p)
+{
+    struct ds_memtab_entry e;
+    int rc;
+
+    pthread_mutex_lock(&lock);
+    rc = ds_memtab_remove(&host_mem, (uint64_t)(uintptr_t)p, &e);
+    pthread_mutex_unlock(&lock);
+    if (rc == 0)
+        madvise(p, (e.size + 4095) & ~(size_t)4095, MADV_REMOVE);
+}
+
 static int in_arena(const void *p)
 {
     return arena != NULL && (const unsigned char *)p >= arena &&
@@ -105,11 +144,15 @@ static int in_arena(const void *p)
 int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset)
 {
     const struct ds_memtab_entry *e;
-    uint64_t a = (uint64_t)(uintptr_t)p;
+    uint64_t a;
+    void *on_arena;
     int inside = 0;
 
+    if (arena != NULL && !in_arena(p) && ds__hostreg_arena(p, n, &on_arena))
+        p = on_arena;
     if (arena == NULL || !in_arena(p))
         return 0;
+    a = (uint64_t)(uintptr_t)p;
     pthread_mutex_lock(&lock);
     e = ds_memtab_find(&host_mem, a, 0);
     if (e != NULL && n <= e->size - (a - e->base)) {
@@ -170,6 +213,8 @@ CUresult cuMemFree_v2(CUdeviceptr p)
     DS_NEED_INIT();
     if (p == 0)
         return CUDA_SUCCESS;
+    if (ds__managed_range(p, NULL, NULL))
+        return ds__managed_free(p);
     rc = ds_rpc_mem_free(&d, &r);
     if (rc == CUDA_SUCCESS)
         ds__mem_drop(p);
@@ -199,9 +244,18 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 {
     ds_dptr d = p;
     ds_range_res r;
+    uint64_t b, n;
     CUresult rc;
 
     DS_NEED_INIT();
+    /* The executor knows these ranges by whole pages; the tenant gave them by bytes. */
+    if (ds__managed_range(p, &b, &n) || ds__hostreg_range(p, &b, &n)) {
+        if (base != NULL)
+            *base = b;
+        if (size != NULL)
+            *size = n;
+        return CUDA_SUCCESS;
+    }
     rc = ds_rpc_mem_get_range(&d, &r);
     if (rc == CUDA_SUCCESS) {
         if (base != NULL)
@@ -213,6 +267,14 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 }
 
 static ds_host_map_args arena_part(const struct ds_memtab_entry *e);
+
+/* The cuMemHostAlloc allocation holding p, or NULL; called with the lock held. */
+static const struct ds_memtab_entry *pinned(const void *p)
+{
+    const struct ds_memtab_entry *e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
+
+    return e != NULL && e->kind == DS_ARENA_PINNED ? e : NULL;
+}
 
 /*
  * Page-locked memory on the arena is registered with the driver in the executor as soon
@@ -306,8 +368,12 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned int f
     DS_NEED_INIT();
     if (dptr == NULL || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ds__hostreg_device(p, &base, &rc)) {
+        *dptr = base;
+        return rc;
+    }
     pthread_mutex_lock(&lock);
-    e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
+    e = pinned(p);
     if (e == NULL) {
         rc = CUDA_ERROR_INVALID_VALUE;
     } else if (!in_arena((void *)(uintptr_t)e->base)) {
@@ -346,7 +412,7 @@ CUresult cuMemFreeHost(void *p)
 
     DS_NEED_INIT();
     pthread_mutex_lock(&lock);
-    rc = ds_memtab_remove(&host_mem, (uint64_t)(uintptr_t)p, &e);
+    rc = pinned(p) != NULL ? ds_memtab_remove(&host_mem, (uint64_t)(uintptr_t)p, &e) : DS_ERANGE;
     if (rc == 0 && e.data != NULL) {
         a = arena_part(&e);
         ds_rpc_host_unmap(&a, &r);
@@ -371,12 +437,14 @@ CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
     if (flags == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
+    e = pinned(p);
     if (e != NULL) {
         *flags = (unsigned)e->owner;
         rc = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&lock);
+    if (e == NULL && ds__hostreg_flags(p, flags))
+        rc = CUDA_SUCCESS;
     return rc;
 }
 
@@ -389,6 +457,7 @@ struct ptr_info {
     uint64_t dev;  /* the device address of this byte, 0 when there is none */
     void *host;    /* the host address of this byte, NULL when there is none */
     uint64_t pool; /* the memory pool it was allocated from, 0 when none */
+    int managed;
 };
 
 static struct ptr_info ptr_info(uint64_t p)
@@ -396,8 +465,23 @@ static struct ptr_info ptr_info(uint64_t p)
     struct ptr_info i = { 0 };
     const struct ds_memtab_entry *e;
 
+    if (ds__managed_range(p, &i.base, &i.size)) {
+        /* One pointer for both sides; the driver calls it device memory and says
+         * IS_MANAGED. */
+        i.type = CU_MEMORYTYPE_DEVICE;
+        i.dev = p;
+        i.host = (void *)(uintptr_t)p;
+        i.managed = 1;
+        return i;
+    }
+    if (ds__hostreg_range(p, &i.base, &i.size)) {
+        i.type = CU_MEMORYTYPE_HOST;
+        i.host = (void *)(uintptr_t)p;
+        ds__hostreg_device((void *)(uintptr_t)p, &i.dev, NULL);
+        return i;
+    }
     pthread_mutex_lock(&lock);
-    if ((e = ds_memtab_find(&host_mem, p, 0)) != NULL) {
+    if ((e = pinned((void *)(uintptr_t)p)) != NULL) {
         i.type = CU_MEMORYTYPE_HOST;
         i.base = e->base;
         i.size = e->size;
@@ -436,6 +520,8 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(void **)data = i->host;
         return i->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *(unsigned *)data = (unsigned)i->managed;
+        break;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
         *(unsigned *)data = 0;
         break;
@@ -445,7 +531,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
-        *(unsigned *)data = i->type == CU_MEMORYTYPE_DEVICE;
+        *(unsigned *)data = i->type == CU_MEMORYTYPE_DEVICE && !i->managed;
         break;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
         *(unsigned long long *)data = 0;

@@ -40,8 +40,24 @@ int ds__mem_arena_create(void);
 uint64_t ds__mem_arena_base(void);
 
 /* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
- * executor, with *offset its place in the arena: copies to or from it need not carry
- * the bytes.  0 otherwise. */
+ * executor (pinned, managed, or a registered range, whose pages the arena holds), with
+ * *offset its place in the arena: copies to or from it need not carry the bytes.  0
+ * otherwise. */
 int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset);
+
+/* What a piece of the arena holds. */
+enum ds_arena_use {
+    DS_ARENA_PINNED,     /* cuMemHostAlloc's */
+    DS_ARENA_MANAGED,    /* cuMemAllocManaged's (managed.c) */
+    DS_ARENA_REGISTERED, /* the pages of a registered range (hostreg.c) */
+};
+
+/* Take whole pages of the arena for size bytes, for `use`: their address, or NULL when
+ * there is no arena or no room.  ds__mem_arena_give returns them, zeroed. */
+void *ds__mem_arena_take(size_t size, enum ds_arena_use use);
+void ds__mem_arena_give(void *p);
+
+/* The arena's memfd, to map its pages elsewhere too (hostreg.c); -1 without one. */
+int ds__mem_arena_fd(void);
 
 #endif

@@ -113,6 +113,8 @@
     S(pool_get_access, DS_POOL_GET_ACCESS, ds_pool_get_access_args, ds_hyper_res) \
     S(mem_alloc_async, DS_MEM_ALLOC_ASYNC, ds_alloc_async_args, ds_pool_alloc_res) \
     B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)                  \
+    S(host_register, DS_HOST_REGISTER, ds_host_register_args, ds_alloc_res)    \
+    S(mem_alloc_managed, DS_MEM_ALLOC_MANAGED, ds_host_register_args, ds_alloc_res) \
     S(link, DS_LINK, ds_link_args, ds_link_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range

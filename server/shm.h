@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 12
+#define DS_SHM_VERSION 13
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -26,9 +26,9 @@
 #define DS_SHM_QUOTAS 64
 
 /* What a tenant's device memory is, for its accounting (server/exec/account.h): the
- * kinds its quota counts.  Room is left for pools, managed memory and graph memory nodes
- * as they come to be served. */
-enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_KINDS };
+ * kinds its quota counts.  Room is left for graph memory nodes as they come to be
+ * served. */
+enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_MANAGED, DS_MEM_KINDS };
 #define DS_SHM_MEM_KINDS 8
 
 /* Progress stamps a slot keeps: the control process sees completions while fewer stamps

@@ -98,6 +98,12 @@ Test(runtime, mapped_host_memory)
     check("mapped", "written into mapped host memory");
 }
 
+/* Kernels compute only on a GPU: on the sim the copy back is what can be checked. */
+Test(runtime, managed_memory_and_registered_host_memory)
+{
+    check("managed", "copy into registered memory exact");
+}
+
 Test(runtime, cudaMallocAsync_and_memory_pools)
 {
     check("malloc_async", "6 rounds of 8 MiB, round trips exact");

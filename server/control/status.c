@@ -107,13 +107,15 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
         s->tenant[0] ? ds_quota_match(shm->quotas, shm->nquotas, s->tenant) : NULL;
 
     key(pk, "memory");
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 4);
     key(pk, "device");
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_DEVICE]));
     key(pk, "vmm");
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_VMM]));
     key(pk, "pool");
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_POOL]));
+    key(pk, "managed");
+    msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_MANAGED]));
     key(pk, "memory_quota");
     pack_limit(pk, q ? q->memory : 0);
     key(pk, "sm_share");

@@ -39,6 +39,10 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     (void)r;
     if (e != NULL && e->base == *p && e->kind == DS_RANGE_POOL)
         return ds__ops_pool_free_now(t, *p);
+    if (e != NULL && e->base == *p && e->kind == DS_RANGE_MANAGED) {
+        ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, e->owner, 0));
+        return CUDA_SUCCESS;
+    }
     /* Only what cuMemAlloc returned, not a module's global. */
     if (e == NULL || e->base != *p || e->kind != DS_RANGE_ALLOC)
         return CUDA_ERROR_INVALID_VALUE;
@@ -212,11 +216,18 @@ CUresult ds__ops_memset_async(struct ds_tenant *t, const ds_memset_args *a)
     return fill(t, a, 0);
 }
 
-/* The arena part a copy names, or NULL when it is not wholly inside the arena. */
+/* The arena part a copy names, or NULL when it is not wholly inside the arena.  Pages
+ * registered at the tenant's address (ops_hostreg.c) are registered with the driver at
+ * that view only, so copies use it: DMA, not the driver's staging of pageable memory. */
 static unsigned char *arena_part(const struct ds_tenant *t, const ds_arena_copy_args *a)
 {
+    const struct ds_memtab_entry *m;
+
     if (t->arena == NULL || a->offset > t->arena_len || a->size > t->arena_len - a->offset)
         return NULL;
+    m = a->size > 0 ? ds_memtab_find(&t->host_maps, a->offset, a->size) : NULL;
+    if (m != NULL && m->data != NULL)
+        return (unsigned char *)m->data + (a->offset - m->base);
     return t->arena + a->offset;
 }
 
@@ -295,7 +306,8 @@ CUresult ds__ops_host_unmap(struct ds_tenant *t, const ds_host_map_args *a, ds_v
     const struct ds_memtab_entry *map = ds_memtab_find(&t->host_maps, a->offset, 0);
 
     (void)r;
-    if (map == NULL || map->base != a->offset || map->size != a->size)
+    if (map == NULL || map->base != a->offset || map->size != a->size ||
+        map->kind == DS_HOST_MANAGED)
         return CUDA_ERROR_INVALID_VALUE;
     ds__tenant_host_unmap(t, map);
     return CUDA_SUCCESS;

@@ -170,7 +170,7 @@ int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base)
 {
     void *p = MAP_FAILED;
 
-    if (t->arena_fd < 0)
+    if (t->arena_fd < 0 || t->arena != NULL)
         return 0;
     if (base != 0 && base % 4096 == 0 && base <= UINTPTR_MAX - t->arena_len)
         p = mmap((void *)(uintptr_t)base, (size_t)t->arena_len, PROT_READ | PROT_WRITE,
@@ -186,10 +186,11 @@ int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base)
                      "pinned pointers are not device pointers");
         p = mmap(NULL, (size_t)t->arena_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->arena_fd, 0);
     }
-    close(t->arena_fd);
-    t->arena_fd = -1;
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        close(t->arena_fd);
+        t->arena_fd = -1;
         return DS_ENOMEM;
+    }
     t->arena = p;
     return 0;
 }
@@ -199,7 +200,11 @@ void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *ma
     struct ds_memtab_entry m = *map;
 
     ds_memtab_remove(&t->mem, m.owner, NULL);
-    t->ops->host_unmap(t->be, m.owner, t->arena + m.base);
+    t->ops->host_unmap(t->be, m.owner, m.data != NULL ? m.data : t->arena + m.base);
+    if (m.data != NULL)
+        munmap(m.data, m.size);
+    if (m.kind == DS_HOST_MANAGED)
+        ds__account_give(&t->acct, DS_MEM_MANAGED, m.size);
     ds_memtab_remove(&t->host_maps, m.base, NULL);
 }
 

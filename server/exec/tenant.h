@@ -26,6 +26,15 @@ enum ds_range_kind {
     DS_RANGE_VMM_READ,  /* a VMM mapping the device may read: owner = the allocation */
     DS_RANGE_VMM_RW,    /* one it may read and write */
     DS_RANGE_POOL,      /* a memory pool's allocation: owner = the pool (ops_pool.c) */
+    DS_RANGE_MANAGED,   /* managed memory on the arena: owner = its arena offset
+                         * (ops_hostreg.c); freed by cuMemFree */
+};
+
+/* What a part of the arena given to the device is (its host_maps entry's kind). */
+enum ds_host_use {
+    DS_HOST_PINNED,     /* cuMemHostAlloc's */
+    DS_HOST_REGISTERED, /* the tenant's own pages, moved onto the arena (cuMemHostRegister) */
+    DS_HOST_MANAGED,    /* cuMemAllocManaged's, counted as managed memory */
 };
 
 struct ds_vctx {
@@ -122,9 +131,12 @@ struct ds_tenant {
     int slot;
     unsigned char *arena;      /* the tenant's shared host memory, or NULL */
     uint64_t arena_len;
-    int arena_fd;               /* until the hello maps it; -1 otherwise */
+    int arena_fd;               /* the arena's memfd, kept to map parts of it at the
+                                 * tenant's addresses (ops_hostreg.c); -1 without one */
     struct ds_memtab host_maps; /* parts of the arena given to the device: base = offset,
-                                 * owner = device address */
+                                 * owner = device address, kind = enum ds_host_use,
+                                 * data = this process's own mapping of the part at the
+                                 * tenant's address, or NULL (the arena's is used) */
     struct ds_memtab vmm_va;    /* cuMemAddressReserve's reservations */
     struct ds_memtab vmm_maps;  /* cuMemMap's mappings: owner = the allocation's handle */
     struct ds_memtab ipc_out;   /* allocations exported (cuIpcGetMemHandle):
@@ -176,7 +188,8 @@ int ds__tenant_arena(struct ds_tenant *t, int fd);
  * as natively under unified addressing.  Returns 0 or DS_ENOMEM. */
 int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base);
 
-/* Undo one host mapping: its device range, then the backend's mapping. */
+/* Undo one host mapping: its device range, then the backend's mapping, then the
+ * mapping at the tenant's address if one was made; managed memory leaves the account. */
 void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *map);
 
 /* At a kernel boundary, before work on stream s (the gate is open: a closed one held

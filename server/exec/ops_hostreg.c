@@ -1,0 +1,141 @@
+/*
+ * Registered host memory and managed memory of a local tenant.  Both are parts of the
+ * tenant's arena (a memfd both processes map) that the tenant also maps at an address of
+ * its own choosing: for cuMemHostRegister, where its registered pages were (their bytes
+ * moved onto the arena); for cuMemAllocManaged, where the arena itself lies.  The executor
+ * maps the same part at the same address when that range is free here, so that the
+ * address the tenant holds is the one the device is given (unified addressing), and
+ * registers it with the device.  MAP_FIXED_NOREPLACE never replaces anything of this
+ * process, so a hostile address costs only a refusal or an address of the arena's.
+ */
+#define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
+#include "ops.h"
+
+#include "ds_error.h"
+#include "ds_log.h"
+
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#define PAGE 4096ull
+#define USER_VA_END (1ull << 47) /* the end of a user address space on x86-64 and arm64 */
+
+static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a)
+{
+    return a->size == 0 || ((a->offset | a->size | a->addr) % PAGE) != 0 ||
+           a->offset > t->arena_len || a->size > t->arena_len - a->offset || a->addr == 0 ||
+           a->addr >= USER_VA_END || a->size > USER_VA_END - a->addr;
+}
+
+/* This process's view of the arena part, at the tenant's address when it can be: the
+ * arena's own mapping when that is already there, else a mapping of the part made here
+ * (*own), else the arena's mapping at another address (the device address then differs
+ * from the tenant's). */
+static unsigned char *place(struct ds_tenant *t, const ds_host_register_args *a, int *own)
+{
+    unsigned char *in_arena = t->arena + a->offset;
+    void *want = (void *)(uintptr_t)a->addr, *p;
+
+    *own = 0;
+    if (in_arena == want || t->arena_fd < 0)
+        return in_arena;
+    p = mmap(want, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+             t->arena_fd, (off_t)a->offset);
+    if (p == MAP_FAILED)
+        return in_arena;
+    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
+    if (p != want) {
+        munmap(p, a->size);
+        return in_arena;
+    }
+    *own = 1;
+    return p;
+}
+
+/* Give the arena part to the device as `use`; its device range goes into t->mem as
+ * `kind`.  The device address is in *dev. */
+static CUresult give(struct ds_tenant *t, const ds_host_register_args *a, enum ds_host_use use,
+                     enum ds_range_kind kind, uint64_t *dev)
+{
+    struct ds_memtab_entry map = { .base = a->offset, .size = a->size, .kind = use };
+    struct ds_memtab_entry range = { .size = a->size, .kind = kind, .owner = a->offset };
+    unsigned char *host;
+    int own, rc;
+
+    host = place(t, a, &own);
+    rc = t->ops->host_map(t->be, host, a->size, &range.base);
+    if (rc != 0) {
+        if (own)
+            munmap(host, a->size);
+        return ds_error_to_cu(rc);
+    }
+    map.owner = range.base;
+    map.data = own ? host : NULL;
+    if (ds_memtab_insert(&t->host_maps, &map) != 0 || ds_memtab_insert(&t->mem, &range) != 0) {
+        ds_memtab_remove(&t->host_maps, a->offset, NULL);
+        t->ops->host_unmap(t->be, range.base, host);
+        if (own)
+            munmap(host, a->size);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *dev = range.base;
+    return CUDA_SUCCESS;
+}
+
+static CUresult checked(struct ds_tenant *t, const ds_host_register_args *a)
+{
+    if (t->arena == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (bad_request(t, a))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ds_memtab_overlap(&t->host_maps, a->offset, a->size) != NULL)
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return CUDA_SUCCESS;
+}
+
+#define REGISTER_FLAGS                                                                   \
+    (CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY)
+
+CUresult ds__ops_host_register(struct ds_tenant *t, const ds_host_register_args *a,
+                               ds_alloc_res *r)
+{
+    CUresult rc = checked(t, a);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((a->flags & ~(unsigned)REGISTER_FLAGS) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
+}
+
+/* Managed memory is one pointer for the host and the device: when the device cannot
+ * reach the arena part at the tenant's address, there is no managed memory to give. */
+CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_args *a,
+                                   ds_alloc_res *r)
+{
+    static atomic_int once;
+    uint64_t dev;
+    CUresult rc = checked(t, a);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (a->flags != CU_MEM_ATTACH_GLOBAL && a->flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ds__account_take(&t->acct, DS_MEM_MANAGED, a->size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    rc = give(t, a, DS_HOST_MANAGED, DS_RANGE_MANAGED, &dev);
+    if (rc != CUDA_SUCCESS) {
+        ds__account_give(&t->acct, DS_MEM_MANAGED, a->size);
+        return rc;
+    }
+    if (dev != a->addr) {
+        if (atomic_exchange(&once, 1) == 0)
+            ds_warn("managed memory refused (CUDA_ERROR_NOT_SUPPORTED): the device reaches the "
+                    "tenant's pages at %#llx, not at the tenant's address %#llx",
+                    (unsigned long long)dev, (unsigned long long)a->addr);
+        ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    r->ds_alloc_res_u.ptr = dev;
+    return CUDA_SUCCESS;
+}
