@@ -225,18 +225,26 @@ static CUresult set_event(struct ds_backend *b, struct ds_bgexec *e, struct ds_b
                      : b->cu.cuGraphEventWaitNodeSetEvent(n->n, d->event->e);
 }
 
-int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
-                            struct ds_bnode *n, const struct ds_gnode_desc *d)
+/* A kernel node's new parameters, in its graph (e NULL) or in e. */
+static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                           const struct ds_gnode_desc *d)
 {
     size_t bytes = d->l.param_bytes;
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)d->l.params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
 
+    if (e != NULL)
+        return b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p);
+    return b->cu.cuGraphKernelNodeSetParams(n->n, &p);
+}
+
+/* An event node's description has no kernel: its parameters are never read as one's. */
+int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
+                            struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
     (void)g;
     if (d->kind == DS_GNODE_EVENT_RECORD || d->kind == DS_GNODE_EVENT_WAIT)
         return ds__cuda_err(set_event(b, e, n, d));
-    if (e != NULL)
-        return ds__cuda_err(b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p));
-    return ds__cuda_err(b->cu.cuGraphKernelNodeSetParams(n->n, &p));
+    return ds__cuda_err(set_kernel(b, e, n, d));
 }
