@@ -2,6 +2,7 @@
 
 #include "conn.h"
 #include "devout.h"
+#include "ds_rec.h"
 #include "ds_arena.h"
 #include "ds_devout.h"
 #include "ds_fdpass.h"
@@ -573,10 +574,17 @@ static int take_descriptors(int fd)
     return rc;
 }
 
+/* Where calls came from, and how the socket's bytes went (tests read this: a copy's
+ * chunks are to go between the socket and their buffers in place). */
 static void log_paths(void)
 {
+    struct ds_rec_stats st;
+
     ds_debug("calls from the ring: %llu, from the socket: %llu", conn.from_ring,
              conn.from_socket);
+    ds_rec_stats(&conn.sock, &st);
+    ds_debug("socket bytes in place: %llu read, %llu sent; through the buffer: %llu read, "
+             "%llu sent", st.in_direct, st.out_direct, st.in_buffered, st.out_buffered);
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
@@ -587,7 +595,11 @@ static int serve_tenant(int fd, unsigned spin_us)
     /* The socket comes from libuv's accept, which makes it non-blocking; the record
      * stream reads and writes block. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    ds_conn_init(&conn, fd, &stop_requested);
+    if (ds_conn_init(&conn, fd, &stop_requested) != 0) {
+        ds_error("no memory for the tenant's connection");
+        ds_conn_close(&conn);
+        return DS_EXEC_FAILED;
+    }
     ds__held_init(&held);
     rc = take_descriptors(fd);
     if (rc == 0) {
