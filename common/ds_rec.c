@@ -249,6 +249,13 @@ bool_t ds_rec_eof(XDR *x)
     return !drop_record(r) || r->ipos == r->iend;
 }
 
+int ds_rec_fill(XDR *x)
+{
+    struct rec *r = x->x_private;
+
+    return r->ipos < r->iend || fill(r);
+}
+
 void ds_rec_stats(XDR *x, struct ds_rec_stats *out)
 {
     *out = ((struct rec *)x->x_private)->st;

@@ -52,6 +52,10 @@ bool_t ds_rec_skiprecord(XDR *x);
  * (or a read failed). */
 bool_t ds_rec_eof(XDR *x);
 
+/* Have bytes buffered: 1 when some already are or the reader gave some, 0 when it gave
+ * none (at end of stream, on error, or when it does not wait and none had come). */
+int ds_rec_fill(XDR *x);
+
 /* The counts so far. */
 void ds_rec_stats(XDR *x, struct ds_rec_stats *out);
 

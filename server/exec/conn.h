@@ -30,6 +30,7 @@ struct ds_conn {
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
     unsigned turns; /* looks at the ring, to look at the socket first now and then */
+    int nowait;     /* the socket is being looked at: a read does not wait */
 };
 
 struct ds_call {
@@ -45,7 +46,8 @@ int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
 
 /* Take the next call if one has come, without waiting.  `look` counts the caller's
  * looks since its last call: the ring (a load) is looked at every time, the socket (a
- * system call) every 16th time and now and then between ring records.  Returns 1 with
+ * system call) every 16th time and now and then between ring records, or every time
+ * when there is no ring.  Returns 1 with
  * *call set, 0 when no call is there, DS_EIO when the socket failed or the peer closed
  * it (eof is then set), DS_ENOTREADY when *stop was set during a read, DS_EPROTO for a
  * malformed record. */
