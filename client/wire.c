@@ -30,7 +30,7 @@ struct ds_wire {
     int fd;
     atomic_uint spin_us; /* set by any thread, read by the reader */
     uint32_t xid;
-    uint64_t queued_since;
+    _Atomic uint64_t queued_since; /* also read, without the sender's lock, by the flusher */
     /* The last queued call's record is left open: the stream can only send its buffer
      * by ending a record, and ending an empty one would put an empty record on the wire. */
     int open;
@@ -161,7 +161,7 @@ static int encode(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t
 static int send_now(struct ds_wire *w)
 {
     w->open = 0;
-    w->queued_since = 0;
+    atomic_store_explicit(&w->queued_since, 0, memory_order_relaxed);
     return ds_rec_endofrecord(&w->tx, TRUE) ? 0 : DS_EIO;
 }
 
@@ -277,8 +277,8 @@ int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *
      * bytes, would otherwise wait for the record's end. */
     if (sent_in_place(w) != direct)
         return send_now(w);
-    if (w->queued_since == 0)
-        w->queued_since = ds_now_ns();
+    if (atomic_load_explicit(&w->queued_since, memory_order_relaxed) == 0)
+        atomic_store_explicit(&w->queued_since, ds_now_ns(), memory_order_relaxed);
     return 0;
 }
 
@@ -287,9 +287,9 @@ int ds__wire_flush(struct ds_wire *w)
     return w->open ? send_now(w) : 0;
 }
 
-uint64_t ds__wire_queued_since(const struct ds_wire *w)
+uint64_t ds__wire_queued_since(struct ds_wire *w)
 {
-    return w->queued_since;
+    return atomic_load_explicit(&w->queued_since, memory_order_relaxed);
 }
 
 int ds__wire_post(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
