@@ -4,6 +4,7 @@
 #include "ds_clock.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "ds_rec.h"
 #include "tenant.h"
 
 #include <stdlib.h>
@@ -50,21 +51,21 @@ static int make(struct ds_tenant *t, struct ds_bulk *k)
     return 0;
 }
 
-/* 1 once the buffers are there; made on first use, for a tenant without an arena. */
-static int ready(struct ds_tenant *t)
+/* Make the buffers at the first chunk of n >= DS_REC_DIRECT bytes of a tenant without
+ * an arena: a tenant that copies only a few bytes at a time (.item()) never pins any. */
+static void want(struct ds_tenant *t, uint64_t n)
 {
     struct ds_bulk *k = &t->bulk;
 
-    if (k->state == 0 && t->arena == NULL && t->be != NULL)
+    if (k->state == 0 && n >= DS_REC_DIRECT && t->arena == NULL && t->be != NULL)
         k->state = make(t, k) == 0 ? 1 : -1;
-    return k->state == 1;
 }
 
 char *ds__bulk_htod_slot(struct ds_tenant *t)
 {
     struct ds_bulk *k = &t->bulk;
 
-    if (!ready(t))
+    if (k->state != 1)
         return NULL;
     for (unsigned n = 0; n < DS_BULK_SLOTS; n++) {
         unsigned i = (k->next + n) % DS_BULK_SLOTS;
@@ -88,23 +89,26 @@ static unsigned slot_of(const struct ds_bulk *k, const void *p)
     return DS_BULK_SLOTS;
 }
 
-int ds__bulk_htod_queued(struct ds_tenant *t, const void *p, struct ds_bstream *s)
+int ds__bulk_htod_queued(struct ds_tenant *t, const void *p, uint64_t n, struct ds_bstream *s)
 {
     struct ds_bulk *k = &t->bulk;
     unsigned i = slot_of(k, p);
     int rc;
 
-    if (i == DS_BULK_SLOTS)
+    if (i == DS_BULK_SLOTS) {
+        want(t, n);
         return 0;
+    }
     rc = t->ops->event_record(t->be, k->ev[i], s);
     /* Without its event the slot is never known free: it is retired. */
     k->busy[i] = rc == 0 ? BUSY : RETIRED;
     return rc;
 }
 
-char *ds__bulk_dtoh_buf(struct ds_tenant *t)
+char *ds__bulk_dtoh_buf(struct ds_tenant *t, uint64_t n)
 {
-    return ready(t) ? (char *)chunk(&t->bulk, DS_BULK_SLOTS) : NULL;
+    want(t, n);
+    return t->bulk.state == 1 ? (char *)chunk(&t->bulk, DS_BULK_SLOTS) : NULL;
 }
 
 int ds__bulk_owns(const struct ds_tenant *t, const void *p)

@@ -7,7 +7,8 @@
  * copy at full speed and asynchronously; a pageable buffer makes it stage every byte.
  *
  * Bounded: DS_BULK_SLOTS chunks for host to device plus one for device to host, made
- * at the first in-band chunk, owned by the tenant and freed at its exit.  A slot is
+ * at the first in-band chunk of DS_REC_DIRECT bytes or more (a tenant that copies a few
+ * bytes at a time pins nothing), owned by the tenant and freed at its exit.  A slot is
  * reused only once the event recorded after its copy has completed; when none is free,
  * or the buffers could not be made, a chunk goes through a buffer of its own, as
  * before, so nothing here ever waits for the device.
@@ -34,16 +35,18 @@ struct ds_bulk {
 };
 
 /* A slot of DS_CHUNK_MAX bytes to decode a host-to-device chunk into, or NULL when
- * none is free (or the tenant has a shared arena: its bulk bytes never come in-band). */
+ * none is free or there are none (yet, or for a tenant with a shared arena, whose bulk
+ * bytes never come in-band). */
 char *ds__bulk_htod_slot(struct ds_tenant *t);
 
-/* The copy from p (a slot or not) was queued on stream s: p is busy until the device
- * has done it.  Returns 0, or DS_E* when its event could not be recorded. */
-int ds__bulk_htod_queued(struct ds_tenant *t, const void *p, struct ds_bstream *s);
+/* The copy of n bytes from p (a slot or not) was queued on stream s: a slot is busy
+ * until the device has done it.  Returns 0, or DS_E* when its event could not be
+ * recorded. */
+int ds__bulk_htod_queued(struct ds_tenant *t, const void *p, uint64_t n, struct ds_bstream *s);
 
-/* The buffer of DS_CHUNK_MAX bytes for a device-to-host chunk's reply, or NULL (the
+/* The buffer of DS_CHUNK_MAX bytes for a device-to-host chunk of n bytes, or NULL (the
  * caller then allocates one).  The reply must have left before the next call is served. */
-char *ds__bulk_dtoh_buf(struct ds_tenant *t);
+char *ds__bulk_dtoh_buf(struct ds_tenant *t, uint64_t n);
 
 /* If *p is one of the tenant's buffers, forget it (*p = NULL), so that freeing the
  * decoded arguments or results does not free it. */
