@@ -252,3 +252,68 @@ Test(tcp, a_large_copy_runs_near_the_loopbacks_speed, .timeout = 300)
                   r.dtoh_s * 1e3, raw * 1e3);
     ds_test_server_stop(&srv);
 }
+
+static int connect_and_stay(void *arg)
+{
+    (void)arg;
+    return ds_test_connect() == CUDA_SUCCESS ? 0 : 1;
+}
+
+/* Whether `detshare-ctl status --json` shows tenant `name` held, within 5 s. */
+static int shown_held(const char *name)
+{
+    char out[16384], obj[4096];
+
+    for (int i = 0; i < 500; i++) {
+        if (ds_test_ctl(&srv, "status --json", out, sizeof(out)) == 0 &&
+            ds_test_tenant_json(out, name, obj, sizeof(obj)) != NULL &&
+            strstr(obj, "\"gated\":true"))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Chunks held behind a closed gate (after a launch) keep their bytes: each has left the
+ * executor's in-band slot, which the next chunk is decoded into, for a buffer of its own. */
+Test(tcp, chunks_held_behind_the_gate_keep_their_bytes, .timeout = 120)
+{
+    const size_t n = (13u << 20) + 12;
+    unsigned char *h = malloc(n), *back = malloc(n);
+    struct ds_test_peer peer;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 1, count = 1;
+    void *params[] = { &d, &v, &count };
+
+    cr_assert(h != NULL && back != NULL);
+    ds_test_server_start(&srv, 1, "--policy " DS_HOLD_POLICY_SO);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    setenv("DETSHARE_TENANT", "urgent", 1);
+    ds_test_peer_fork(&peer, connect_and_stay, NULL);
+    unsetenv("DETSHARE_CLASS");
+    setenv("DETSHARE_TENANT", "remote", 1);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    CU_OK(cuMemAlloc(&d, n));
+    /* A first large copy makes the slots. */
+    memset(h, 0, n);
+    CU_OK(cuMemcpyHtoD(d, h, n));
+    ds_test_peer_join(&peer);
+    cr_assert(shown_held("remote"), "the TCP tenant was never held");
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i * 29 + (i >> 20));
+    CU_OK(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuMemcpyHtoDAsync(d + 8, h + 8, n - 8, NULL));
+    memset(h, 0, n);
+    usleep(50 * 1000);
+    ds_test_peer_leave(&peer);
+    CU_OK(cuMemcpyDtoH(back, d, n));
+    for (size_t i = 8; i < n; i++)
+        if (back[i] != (unsigned char)(i * 29 + (i >> 20)))
+            cr_assert_fail("byte %zu is %u after the gate opened", i, back[i]);
+    free(h);
+    free(back);
+    ds_test_server_stop(&srv);
+}
