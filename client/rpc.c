@@ -53,6 +53,7 @@ static struct {
     atomic_int ready;
     atomic_int lost;
     int flusher_idle;
+    int after_sync; /* the last call sent awaits a reply: the device may be idle */
     unsigned auto_spin_us;
     ds_hello_res hello;
     char where[300];
@@ -589,6 +590,7 @@ static CUresult post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xar
     if (lost())
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     err = ds__wire_post(conn.wire, p->xid, proc, xarg, arg);
+    conn.after_sync = 1;
     count_sent();
     return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
 }
@@ -649,6 +651,14 @@ static int queue(unsigned long proc, xdrproc_t xarg, void *arg, uint64_t t0,
     if (*large) {
         enlist(trip, DS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL);
         return ds__wire_send_large(conn.wire, proc, xarg, arg, trip->xid);
+    }
+    /* The first call after a synchronisation leaves at once: the device may be idle
+     * until it comes, and the executor submits it while the tenant goes on to its next
+     * call (a launch then a synchronisation over TCP would otherwise pay the launch's
+     * submission in the round trip).  The calls after it are batched. */
+    if (err == 0 && conn.after_sync) {
+        conn.after_sync = 0;
+        return ds__wire_flush(conn.wire);
     }
     if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
         return ds__wire_flush(conn.wire);
