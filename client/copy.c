@@ -71,17 +71,36 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
  * collected whole before the next is asked for, as rpc.h requires. */
 #define DTOH_BATCH 8
 
-/* Collect posted chunk p, of len bytes, from r into dst. */
-static CUresult dtoh_take(struct ds_rpc_pending *p, ds_bytes_res *r, char *dst, size_t len)
+/* A chunk's reply, decoded into `place` (the tenant's own buffer, with room for
+ * DS_CHUNK_MAX bytes) when there is one: the generated decoder then writes there and
+ * allocates nothing, and the bytes come from the socket straight to where they go. */
+struct dtoh_reply {
+    ds_bytes_res r;
+    char *place;
+};
+
+static bool_t xdr_dtoh_reply(XDR *x, struct dtoh_reply *d)
+{
+    char **data = &d->r.ds_bytes_res_u.data.data_val;
+
+    if (x->x_op == XDR_DECODE)
+        *data = d->place;
+    if (x->x_op == XDR_FREE && *data == d->place)
+        *data = NULL;
+    return xdr_ds_bytes_res(x, &d->r);
+}
+
+/* Collect posted chunk p, of len bytes, from d into dst. */
+static CUresult dtoh_take(struct ds_rpc_pending *p, struct dtoh_reply *d, char *dst, size_t len)
 {
     CUresult rc = ds__rpc_collect(p);
 
-    if (rc == CUDA_SUCCESS && r->ds_bytes_res_u.data.data_len != len)
+    if (rc == CUDA_SUCCESS && d->r.ds_bytes_res_u.data.data_len != len)
         rc = CUDA_ERROR_UNKNOWN;
-    if (rc == CUDA_SUCCESS)
-        memcpy(dst, r->ds_bytes_res_u.data.data_val, len);
+    if (rc == CUDA_SUCCESS && d->place == NULL)
+        memcpy(dst, d->r.ds_bytes_res_u.data.data_val, len);
     if (rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
-        ds__rpc_free((xdrproc_t)xdr_ds_bytes_res, r);
+        ds__rpc_free((xdrproc_t)xdr_dtoh_reply, d);
     return rc;
 }
 
@@ -95,25 +114,27 @@ static size_t inband_len(size_t n, size_t k)
 
 /* Chunks first .. first + count - 1 of a copy of n bytes from src to dst.  Each is a
  * synchronous call answered once the stream's earlier work and that chunk are done;
- * after a failed one, those already posted are still collected. */
+ * after a failed one, those already posted are still collected.  A whole chunk is
+ * decoded in place; the last, shorter one, through a buffer. */
 static CUresult dtoh_batch(char *dst, CUdeviceptr src, size_t n, ds_handle stream,
                            size_t first, size_t count)
 {
     struct ds_rpc_pending p[DTOH_BATCH];
-    ds_bytes_res r[DTOH_BATCH];
+    struct dtoh_reply r[DTOH_BATCH];
     size_t posted = 0;
     CUresult rc = ds__rpc_hold();
 
     if (rc != CUDA_SUCCESS)
         return rc;
     for (; posted < count && rc == CUDA_SUCCESS; posted++) {
-        size_t c = first + posted;
+        size_t c = first + posted, len = inband_len(n, c);
         ds_dtoh_args a = { .src = src + c * (size_t)DS_CHUNK_MAX, .stream = stream,
-                           .size = (u_int)inband_len(n, c) };
+                           .size = (u_int)len };
 
         memset(&r[posted], 0, sizeof(r[posted]));
+        r[posted].place = len == DS_CHUNK_MAX ? dst + c * (size_t)DS_CHUNK_MAX : NULL;
         rc = ds__rpc_post(&p[posted], DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &a,
-                          (xdrproc_t)xdr_ds_bytes_res, &r[posted]);
+                          (xdrproc_t)xdr_dtoh_reply, &r[posted]);
     }
     ds__rpc_release();
     for (size_t k = 0; k < posted; k++) {

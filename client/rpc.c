@@ -53,6 +53,7 @@ static struct {
     atomic_int ready;
     atomic_int lost;
     int flusher_idle;
+    int after_sync; /* the last call sent awaits a reply: the device may be idle */
     unsigned auto_spin_us;
     ds_hello_res hello;
     char where[300];
@@ -384,35 +385,68 @@ static void sleep_until(uint64_t ns)
         ;
 }
 
+/* How long the flusher goes on looking with nothing queued before it sleeps until woken. */
+#define DS_PARK_NS (20 * 1000 * 1000u)
+
+/* Sleep a period at a time, looking at the send buffer without the lock, until the batch
+ * queued at `since` (0: none) is due, or until nothing has been queued since *seen for
+ * DS_PARK_NS, or the session is lost: then the caller looks under the lock. */
+static void nap(uint64_t since, uint64_t *seen)
+{
+    for (;;) {
+        uint64_t now;
+
+        sleep_until((since != 0 ? since : ds_now_ns()) + DS_IDLE_FLUSH_NS);
+        since = ds__wire_queued_since(conn.wire);
+        now = ds_now_ns();
+        if (since != 0)
+            *seen = now;
+        if (lost() || (since != 0 && now - since >= DS_IDLE_FLUSH_NS) ||
+            (since == 0 && now - *seen >= DS_PARK_NS))
+            return;
+    }
+}
+
 /*
  * Sends a batch the tenant left behind when it stopped calling (it computes on the CPU,
  * or waits on something that is not ours), so queued GPU work never waits for the
- * tenant's next call.  It sleeps on a condition while nothing is queued.
+ * tenant's next call.  While the tenant queues batches it looks every period without
+ * being woken: waking it would cost the first call of every batch a system call (a futex
+ * wake, and a cross-CPU interrupt that a virtual machine makes dear), on the way of a
+ * launch followed by a synchronisation.  After DS_PARK_NS with nothing queued it sleeps
+ * on a condition, which the next batch's first call signals.  (With a call ring nothing
+ * is ever queued here.)
  */
 static void *flusher(void *unused)
 {
+    uint64_t seen;
+
     (void)unused;
     /* The kernel's default 50 us timer slack would make every period late. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     pthread_mutex_lock(&conn.lock);
+    seen = ds_now_ns();
     while (!lost()) {
-        uint64_t since = ds__wire_queued_since(conn.wire);
+        uint64_t since = ds__wire_queued_since(conn.wire), now = ds_now_ns();
 
-        if (since == 0) {
-            conn.flusher_idle = 1;
-            pthread_cond_wait(&conn.queued, &conn.lock);
-            conn.flusher_idle = 0;
-            continue;
-        }
-        if (ds_now_ns() - since >= DS_IDLE_FLUSH_NS) {
+        if (since != 0 && now - since >= DS_IDLE_FLUSH_NS) {
             int err = ds__wire_flush(conn.wire);
 
             if (err != 0)
                 transport_failed(DS_NULL, err);
             continue;
         }
+        if (since != 0) {
+            seen = now;
+        } else if (now - seen >= DS_PARK_NS) {
+            conn.flusher_idle = 1;
+            pthread_cond_wait(&conn.queued, &conn.lock);
+            conn.flusher_idle = 0;
+            seen = ds_now_ns();
+            continue;
+        }
         pthread_mutex_unlock(&conn.lock);
-        sleep_until(since + DS_IDLE_FLUSH_NS);
+        nap(since, &seen);
         pthread_mutex_lock(&conn.lock);
     }
     pthread_mutex_unlock(&conn.lock);
@@ -556,6 +590,7 @@ static CUresult post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xar
     if (lost())
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     err = ds__wire_post(conn.wire, p->xid, proc, xarg, arg);
+    conn.after_sync = 1;
     count_sent();
     return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
 }
@@ -616,6 +651,14 @@ static int queue(unsigned long proc, xdrproc_t xarg, void *arg, uint64_t t0,
     if (*large) {
         enlist(trip, DS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL);
         return ds__wire_send_large(conn.wire, proc, xarg, arg, trip->xid);
+    }
+    /* The first call after a synchronisation leaves at once: the device may be idle
+     * until it comes, and the executor submits it while the tenant goes on to its next
+     * call (a launch then a synchronisation over TCP would otherwise pay the launch's
+     * submission in the round trip).  The calls after it are batched. */
+    if (err == 0 && conn.after_sync) {
+        conn.after_sync = 0;
+        return ds__wire_flush(conn.wire);
     }
     if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
         return ds__wire_flush(conn.wire);

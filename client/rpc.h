@@ -10,7 +10,8 @@
  * asynchronous work at memory speed.  A buffer leaves with the next synchronous call,
  * once it is 20 us old when more calls come, or after 200 us when the tenant stops
  * calling (a flusher thread sends it), so the GPU does not wait for the tenant's next
- * synchronisation to start on work already issued.
+ * synchronisation to start on work already issued; the first batched call after a
+ * synchronous one leaves at once, since the device may be idle until it comes.
  *
  * A transport failure, whenever it happens, is reported to the application as
  * CUDA_ERROR_DEVICE_UNAVAILABLE and logged once: every call waiting for a reply fails

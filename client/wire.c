@@ -5,6 +5,7 @@
 #include "ds_error.h"
 #include "ds_fdpass.h"
 #include "ds_procs.h"
+#include "ds_rec.h"
 #include "ds_ring.h"
 #include "ds_sock.h"
 
@@ -16,10 +17,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Record-stream buffers; a larger message leaves in fragments of this size. */
+/* Record-stream buffers; bulk bytes bypass them (common/ds_rec.h). */
 #define DS_WIREBUF (256 * 1024)
-/* xdrrec_create's size for the direction a stream never uses: 0 gets its default. */
-#define UNUSED_BUF 0
+/* The buffer of the direction a stream never uses. */
+#define UNUSED_BUF 64
 /* Bytes of ring first offered to a call's encoder. */
 #define SMALL_CALL (64u * 1024)
 
@@ -29,26 +30,26 @@ struct ds_wire {
     int fd;
     atomic_uint spin_us; /* set by any thread, read by the reader */
     uint32_t xid;
-    uint64_t queued_since;
-    /* The last queued call's record is left open: xdrrec can only send its buffer by
-     * ending a record, and ending an empty one would put an empty record on the wire. */
+    _Atomic uint64_t queued_since; /* also read, without the sender's lock, by the flusher */
+    /* The last queued call's record is left open: the stream can only send its buffer
+     * by ending a record, and ending an empty one would put an empty record on the wire. */
     int open;
     struct ds_ring ring; /* ring.hdr is NULL without one */
 };
 
-/* xdrrec's reader: poll without sleeping for spin_us, then sleep in poll().  Returns the
- * bytes read, or -1 at end of stream or on error (xdrrec wants at least one byte). */
-static int read_fd(void *h, void *buf, int len)
+/* The record stream's reader: poll without sleeping for spin_us, then sleep in poll().
+ * Returns the bytes read, or -1 at end of stream or on error. */
+static ssize_t read_fd(void *h, void *buf, size_t len)
 {
     struct ds_wire *w = h;
     uint64_t until = 0;
     int spinning = 1;
 
     for (;;) {
-        ssize_t n = recv(w->fd, buf, (size_t)len, spinning ? MSG_DONTWAIT : 0);
+        ssize_t n = recv(w->fd, buf, len, spinning ? MSG_DONTWAIT : 0);
 
         if (n > 0)
-            return (int)n;
+            return n;
         if (n == 0) {
             errno = ECONNRESET; /* for the log line: errno would be a spin's EAGAIN */
             return -1;
@@ -71,12 +72,12 @@ static int read_fd(void *h, void *buf, int len)
     }
 }
 
-/* xdrrec's writer. */
-static int write_fd(void *h, void *buf, int len)
+/* The record stream's writer. */
+static int write_fd(void *h, const struct iovec *iov, int n)
 {
     struct ds_wire *w = h;
 
-    return ds_send_all(w->fd, buf, (size_t)len) == 0 ? len : -1;
+    return ds_sendv_all(w->fd, iov, n);
 }
 
 struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
@@ -88,8 +89,15 @@ struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
     w->fd = fd;
     atomic_init(&w->spin_us, spin_us);
     w->ring.bell = -1;
-    xdrrec_create(&w->tx, DS_WIREBUF, UNUSED_BUF, w, read_fd, write_fd);
-    xdrrec_create(&w->rx, UNUSED_BUF, DS_WIREBUF, w, read_fd, write_fd);
+    if (ds_rec_create(&w->tx, DS_WIREBUF, UNUSED_BUF, w, read_fd, write_fd) != 0) {
+        free(w);
+        return NULL;
+    }
+    if (ds_rec_create(&w->rx, UNUSED_BUF, DS_WIREBUF, w, read_fd, write_fd) != 0) {
+        XDR_DESTROY(&w->tx);
+        free(w);
+        return NULL;
+    }
     w->tx.x_op = XDR_ENCODE;
     w->rx.x_op = XDR_DECODE;
     return w;
@@ -143,7 +151,7 @@ static bool_t encode_call(XDR *xdrs, uint32_t xid, unsigned long proc, xdrproc_t
 static int encode(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
                   void *arg)
 {
-    if (w->open && !xdrrec_endofrecord(&w->tx, FALSE))
+    if (w->open && !ds_rec_endofrecord(&w->tx, FALSE))
         return DS_EIO;
     w->open = 1;
     return encode_call(&w->tx, xid, proc, xarg, arg) ? 0 : DS_EIO;
@@ -153,8 +161,8 @@ static int encode(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t
 static int send_now(struct ds_wire *w)
 {
     w->open = 0;
-    w->queued_since = 0;
-    return xdrrec_endofrecord(&w->tx, TRUE) ? 0 : DS_EIO;
+    atomic_store_explicit(&w->queued_since, 0, memory_order_relaxed);
+    return ds_rec_endofrecord(&w->tx, TRUE) ? 0 : DS_EIO;
 }
 
 int ds__wire_offer_ring(struct ds_wire *w)
@@ -247,14 +255,30 @@ int ds__wire_send_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, v
     return 0;
 }
 
+/* Bytes the send stream has written in place so far. */
+static unsigned long long sent_in_place(struct ds_wire *w)
+{
+    struct ds_rec_stats st;
+
+    ds_rec_stats(&w->tx, &st);
+    return st.out_direct;
+}
+
 int ds__wire_queue(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, void *arg)
 {
+    unsigned long long direct;
+
     if (w->ring.hdr != NULL)
         return ring_put(w, ++w->xid, proc, xarg, arg);
+    direct = sent_in_place(w);
     if (encode(w, ++w->xid, proc, xarg, arg) != 0)
         return DS_EIO;
-    if (w->queued_since == 0)
-        w->queued_since = ds_now_ns();
+    /* A call whose bulk bytes have left is sent whole now: the executor, which has its
+     * bytes, would otherwise wait for the record's end. */
+    if (sent_in_place(w) != direct)
+        return send_now(w);
+    if (atomic_load_explicit(&w->queued_since, memory_order_relaxed) == 0)
+        atomic_store_explicit(&w->queued_since, ds_now_ns(), memory_order_relaxed);
     return 0;
 }
 
@@ -263,9 +287,9 @@ int ds__wire_flush(struct ds_wire *w)
     return w->open ? send_now(w) : 0;
 }
 
-uint64_t ds__wire_queued_since(const struct ds_wire *w)
+uint64_t ds__wire_queued_since(struct ds_wire *w)
 {
-    return w->queued_since;
+    return atomic_load_explicit(&w->queued_since, memory_order_relaxed);
 }
 
 int ds__wire_post(struct ds_wire *w, uint32_t xid, unsigned long proc, xdrproc_t xarg,
@@ -311,7 +335,7 @@ int ds__wire_read_reply(struct ds_wire *w, ds_wire_find_fn find, void *arg, void
     r.m.acpted_rply.ar_verf = _null_auth;
     r.m.acpted_rply.ar_results.where = (caddr_t)&r;
     r.m.acpted_rply.ar_results.proc = (xdrproc_t)results;
-    if (!xdrrec_skiprecord(&w->rx))
+    if (!ds_rec_skiprecord(&w->rx))
         return DS_EIO;
     if (!xdr_replymsg(&w->rx, &r.m)) {
         if (r.owner != NULL)

@@ -11,8 +11,8 @@
  *
  * Calls and replies are two record streams, so that one thread can read replies while
  * another sends calls.  Replies may come in any order: each is matched to its call by
- * xid.  The sending side (ds__wire_xid, _post, _queue, _send_large, _flush,
- * _queued_since) is used by one thread at a time, and so is the receiving side
+ * xid.  The sending side (ds__wire_xid, _post, _queue, _send_large, _flush) is used by
+ * one thread at a time, and so is the receiving side
  * (ds__wire_read_reply); the caller serialises each (client/rpc.c).
  * ds__wire_set_spin and ds__wire_shutdown may be called from any thread.
  */
@@ -67,8 +67,9 @@ int ds__wire_send_large(struct ds_wire *w, unsigned long proc, xdrproc_t xarg, v
 /* Send what is queued.  Returns 0 or DS_EIO. */
 int ds__wire_flush(struct ds_wire *w);
 
-/* Monotonic time (ns) at which the oldest queued call was queued; 0 when none is. */
-uint64_t ds__wire_queued_since(const struct ds_wire *w);
+/* Monotonic time (ns) at which the oldest queued call was queued; 0 when none is.  Any
+ * thread may ask, without the sending side's lock, for a hint that may be stale. */
+uint64_t ds__wire_queued_since(struct ds_wire *w);
 
 /* Who awaits the reply to call `xid`: returns its owner (any non-NULL pointer), with
  * *xres and *res saying how to decode the results and where they go; NULL when no call

@@ -5,6 +5,7 @@
 #include "devout.h"
 #include "ds_clock.h"
 #include "ds_error.h"
+#include "ds_rec.h"
 #include "ds_sock.h"
 
 #include <errno.h>
@@ -13,25 +14,26 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Receive and send buffers of the socket's record stream; larger records are streamed. */
-#define DS_RECBUF (256 * 1024)
+/* Receive and send buffers of the socket's record stream; bulk bytes bypass them. */
+#define DS_RECBUF (64 * 1024)
 /* While spinning, the socket is polled (a system call) once per this many looks at the
  * ring (a load). */
 #define SOCKET_EVERY 16u
 /* ...and first once per this many looks at the ring. */
 #define RING_RUN 64u
 
-/* xdrrec's reader.  Reads block: the loop below only starts a record once bytes are
- * there, and a tenant that stops halfway through one stalls nobody but itself. */
-static int read_fd(void *h, void *buf, int len)
+/* The record stream's reader.  Reads block, but for the look that finds whether bytes
+ * have come (nowait): the loop below only starts a record once bytes are there, and a
+ * tenant that stops halfway through one stalls nobody but itself. */
+static ssize_t read_fd(void *h, void *buf, size_t len)
 {
     struct ds_conn *c = h;
 
     for (;;) {
-        ssize_t n = recv(c->fd, buf, (size_t)len, 0);
+        ssize_t n = recv(c->fd, buf, len, c->nowait ? MSG_DONTWAIT : 0);
 
         if (n > 0)
-            return (int)n;
+            return n;
         /* A peer that died with our replies unread resets the connection: it left all
          * the same. */
         if (n == 0 || errno == ECONNRESET)
@@ -41,25 +43,25 @@ static int read_fd(void *h, void *buf, int len)
     }
 }
 
-/* xdrrec's writer. */
-static int write_fd(void *h, void *buf, int len)
+/* The record stream's writer. */
+static int write_fd(void *h, const struct iovec *iov, int n)
 {
     struct ds_conn *c = h;
 
-    if (ds_send_all(c->fd, buf, (size_t)len) == 0)
-        return len;
+    if (ds_sendv_all(c->fd, iov, n) == 0)
+        return 0;
     if (errno == EPIPE || errno == ECONNRESET)
         c->eof = 1;
     return -1;
 }
 
-void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
+int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
 {
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     c->stop = stop;
     c->ring.bell = -1;
-    xdrrec_create(&c->sock, DS_RECBUF, DS_RECBUF, c, read_fd, write_fd);
+    return ds_rec_create(&c->sock, DS_RECBUF, DS_RECBUF, c, read_fd, write_fd);
 }
 
 /* Decode a call header from xdrs.  Only AUTH_NONE is spoken: a tenant is who its
@@ -83,14 +85,14 @@ static int header(XDR *xdrs, struct ds_call *call)
     return 1;
 }
 
-/* xdrrec_skiprecord between records reads nothing, so a closed socket shows only when
+/* Skipping to the next record between records reads nothing, so a closed socket shows only when
  * the header cannot be read. */
 static int socket_call(struct ds_conn *c, struct ds_call *call)
 {
     int rc;
 
     c->sock.x_op = XDR_DECODE;
-    rc = xdrrec_skiprecord(&c->sock) ? header(&c->sock, call) : DS_EIO;
+    rc = ds_rec_skiprecord(&c->sock) ? header(&c->sock, call) : DS_EIO;
     if (rc < 0)
         return c->eof ? DS_EIO : *c->stop ? DS_ENOTREADY : rc;
     call->from_ring = 0;
@@ -110,15 +112,19 @@ static int ring_call(struct ds_conn *c, struct ds_call *call, const unsigned cha
     return header(&c->mem, call);
 }
 
-/* 1 when the socket has bytes or was closed, 0 when not, <0 on error. */
+/* 1 when bytes have come or the socket was closed, 0 when not, <0 on error.  A read
+ * that does not wait takes the bytes in at once, where a poll would need a read after it:
+ * a system call less per call. */
 static int socket_ready(struct ds_conn *c)
 {
-    struct pollfd p = { .fd = c->fd, .events = POLLIN };
-    int n = poll(&p, 1, 0);
+    int got;
 
-    if (n < 0)
-        return errno == EINTR ? 0 : DS_EIO;
-    return (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    c->nowait = 1;
+    got = ds_rec_fill(&c->sock);
+    c->nowait = 0;
+    if (got || c->eof)
+        return 1;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : DS_EIO;
 }
 
 static int ring_take(struct ds_conn *c, struct ds_call *call)
@@ -134,9 +140,9 @@ static int ring_take(struct ds_conn *c, struct ds_call *call)
  * of the tenant put there must not wait for the ring to run dry. */
 int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look)
 {
-    int rc, socket_turn = look % SOCKET_EVERY == 0;
+    int rc, socket_turn = c->ring.hdr == NULL || look % SOCKET_EVERY == 0;
 
-    if (!xdrrec_eof(&c->sock))
+    if (!ds_rec_eof(&c->sock))
         return socket_call(c, call);
     if (c->ring.hdr != NULL) {
         if (++c->turns % RING_RUN == 0)
@@ -193,7 +199,7 @@ static int reply(struct ds_conn *c, const struct ds_call *call, enum accept_stat
     m.acpted_rply.ar_results.where = res;
     m.acpted_rply.ar_results.proc = xres;
     c->sock.x_op = XDR_ENCODE;
-    if (!xdr_replymsg(&c->sock, &m) || !xdrrec_endofrecord(&c->sock, TRUE))
+    if (!xdr_replymsg(&c->sock, &m) || !ds_rec_endofrecord(&c->sock, TRUE))
         return DS_EIO;
     return 0;
 }
@@ -212,7 +218,8 @@ int ds_conn_reply_error(struct ds_conn *c, const struct ds_call *call, enum acce
 
 void ds_conn_close(struct ds_conn *c)
 {
-    XDR_DESTROY(&c->sock);
+    if (c->sock.x_ops != NULL)
+        XDR_DESTROY(&c->sock);
     ds_ring_close(&c->ring);
     close(c->fd);
     c->fd = -1;

@@ -6,7 +6,8 @@
  * TI-RPC's service side (svc_fd_create, svc_getreq) could only read the socket, polled
  * it before every read and kept its transports in process-wide tables; this is the
  * little of it an executor needs: decode a call header, hand the caller a stream to
- * decode the arguments from, encode a reply.
+ * decode the arguments from, encode a reply.  The socket's stream is ds_rec's, so
+ * that copy chunks go between the socket and their buffers in place.
  *
  * The client keeps the two paths in order: it puts a call on the socket only once the
  * ring is drained, and goes back to the ring only after a reply on the socket.
@@ -29,6 +30,7 @@ struct ds_conn {
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
     unsigned turns; /* looks at the ring, to look at the socket first now and then */
+    int nowait;     /* the socket is being looked at: a read does not wait */
 };
 
 struct ds_call {
@@ -38,12 +40,14 @@ struct ds_call {
     int from_ring;
 };
 
-/* Serve connected socket fd (taken over); a wait ends early once *stop is set. */
-void ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
+/* Serve connected socket fd (taken over); a wait ends early once *stop is set.
+ * Returns 0, or DS_ENOMEM (then only ds_conn_close may follow, which closes fd). */
+int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
 
 /* Take the next call if one has come, without waiting.  `look` counts the caller's
  * looks since its last call: the ring (a load) is looked at every time, the socket (a
- * system call) every 16th time and now and then between ring records.  Returns 1 with
+ * system call) every 16th time and now and then between ring records, or every time
+ * when there is no ring.  Returns 1 with
  * *call set, 0 when no call is there, DS_EIO when the socket failed or the peer closed
  * it (eof is then set), DS_ENOTREADY when *stop was set during a read, DS_EPROTO for a
  * malformed record. */

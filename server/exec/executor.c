@@ -2,6 +2,7 @@
 
 #include "conn.h"
 #include "devout.h"
+#include "ds_rec.h"
 #include "ds_arena.h"
 #include "ds_devout.h"
 #include "ds_fdpass.h"
@@ -221,7 +222,9 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
     if (ds_conn_reply(&conn, call, e->xdr_res, &r) != 0)
         t->closing = 1;
     /* Results point at buffers the handler allocated (dtoh, function layouts) or at
-     * tenant state (hello), which must not be freed. */
+     * tenant state (hello, the in-band reply buffer), which must not be freed. */
+    if (call->proc == DS_MEMCPY_DTOH)
+        ds__bulk_forget(t, &r.memcpy_dtoh.ds_bytes_res_u.data.data_val);
     if (call->proc != DS_HELLO)
         xdr_free(e->xdr_res, (char *)&r);
 }
@@ -247,11 +250,50 @@ static void refuse(const struct proc_entry *e, const struct ds_call *call, CUres
         tenant.closing = 1;
 }
 
+/* Host-to-device chunks are decoded into an in-band slot where one is free (bulk.h). */
+static int is_htod(unsigned long proc)
+{
+    return proc == DS_MEMCPY_HTOD || proc == DS_MEMCPY_HTOD_ASYNC;
+}
+
+/* Give a chunk decoded into a slot a buffer of its own.  Returns 0, or DS_ENOMEM with
+ * the chunk dropped. */
+static int own_chunk(unsigned long proc, union any_arg *a)
+{
+    ds_htod_args *h = &a->memcpy_htod;
+    char *copy;
+
+    if (!is_htod(proc) || !ds__bulk_owns(&tenant, h->data.data_val))
+        return 0;
+    copy = malloc(h->data.data_len ? h->data.data_len : 1);
+    if (copy != NULL)
+        memcpy(copy, h->data.data_val, h->data.data_len);
+    h->data.data_val = copy;
+    if (copy == NULL)
+        h->data.data_len = 0;
+    return copy != NULL ? 0 : DS_ENOMEM;
+}
+
+/* Free decoded arguments, but not the in-band slot they may point into. */
+static void free_args(const struct proc_entry *e, unsigned long proc, union any_arg *a)
+{
+    if (is_htod(proc))
+        ds__bulk_forget(&tenant, &a->memcpy_htod.data.data_val);
+    xdr_free(e->xdr_arg, (char *)a);
+}
+
 /* Hold a decoded call behind the gate (held.h); its arguments move to the queue. */
 static void hold(const struct proc_entry *e, const struct ds_call *call, union any_arg *a)
 {
-    union any_arg *copy = malloc(sizeof(*copy));
+    union any_arg *copy;
 
+    /* A chunk decoded into an in-band slot takes a buffer of its own: the slot is for
+     * the next chunk. */
+    if (own_chunk(call->proc, a) != 0) {
+        refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
+        return;
+    }
+    copy = malloc(sizeof(*copy));
     if (copy != NULL) {
         *copy = *a;
         if (ds__held_push(&held, call->proc, call->xid, copy) == 0)
@@ -284,12 +326,16 @@ static void dispatch(const struct ds_call *call)
     if (tenant.timing)
         t0 = ds_now_ns();
     memset(&a, 0, sizeof(a));
+    /* The generated decoder fills a buffer it is given, of DS_CHUNK_MAX bytes, its
+     * bound, instead of allocating one. */
+    if (is_htod(proc))
+        a.memcpy_htod.data.data_val = ds__bulk_htod_slot(&tenant);
     if (!e->xdr_arg(call->args, &a)) {
         /* Arguments cut short by the tenant's exit are a disconnection, not garbage. */
         if (!conn.eof)
             ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
         ds_conn_reply_error(&conn, call, GARBAGE_ARGS);
-        xdr_free(e->xdr_arg, (char *)&a);
+        free_args(e, proc, &a);
         tenant.closing = 1;
         return;
     }
@@ -301,7 +347,7 @@ static void dispatch(const struct ds_call *call)
         return;
     }
     serve(&tenant, e, call, &a);
-    xdr_free(e->xdr_arg, (char *)&a);
+    free_args(e, proc, &a);
     if (tenant.timing)
         served_ns[proc] += ds_now_ns() - t0;
 }
@@ -573,10 +619,17 @@ static int take_descriptors(int fd)
     return rc;
 }
 
+/* Where calls came from, and how the socket's bytes went (tests read this: a copy's
+ * chunks are to go between the socket and their buffers in place). */
 static void log_paths(void)
 {
+    struct ds_rec_stats st;
+
     ds_debug("calls from the ring: %llu, from the socket: %llu", conn.from_ring,
              conn.from_socket);
+    ds_rec_stats(&conn.sock, &st);
+    ds_debug("socket bytes in place: %llu read, %llu sent; through the buffer: %llu read, "
+             "%llu sent", st.in_direct, st.out_direct, st.in_buffered, st.out_buffered);
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
@@ -587,7 +640,11 @@ static int serve_tenant(int fd, unsigned spin_us)
     /* The socket comes from libuv's accept, which makes it non-blocking; the record
      * stream reads and writes block. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    ds_conn_init(&conn, fd, &stop_requested);
+    if (ds_conn_init(&conn, fd, &stop_requested) != 0) {
+        ds_error("no memory for the tenant's connection");
+        ds_conn_close(&conn);
+        return DS_EXEC_FAILED;
+    }
     ds__held_init(&held);
     rc = take_descriptors(fd);
     if (rc == 0) {

@@ -103,6 +103,8 @@ static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
         return CUDA_ERROR_INVALID_VALUE;
     if (t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s) != 0)
         return CUDA_ERROR_UNKNOWN;
+    if ((rc = ds_error_to_cu(ds__bulk_htod_queued(t, a->data.data_val, n, s))) != CUDA_SUCCESS)
+        return rc;
     return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
 
@@ -130,12 +132,16 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
         return uncapturable(t, a->stream);
     if (a->size > 0 && ds__tenant_range(t, a->src, a->size) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    /* The reply owns the buffer; the dispatcher frees it with xdr_free after sending. */
-    buf = malloc(a->size ? a->size : 1);
+    /* The reply owns the buffer, unless it is the tenant's reply buffer (bulk.h); the
+     * dispatcher frees it with xdr_free after sending. */
+    buf = ds__bulk_dtoh_buf(t, a->size);
+    if (buf == NULL)
+        buf = malloc(a->size ? a->size : 1);
     if (buf == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (a->size > 0 && t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s) != 0) {
-        free(buf);
+        if (!ds__bulk_owns(t, buf))
+            free(buf);
         return CUDA_ERROR_UNKNOWN;
     }
     r->ds_bytes_res_u.data.data_val = buf;

@@ -219,6 +219,7 @@ void ds__tenant_fini(struct ds_tenant *t)
             ds__tenant_host_unmap(t, &t->host_maps.v[0]);
         ds__ops_vmm_fini(t);
         ds__ops_pool_fini(t);
+        ds__bulk_fini(t);
         drop_if(t, 0, 1);
         t->ops->close(t->be);
         t->be = NULL;

@@ -10,6 +10,7 @@
 #include "account.h"
 #include "backend.h"
 #include "binder.h"
+#include "bulk.h"
 #include "detshare.h"
 #include "ds_memtab.h"
 #include "handles.h"
@@ -163,6 +164,7 @@ struct ds_tenant {
                                  * every later call fails with it (executor.c) */
     uint64_t lost_ns;           /* when it was seen (ds_now_ns) */
     unsigned faults_seen;       /* the control block's faults last acted on */
+    struct ds_bulk bulk;        /* buffers for in-band copy chunks (bulk.h) */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */

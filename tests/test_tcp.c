@@ -1,0 +1,319 @@
+/* Copies of a remote (TCP) tenant: their bytes travel in-band, in chunks, and must go
+ * between the socket and their buffers in place on both sides (common/ds_rec.h), with
+ * no round trip per host-to-device chunk, and at a speed near the socket's own, which
+ * the test measures first on the same loopback. */
+#include "ds_test.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Larger than a chunk many times over, and ending mid-chunk. */
+#define COPY_BYTES ((64u << 20) + 4099)
+#define REPEATS 3
+
+static struct ds_test_server srv;
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* What a tenant measured, sent to the test through a pipe. */
+struct report {
+    int ok;
+    double htod_s, dtoh_s; /* best of REPEATS */
+};
+
+static double best(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+/* Copy both ways, synchronously and on a stream, from pageable and from page-locked
+ * memory (in-band too for a remote tenant), and check every byte. */
+static int copy_both_ways(struct report *r, unsigned char *h, unsigned char *back,
+                          CUdeviceptr d, CUstream s)
+{
+    size_t n = COPY_BYTES;
+    double t;
+
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i * 131 + (i >> 20));
+    for (int k = 0; k < REPEATS; k++) {
+        memset(back, 0, n);
+        t = now_s();
+        if (cuMemcpyHtoD(d, h, n) != CUDA_SUCCESS)
+            return 0;
+        r->htod_s = best(r->htod_s, now_s() - t);
+        t = now_s();
+        if (cuMemcpyDtoH(back, d, n) != CUDA_SUCCESS)
+            return 0;
+        r->dtoh_s = best(r->dtoh_s, now_s() - t);
+        if (memcmp(h, back, n) != 0)
+            return 0;
+    }
+    memset(back, 0, n);
+    /* The source may change once an asynchronous copy from pageable memory returns. */
+    if (cuMemcpyHtoDAsync(d, h + 1, n - 1, s) != CUDA_SUCCESS)
+        return 0;
+    memset(h, 0xee, n);
+    if (cuMemcpyDtoHAsync(back, d, n - 1, s) != CUDA_SUCCESS ||
+        cuStreamSynchronize(s) != CUDA_SUCCESS)
+        return 0;
+    for (size_t i = 0; i < n - 1; i++)
+        if (back[i] != (unsigned char)((i + 1) * 131 + ((i + 1) >> 20)))
+            return 0;
+    return 1;
+}
+
+static void tenant(int out)
+{
+    struct report r = { .htod_s = 1e9, .dtoh_s = 1e9 };
+    unsigned char *h = malloc(COPY_BYTES), *back = NULL, *pinned = NULL;
+    CUdeviceptr d;
+    CUstream s;
+
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    r.ok = h != NULL && ds_test_connect() == CUDA_SUCCESS &&
+           cuMemAlloc(&d, COPY_BYTES) == CUDA_SUCCESS &&
+           cuMemAllocHost((void **)&pinned, COPY_BYTES) == CUDA_SUCCESS &&
+           cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
+           (back = malloc(COPY_BYTES)) != NULL;
+    r.ok = r.ok && copy_both_ways(&r, h, back, d, s);
+    r.ok = r.ok && copy_both_ways(&r, pinned, back, d, s);
+    if (write(out, &r, sizeof(r)) != (ssize_t)sizeof(r))
+        _exit(12);
+    _exit(r.ok ? 0 : 11);
+}
+
+/* Run the tenant against a fresh server with a TCP listener; returns its report once
+ * its executor has logged how the socket's bytes went. */
+static struct report run_tenant(void)
+{
+    struct report r;
+    int p[2], status;
+    pid_t pid;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    cr_assert_eq(pipe(p), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(p[0]);
+        tenant(p[1]);
+    }
+    close(p[1]);
+    cr_assert_eq(read(p[0], &r, sizeof(r)), (ssize_t)sizeof(r), "the tenant reported nothing");
+    close(p[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tenant status %d", status);
+    for (int i = 0; i < 100 && !ds_test_log_has(&srv, "socket bytes in place:"); i++)
+        usleep(20000);
+    return r;
+}
+
+/* The number after `key` on the log line that has it; -1 when none does. */
+static double log_number(const char *key)
+{
+    FILE *f = fopen(srv.log, "r");
+    char line[1024];
+    double v = -1;
+
+    cr_assert_not_null(f);
+    while (v < 0 && fgets(line, sizeof(line), f) != NULL) {
+        const char *at = strstr(line, key);
+
+        if (at != NULL && sscanf(at + strlen(key), "%lf", &v) != 1)
+            v = -1;
+    }
+    fclose(f);
+    return v;
+}
+
+Test(tcp, large_copies_go_in_place_without_a_round_trip_per_chunk, .timeout = 300)
+{
+    /* Bytes each way: per pass, REPEATS synchronous copies and one asynchronous. */
+    const double each_way = 2.0 * (REPEATS + 1) * COPY_BYTES;
+    double in_place_read, in_place_sent, buffered_read;
+
+    run_tenant();
+    in_place_read = log_number("socket bytes in place: ");
+    in_place_sent = log_number(" read, ");
+    buffered_read = log_number("through the buffer: ");
+    cr_log_info("to the device %.0f bytes; read in place %.0f, through the buffer %.0f; "
+                "sent in place %.0f", each_way, in_place_read, buffered_read, in_place_sent);
+    cr_expect_geq(in_place_read, 0.95 * each_way, "chunks were read through a buffer");
+    cr_expect_leq(buffered_read, 0.05 * each_way, "chunks were read through a buffer");
+    cr_expect_geq(in_place_sent, 0.95 * each_way, "chunks were sent through a buffer");
+    /* A synchronous copy waits once, at its last chunk. */
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod: 6,"),
+              "host-to-device chunks took a round trip each");
+    ds_test_server_stop(&srv);
+}
+
+/* The loopback's own speed: n bytes written to a TCP connection and read at its other
+ * end by a thread, best of REPEATS. */
+struct sink {
+    int fd;
+    size_t n;
+};
+
+static void *drain(void *arg)
+{
+    struct sink *s = arg;
+    static char buf[1 << 20];
+    size_t got = 0;
+
+    while (got < s->n) {
+        ssize_t k = recv(s->fd, buf, sizeof(buf), 0);
+
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return NULL;
+}
+
+static int tcp_pair(int fds[2])
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(a);
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+    cr_assert_geq(l, 0);
+    cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(l, 1), 0);
+    cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_eq(connect(fds[0], (struct sockaddr *)&a, sizeof(a)), 0);
+    fds[1] = accept(l, NULL, NULL);
+    cr_assert_geq(fds[1], 0);
+    setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    close(l);
+    return 0;
+}
+
+static double loopback_seconds(size_t n)
+{
+    char *data = calloc(1, n);
+    double t = 1e9;
+
+    cr_assert_not_null(data);
+    for (int k = 0; k < REPEATS; k++) {
+        struct sink s = { .n = n };
+        pthread_t th;
+        int fds[2];
+        double t0;
+
+        tcp_pair(fds);
+        s.fd = fds[1];
+        t0 = now_s();
+        cr_assert_eq(pthread_create(&th, NULL, drain, &s), 0);
+        for (size_t off = 0; off < n;) {
+            ssize_t k2 = send(fds[0], data + off, n - off, MSG_NOSIGNAL);
+
+            cr_assert_gt(k2, 0);
+            off += (size_t)k2;
+        }
+        pthread_join(th, NULL);
+        t = best(t, now_s() - t0);
+        close(fds[0]);
+        close(fds[1]);
+    }
+    free(data);
+    return t;
+}
+
+/* Four times the loopback's own time allows for a loaded machine and the device copy;
+ * a chunk that waits for a timer, or bytes copied thrice, take longer. */
+Test(tcp, a_large_copy_runs_near_the_loopbacks_speed, .timeout = 300)
+{
+    double raw = loopback_seconds(COPY_BYTES);
+    struct report r = run_tenant();
+
+    cr_log_info("64 MiB: loopback %.1f ms; detshare to the device %.1f ms, back %.1f ms", raw * 1e3,
+                r.htod_s * 1e3, r.dtoh_s * 1e3);
+    cr_expect_leq(r.htod_s, 4 * raw + 0.02, "host to device: %.1f ms against the loopback's %.1f",
+                  r.htod_s * 1e3, raw * 1e3);
+    cr_expect_leq(r.dtoh_s, 4 * raw + 0.02, "device to host: %.1f ms against the loopback's %.1f",
+                  r.dtoh_s * 1e3, raw * 1e3);
+    ds_test_server_stop(&srv);
+}
+
+static int connect_and_stay(void *arg)
+{
+    (void)arg;
+    return ds_test_connect() == CUDA_SUCCESS ? 0 : 1;
+}
+
+/* Whether `detshare-ctl status --json` shows tenant `name` held, within 5 s. */
+static int shown_held(const char *name)
+{
+    char out[16384], obj[4096];
+
+    for (int i = 0; i < 500; i++) {
+        if (ds_test_ctl(&srv, "status --json", out, sizeof(out)) == 0 &&
+            ds_test_tenant_json(out, name, obj, sizeof(obj)) != NULL &&
+            strstr(obj, "\"gated\":true"))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Chunks held behind a closed gate (after a launch) keep their bytes: each has left the
+ * executor's in-band slot, which the next chunk is decoded into, for a buffer of its own. */
+Test(tcp, chunks_held_behind_the_gate_keep_their_bytes, .timeout = 120)
+{
+    const size_t n = (13u << 20) + 12;
+    unsigned char *h = malloc(n), *back = malloc(n);
+    struct ds_test_peer peer;
+    CUfunction fill;
+    CUdeviceptr d;
+    int v = 1, count = 1;
+    void *params[] = { &d, &v, &count };
+
+    cr_assert(h != NULL && back != NULL);
+    ds_test_server_start(&srv, 1, "--policy " DS_HOLD_POLICY_SO);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    setenv("DETSHARE_TENANT", "urgent", 1);
+    ds_test_peer_fork(&peer, connect_and_stay, NULL);
+    unsetenv("DETSHARE_CLASS");
+    setenv("DETSHARE_TENANT", "remote", 1);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    CU_OK(cuMemAlloc(&d, n));
+    /* A first large copy makes the slots. */
+    memset(h, 0, n);
+    CU_OK(cuMemcpyHtoD(d, h, n));
+    ds_test_peer_join(&peer);
+    cr_assert(shown_held("remote"), "the TCP tenant was never held");
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i * 29 + (i >> 20));
+    CU_OK(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuMemcpyHtoDAsync(d + 8, h + 8, n - 8, NULL));
+    memset(h, 0, n);
+    usleep(50 * 1000);
+    ds_test_peer_leave(&peer);
+    CU_OK(cuMemcpyDtoH(back, d, n));
+    for (size_t i = 8; i < n; i++)
+        if (back[i] != (unsigned char)(i * 29 + (i >> 20)))
+            cr_assert_fail("byte %zu is %u after the gate opened", i, back[i]);
+    free(h);
+    free(back);
+    ds_test_server_stop(&srv);
+}
