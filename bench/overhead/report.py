@@ -344,6 +344,7 @@ def main():
     ap.add_argument("--build")
     ap.add_argument("--commit")
     ap.add_argument("--server-exit", type=int)
+    ap.add_argument("--host-cpu", help="the CPU the runs had (default: this machine's)")
     args = ap.parse_args()
 
     metrics, infos, runs = load([args.raw] + args.also)
@@ -358,7 +359,7 @@ def main():
         "cuda_driver_api_version": first_info(infos, "driver_api_version", driver_parts),
         "date_utc": args.date_utc or datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%SZ"),
-        "host_cpu": cpu_model(),
+        "host_cpu": args.host_cpu or cpu_model(),
         "torch_version": first_info(infos, "torch", ("torch-micro", "torch-resnet50",
                                                      "torch-gpt2", "torch-decode")),
         "build": args.build,

@@ -198,6 +198,7 @@ echo "  server exit $server_exit"
 
 "$python" "$here/report.py" "$raw" "$out/$name" --device-kind "$device" --date-utc "$date_utc" \
     --driver "$driver" --build "${build#"$repo"/}" --server-exit "$server_exit" \
+    --host-cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
     --commit "${COMMIT:-$(git -C "$repo" describe --always --dirty 2> /dev/null || echo unknown)}"
 # One archive rather than dozens of files: the GPU box's $OUT brings back only a few.
 tar -czf "$raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
