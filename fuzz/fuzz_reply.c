@@ -5,8 +5,8 @@
  * The input is what the server sends on the socket, record marking and all, fed by a
  * peer thread.  Replies are read as client/rpc.c's reader does, until the transport
  * fails or a reply is refused; each reply's xid says whose call it answers, as a table
- * of pending calls would: xid 0 the DS_NULL that follows a large call, otherwise one of
- * the synchronous procedures in turn, or (one xid in so many) a call nobody awaits.
+ * of pending calls would: here the xid is the procedure's number, so that the seeds'
+ * replies (real sessions, fuzz/record.c) are decoded as the results they are.
  * Each decoded result is freed as the client frees it.
  */
 #include "ds_procs.h"
@@ -26,15 +26,14 @@ union any_res {
 #undef RES_B
 };
 
-static const xdrproc_t results[] = {
-#define XRES_S(n, P, A, R) (xdrproc_t)xdr_##R,
+/* The result decoder of each synchronous procedure, by number. */
+static const xdrproc_t results[DS_PROC_MAX + 1] = {
+#define XRES_S(n, P, A, R) [P] = (xdrproc_t)xdr_##R,
 #define XRES_B(n, P, A)
     DS_PROCS(XRES_S, XRES_B)
 #undef XRES_S
 #undef XRES_B
 };
-
-#define NRESULTS (sizeof(results) / sizeof(results[0]))
 
 struct pending {
     union any_res res;
@@ -48,13 +47,15 @@ static bool_t no_result(XDR *xdrs, void *p)
     return TRUE;
 }
 
+/* The xid is the number of the procedure called (ds-fuzz-record writes the seeds so):
+ * 0 is DS_NULL, and a procedure that gets no reply is a call nobody awaits. */
 static void *find(void *arg, uint32_t xid, xdrproc_t *xres, void **res)
 {
     struct pending *p = arg;
 
-    if (xid % (NRESULTS + 1) == NRESULTS)
+    if (xid != 0 && (xid > DS_PROC_MAX || results[xid] == NULL))
         return NULL;
-    p->xres = xid == 0 ? (xdrproc_t)no_result : results[xid % (NRESULTS + 1)];
+    p->xres = xid == 0 ? (xdrproc_t)no_result : results[xid];
     memset(&p->res, 0, sizeof(p->res));
     *xres = p->xres;
     *res = &p->res;
