@@ -12,7 +12,8 @@
  *             marking and all); with one: chunks of [where: 1 byte][length: 2 bytes, big
  *             endian][bytes], published as one ring record when bit 0 of `where` is set
  *             and added to the socket's bytes otherwise.  Ring records are all in the
- *             ring before the session starts.
+ *             ring before the session starts, and the socket ends only once the
+ *             executor has served them.
  *
  * After each session the tenant's slot of the control block must say it holds no
  * memory and the process must hold no more descriptors than before: anything else is
@@ -156,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         nsock = split(&ring, data + 1, size - 1, sock);
         rest = sock;
     }
-    if (ds_fuzz_peer_start(&peer, sv[1], rest, nsock) != 0)
+    if (ds_fuzz_peer_start(&peer, sv[1], rest, nsock, ring.hdr != NULL ? &ring : NULL) != 0)
         abort();
     ds__executor_serve(&ds_sim_backend, &cfg, sv[0]);
     ds_fuzz_peer_join(&peer);

@@ -6,6 +6,8 @@
 #ifndef DS_FUZZ_IO_H
 #define DS_FUZZ_IO_H
 
+#include "ds_ring.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,12 +17,17 @@ struct ds_fuzz_peer {
     int fd;
     const uint8_t *bytes;
     size_t len;
+    struct ds_ring *ring; /* or NULL */
 };
 
-/* Start a thread that writes len bytes to fd, then shuts fd down for writing, and reads
- * (and drops) everything that arrives on fd until its other end is closed.  fd and
- * bytes stay the caller's until ds_fuzz_peer_join.  Returns 0 or -1. */
-int ds_fuzz_peer_start(struct ds_fuzz_peer *p, int fd, const uint8_t *bytes, size_t len);
+/* Start a thread that writes len bytes to fd, then, once every record of `ring` (the
+ * producer's side, or NULL) has been served, shuts fd down for writing; and that reads
+ * (and drops) everything that arrives on fd until its other end is closed.  An executor
+ * looks at its socket now and then between ring records, and would end the session at
+ * the socket's end before serving the rest.  fd, bytes and ring stay the caller's until
+ * ds_fuzz_peer_join.  Returns 0 or -1. */
+int ds_fuzz_peer_start(struct ds_fuzz_peer *p, int fd, const uint8_t *bytes, size_t len,
+                       struct ds_ring *ring);
 
 /* Wait for the thread and close fd. */
 void ds_fuzz_peer_join(struct ds_fuzz_peer *p);

@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return 0;
     w = ds__wire_open(sv[0], 0);
-    if (w == NULL || ds_fuzz_peer_start(&peer, sv[1], data, size) != 0)
+    if (w == NULL || ds_fuzz_peer_start(&peer, sv[1], data, size, NULL) != 0)
         abort();
     while (ds__wire_read_reply(w, find, &p, &owner) == 0)
         xdr_free(p.xres, (char *)&p.res);
