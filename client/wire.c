@@ -5,6 +5,7 @@
 #include "ds_error.h"
 #include "ds_fdpass.h"
 #include "ds_procs.h"
+#include "ds_recmark.h"
 #include "ds_ring.h"
 #include "ds_sock.h"
 
@@ -26,6 +27,7 @@
 struct ds_wire {
     XDR tx; /* calls */
     XDR rx; /* replies */
+    struct ds_recmark marks; /* of the bytes rx has read */
     int fd;
     atomic_uint spin_us; /* set by any thread, read by the reader */
     uint32_t xid;
@@ -47,8 +49,13 @@ static int read_fd(void *h, void *buf, int len)
     for (;;) {
         ssize_t n = recv(w->fd, buf, (size_t)len, spinning ? MSG_DONTWAIT : 0);
 
-        if (n > 0)
-            return (int)n;
+        /* Only rx reads; a misaligning fragment fails it like a broken connection. */
+        if (n > 0) {
+            if (ds_recmark_scan(&w->marks, buf, (size_t)n) == 0)
+                return (int)n;
+            errno = EPROTO;
+            return -1;
+        }
         if (n == 0) {
             errno = ECONNRESET; /* for the log line: errno would be a spin's EAGAIN */
             return -1;

@@ -1,6 +1,8 @@
-/* The client's reading of replies (client/wire.c) against a hostile server: found by
+/* The client's reading of replies (client/wire.c) against a hostile server, as found by
  * fuzz/fuzz_reply.  A reply's verifier, which AUTH_NONE replies leave empty but a server
- * may fill, costs the client no memory, and one longer than RPC allows is refused. */
+ * may fill, costs the client no memory, and one longer than RPC allows is refused.  A
+ * reply cut into fragments that are not whole XDR units is refused
+ * (common/ds_recmark.h). */
 #define _GNU_SOURCE
 #include "detshare.h"
 #include "wire.h"
@@ -35,7 +37,21 @@ struct feed {
     int fd;
     uint32_t verf_len;
     unsigned count;
+    uint32_t split; /* when not 0: send each reply as two fragments, this long and the rest */
 };
+
+/* Send reply r of n bytes (one fragment) as two fragments, the first of `split` bytes. */
+static int send_split(int fd, unsigned char *r, size_t n, uint32_t split)
+{
+    unsigned char out[1100];
+    uint32_t a = htonl(split), b = htonl(0x80000000u | (uint32_t)(n - 4 - split));
+
+    memcpy(out, &a, 4);
+    memcpy(out + 4, r + 4, split);
+    memcpy(out + 4 + split, &b, 4);
+    memcpy(out + 8 + split, r + 4 + split, n - 4 - split);
+    return send(fd, out, n + 4, MSG_NOSIGNAL) == (ssize_t)(n + 4) ? 0 : -1;
+}
 
 static void *serve(void *arg)
 {
@@ -45,7 +61,8 @@ static void *serve(void *arg)
     for (unsigned i = 1; i <= f->count; i++) {
         size_t n = reply(buf, i, f->verf_len);
 
-        if (send(f->fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n)
+        if (f->split != 0 ? send_split(f->fd, buf, n, f->split) != 0
+                          : send(f->fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n)
             break;
     }
     shutdown(f->fd, SHUT_WR);
@@ -103,5 +120,16 @@ Test(wire, overlong_verifier_refused)
     int err;
 
     cr_assert_eq(read_all(&f, &err), 0);
+    cr_assert_neq(err, 0);
+}
+
+Test(wire, fragments_must_hold_whole_units)
+{
+    struct feed whole = { .verf_len = 8, .count = 10, .split = 12 };
+    struct feed odd = { .verf_len = 8, .count = 10, .split = 13 };
+    int err;
+
+    cr_assert_eq(read_all(&whole, &err), 10);
+    cr_assert_eq(read_all(&odd, &err), 0);
     cr_assert_neq(err, 0);
 }

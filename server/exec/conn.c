@@ -29,8 +29,13 @@ static int read_fd(void *h, void *buf, int len)
     for (;;) {
         ssize_t n = recv(c->fd, buf, (size_t)len, 0);
 
-        if (n > 0)
-            return (int)n;
+        /* A misaligning fragment fails the read: the call is then malformed. */
+        if (n > 0) {
+            if (ds_recmark_scan(&c->marks, buf, (size_t)n) == 0)
+                return (int)n;
+            errno = EPROTO;
+            return -1;
+        }
         /* A peer that died with our replies unread resets the connection: it left all
          * the same. */
         if (n == 0 || errno == ECONNRESET)

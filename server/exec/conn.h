@@ -14,6 +14,7 @@
 #ifndef DS_CONN_H
 #define DS_CONN_H
 
+#include "ds_recmark.h"
 #include "ds_ring.h"
 
 #include <rpc/rpc.h>
@@ -24,6 +25,7 @@ struct ds_conn {
     int fd;
     int eof; /* the peer closed the socket */
     XDR sock;
+    struct ds_recmark marks; /* of the bytes sock has read */
     XDR mem; /* over the ring record being served */
     struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
