@@ -330,9 +330,13 @@ static bool_t results(XDR *xdrs, void *p)
 int ds__wire_read_reply(struct ds_wire *w, ds_wire_find_fn find, void *arg, void **owner)
 {
     struct reply r = { .find = find, .arg = arg };
+    char verf[MAX_AUTH_BYTES];
     struct rpc_err e;
 
+    /* Given a buffer, xdr_replymsg allocates nothing for the server's verifier, which
+     * nothing here would free. */
     r.m.acpted_rply.ar_verf = _null_auth;
+    r.m.acpted_rply.ar_verf.oa_base = verf;
     r.m.acpted_rply.ar_results.where = (caddr_t)&r;
     r.m.acpted_rply.ar_results.proc = (xdrproc_t)results;
     if (!ds_rec_skiprecord(&w->rx))

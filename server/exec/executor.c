@@ -688,6 +688,23 @@ static int tenant_waiting(void)
     return poll(&p, 1, 0) != 0;
 }
 
+/* Serve the tenant set up by ds__tenant_init on fd (taken over; -1: none came), then
+ * free everything it held.  Returns a ds_exec_status. */
+static int serve_and_free(int fd, unsigned spin_us)
+{
+    int status;
+
+    if (fd >= 0 && ds__waits_init(&waits) != 0) {
+        ds_error("cannot make the executor's eventfd: %s", strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    status = fd >= 0 ? serve_tenant(fd, spin_us) : DS_EXEC_STOPPED;
+    ds__tenant_fini(&tenant);
+    ds__waits_fini(&waits);
+    return status;
+}
+
 int ds_executor_main(const char *slot_arg)
 {
     const struct ds_backend_ops *ops;
@@ -723,14 +740,15 @@ int ds_executor_main(const char *slot_arg)
         ds_debug("the device did not open ahead of the tenant; trying again at its hello");
     fd = ds_spawn_await_tenant();
     close(DS_EXEC_CTL_FD);
-    if (fd >= 0 && ds__waits_init(&waits) != 0) {
-        ds_error("cannot make the executor's eventfd: %s", strerror(errno));
-        close(fd);
-        fd = -1;
-    }
-    status = fd >= 0 ? serve_tenant(fd, shm->spin_us) : DS_EXEC_STOPPED;
-    ds__tenant_fini(&tenant);
-    ds__waits_fini(&waits);
+    status = serve_and_free(fd, shm->spin_us);
     ds_shm_unmap(shm);
     return status;
+}
+
+int ds__executor_serve(const struct ds_backend_ops *ops, const struct ds_backend_config *cfg,
+                       int fd)
+{
+    ds__tenant_init(&tenant, ops, cfg);
+    tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
+    return serve_and_free(fd, cfg->spin_us);
 }

@@ -15,4 +15,12 @@
  * the process's exit status. */
 int ds_executor_main(const char *slot_arg);
 
+/* The same in this process, for the fuzz target (fuzz/): serve a tenant on connected
+ * socket fd (taken over) with the device `ops` opens from cfg (cfg->shm and cfg->slot
+ * name a slot of a control block from ds_shm_create), until it disconnects or breaks the
+ * protocol, then free everything it held.  Signals are the caller's.  Returns a
+ * ds_exec_status. */
+int ds__executor_serve(const struct ds_backend_ops *ops, const struct ds_backend_config *cfg,
+                       int fd);
+
 #endif

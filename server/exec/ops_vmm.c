@@ -161,7 +161,6 @@ static void unmap_one(struct ds_tenant *t, size_t i)
 int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
 {
     const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, addr, 0);
-    const struct ds_memtab_entry *end = t->mem.v + t->mem.n;
     uint64_t reach;
 
     /* One reservation: the sim's host memory behind it is contiguous too. */
@@ -171,7 +170,8 @@ int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
         reach = e->base + e->size;
         if (len <= reach - addr)
             return 0;
-        e = e + 1 < end && e[1].base == reach ? e + 1 : NULL;
+        /* Only here is the table known not to be empty: NULL + 0 is undefined. */
+        e = e + 1 < t->mem.v + t->mem.n && e[1].base == reach ? e + 1 : NULL;
     }
     return DS_ERANGE;
 }

@@ -148,14 +148,14 @@ int ds__sim_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size, u
 int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n)
 {
     const struct ds_memtab_entry *e = ds_memtab_find(&b->vmm_maps, addr, 0);
-    const struct ds_memtab_entry *end = b->vmm_maps.v + b->vmm_maps.n;
     uint64_t reach;
 
     while (e != NULL) {
         reach = e->base + e->size;
         if (n <= reach - addr)
             return 1;
-        e = e + 1 < end && e[1].base == reach ? e + 1 : NULL;
+        /* Only here is the table known not to be empty: NULL + 0 is undefined. */
+        e = e + 1 < b->vmm_maps.v + b->vmm_maps.n && e[1].base == reach ? e + 1 : NULL;
     }
     return 0;
 }
