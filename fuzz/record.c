@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "ds_arena.h"
+#include "ds_devout.h"
 #include "ds_fdpass.h"
 
 #include <errno.h>
@@ -203,12 +204,16 @@ static void session(int tenant, const char *server_path, const char *dir, int n)
         perror("connect to the server");
         return;
     }
-    /* The arena comes first, a marker byte with the descriptor. */
-    if (ds_fd_peek(tenant, &tag) == 0 && tag == DS_ARENA_MARKER &&
-        ds_fd_recv(tenant, &tag, &fd) == 0) {
-        ds_arena_send(server, fd);
+    /* Descriptors come first, each a marker byte with the descriptor attached: the
+     * host arena, then stdout and stderr (common/ds_devout.h).  They go on as they came
+     * and are not part of the seed (fuzz_exec makes its own arena). */
+    while (ds_fd_peek(tenant, &tag) == 0 &&
+           (tag == DS_ARENA_MARKER || tag == DS_STDOUT_MARKER || tag == DS_STDERR_MARKER) &&
+           ds_fd_recv(tenant, &tag, &fd) == 0) {
+        ds_fd_send(server, tag, fd);
         close(fd);
-        flags |= FLAG_ARENA;
+        if (tag == DS_ARENA_MARKER)
+            flags |= FLAG_ARENA;
     }
     while (up) {
         struct pollfd p[2] = { { .fd = tenant, .events = POLLIN },
