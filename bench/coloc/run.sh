@@ -9,8 +9,9 @@
 # Environment: BUILD (default build), OUT, PYTHON (default python3), SECS (seconds each job
 # measures after its warm-up, default 30), PAIRS (default "decode+resnet decode+gpt2
 # resnet+gpt2"), MODES (default "native-timesliced native-mps shared static temporal
-# slo-aware tpot-first"; a detshare mode is a --policy), REPEATS (default 1).  Both jobs of a
-# pair start together; the report keeps what they measured while both ran.  With REPEATS=N
+# slo-aware tpot-first"; a detshare mode is a --policy), REPEATS (default 1), COMMIT (what
+# the report names, where the tree has no git history).  Both jobs of a pair start
+# together; the report keeps what they measured while both ran.  With REPEATS=N
 # the whole set (alone, then every mode) runs N times over, since the baselines themselves
 # move between runs (native MPS by 21% between runs 59 and 61 on the H100): the report
 # compares figures of the same repeat and takes medians over repeats.  Needs a GPU, PyTorch, torchvision and
@@ -46,7 +47,7 @@ trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
     echo "gpu=$gpu"
     echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
     echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)"
+    echo "commit=${COMMIT:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}"
     echo "torch=$("$python" -c 'import torch; print(torch.__version__)' 2> /dev/null)"
     echo "secs=$secs"
     echo "repeats=$repeats"
