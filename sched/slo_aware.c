@@ -7,8 +7,8 @@
  * many SMs to pull memory bandwidth (on 25% of an H100's SMs it ran at 0.57x), so
  * protecting it means taking SMs from its neighbours, never fencing it in.  Best-effort
  * tenants share a set of SM groups that a level sets: level 0 lends them everything, each
- * level above keeps fewer groups (KEEP_EIGHTHS).  Without an SLO the levels stop at half
- * the SMs; the levels above, down to an eighth, and the top level, which also holds
+ * level above keeps fewer groups (KEEP_EIGHTHS).  Without an SLO the levels stop at three
+ * quarters of the SMs; the levels above, down to an eighth, and the top level, which also holds
  * their kernels while latency-critical work is in flight, are used only for a tenant
  * with an SLO.
  *
@@ -37,7 +37,7 @@
 #define EASE 1.1
 #define DRIFT 1.0002 /* a baseline's rise per tick towards slower kernels: x1.04 a second */
 #define GATE_LEVEL 5
-#define NO_SLO_TOP 2 /* half the SMs */
+#define NO_SLO_TOP 1 /* three quarters of the SMs */
 #define SLOTS 64
 
 /* Eighths of the SM groups best-effort tenants keep at each level below GATE_LEVEL (at
@@ -131,11 +131,12 @@ static int pressure_of(const struct ds_sched_tenant *t)
     return t->kernel_us > SLOW * b ? 1 : t->kernel_us < EASE * b ? -1 : 0;
 }
 
-/* The highest level worth using.  Without an SLO, half the SMs: on the H100, decoding
- * beside ResNet-50 drove the levels to 1/8 within 0.6 s and the trainer fell to 0.34x
- * of its native-MPS speed (bench/coloc, 2026-11-23), while ResNet-50 on half the SMs
- * keeps about 0.9x of its MPS-pair speed (issue 9's table).  Going further, and holding
- * best-effort work, is only for protecting an SLO. */
+/* The highest level worth using.  Without an SLO, three quarters of the SMs: on the
+ * H100, decoding beside ResNet-50 drove the levels to 1/8 within 0.6 s and the trainer
+ * fell to 0.34x of its native-MPS speed; capped at half the SMs it kept 0.76-0.79x in
+ * four runs (bench/coloc, 2026-11-23, runs 59-73), short of issue 9's 0.9x, while the
+ * decoder ran at its alone speed.  Going further, and holding best-effort work, is only
+ * for protecting an SLO. */
 static int top(const struct ds_sched_view *v)
 {
     for (int i = 0; i < v->n; i++)

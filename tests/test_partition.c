@@ -324,8 +324,8 @@ static float latency_ratio(const char *policy, const char *fenced)
 
 /* Issue 9's contention check on the sim's model: sharing every SM with a best-effort flood
  * halves a latency-critical tenant's SMs; slo-aware, seeing its kernels slowed down,
- * shrinks the flood to half the SMs (as far as it goes without an SLO), and the
- * best-effort tenant still gets work done on the groups it keeps. */
+ * shrinks the flood to three quarters of the SMs (as far as it goes without an SLO), and
+ * the best-effort tenant still gets work done on the groups it keeps. */
 Test(partition, under_shared_a_flood_slows_latency_work_on_the_sim)
 {
     float r;
@@ -335,11 +335,15 @@ Test(partition, under_shared_a_flood_slows_latency_work_on_the_sim)
     cr_expect(r > 1.6f, "beside the flood, latency work took %.2fx its time alone", (double)r);
 }
 
+/* On the sim's model the latency-critical tenant then has the quarter of the SMs the
+ * flood left alone and half of the rest: 84 of 132 SMs, 1.57x its time alone, against
+ * 1.94x under shared (the test above).  (One server per test: a tenant process connects
+ * once.) */
 Test(partition, slo_aware_keeps_latency_work_near_its_alone_speed_on_the_sim)
 {
     float r;
 
     DS_SIM_ONLY();
-    r = latency_ratio("--policy slo-aware", "runs on SM groups 0-7 (64 SMs)");
-    cr_expect(r < 1.5f, "beside the flood, latency work took %.2fx its time alone", (double)r);
+    r = latency_ratio("--policy slo-aware", "runs on SM groups 0-11 (96 SMs)");
+    cr_expect(r < 1.75f, "beside the flood, latency work took %.2fx its time alone", (double)r);
 }
