@@ -14,6 +14,7 @@
 
 #include "ctx.h"
 #include "ds_image.h"
+#include "ds_jit.h"
 #include "module.h"
 #include "rpc.h"
 
@@ -37,23 +38,6 @@ static struct ds_clink *link_of(CUlinkState state)
     struct ds_clink *l = (struct ds_clink *)state;
 
     return l != NULL && l->magic == LINK_MAGIC ? l : NULL;
-}
-
-static int scalar_option(CUjit_option o)
-{
-    switch (o) {
-    case CU_JIT_MAX_REGISTERS: case CU_JIT_THREADS_PER_BLOCK: case CU_JIT_OPTIMIZATION_LEVEL:
-    case CU_JIT_TARGET_FROM_CUCONTEXT: case CU_JIT_TARGET: case CU_JIT_FALLBACK_STRATEGY:
-    case CU_JIT_GENERATE_DEBUG_INFO: case CU_JIT_LOG_VERBOSE: case CU_JIT_GENERATE_LINE_INFO:
-    case CU_JIT_CACHE_MODE: case CU_JIT_FAST_COMPILE: case CU_JIT_LTO: case CU_JIT_FTZ:
-    case CU_JIT_PREC_DIV: case CU_JIT_PREC_SQRT: case CU_JIT_FMA:
-    case CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: case CU_JIT_POSITION_INDEPENDENT_CODE:
-    case CU_JIT_MIN_CTA_PER_SM: case CU_JIT_MAX_THREADS_PER_BLOCK:
-    case CU_JIT_OVERRIDE_DIRECTIVE_VALUES: case CU_JIT_SPLIT_COMPILE:
-        return 1;
-    default:
-        return 0;
-    }
 }
 
 /* The logs and the wall time, which only cuLinkCreate takes; 0, or a CUresult when o is
@@ -101,7 +85,7 @@ static CUresult options_of(struct ds_clink *l, unsigned n, CUjit_option *opt, vo
     if ((*out = calloc(n, sizeof(**out))) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (unsigned i = 0; i < n && rc == CUDA_SUCCESS; i++)
-        if (scalar_option(opt[i])) {
+        if (ds_jit_scalar_option(opt[i])) {
             (*out)[*len].option = (int)opt[i];
             (*out)[(*len)++].value = (uint64_t)(uintptr_t)val[i];
         } else {

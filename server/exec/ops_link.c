@@ -3,30 +3,12 @@
 #include "ops.h"
 
 #include "ds_error.h"
+#include "ds_jit.h"
 #include "ds_image.h"
 #include "ds_log.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* Options whose value is a number.  The rest hold host pointers of the tenant's (logs,
- * the wall time, symbol tables) and are the executor's own or not served. */
-static int scalar_option(int o)
-{
-    switch (o) {
-    case CU_JIT_MAX_REGISTERS: case CU_JIT_THREADS_PER_BLOCK: case CU_JIT_OPTIMIZATION_LEVEL:
-    case CU_JIT_TARGET_FROM_CUCONTEXT: case CU_JIT_TARGET: case CU_JIT_FALLBACK_STRATEGY:
-    case CU_JIT_GENERATE_DEBUG_INFO: case CU_JIT_LOG_VERBOSE: case CU_JIT_GENERATE_LINE_INFO:
-    case CU_JIT_CACHE_MODE: case CU_JIT_FAST_COMPILE: case CU_JIT_LTO: case CU_JIT_FTZ:
-    case CU_JIT_PREC_DIV: case CU_JIT_PREC_SQRT: case CU_JIT_FMA:
-    case CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES: case CU_JIT_POSITION_INDEPENDENT_CODE:
-    case CU_JIT_MIN_CTA_PER_SM: case CU_JIT_MAX_THREADS_PER_BLOCK:
-    case CU_JIT_OVERRIDE_DIRECTIVE_VALUES: case CU_JIT_SPLIT_COMPILE:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* The wire's options as the driver takes them; freed with free_options. */
 static CUresult options_of(const ds_link_option *o, u_int n, struct ds_jit_options *out)
@@ -37,7 +19,7 @@ static CUresult options_of(const ds_link_option *o, u_int n, struct ds_jit_optio
     if (out->opt == NULL || out->val == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (u_int i = 0; i < n; i++) {
-        if (!scalar_option(o[i].option))
+        if (!ds_jit_scalar_option(o[i].option))
             return CUDA_ERROR_INVALID_VALUE;
         out->opt[i] = (CUjit_option)o[i].option;
         out->val[i] = (void *)(uintptr_t)o[i].value;
