@@ -184,6 +184,44 @@ static int defer(struct ds_tenant *t, const struct proc_entry *e, const struct d
     return 1;
 }
 
+/* How long an executor whose device context failed goes on answering its tenant (every
+ * call with the context's error, as the driver does) before it leaves.  Its leaving is
+ * what lets MPS take new clients again: after a fault the MPS server admits none until
+ * every client it had has exited (seen on the H100, run 66: a tenant arriving 0.4 s
+ * after a neighbour's fault was refused).  A second is enough for the tenant to read
+ * its error; a program that keeps calling then sees CUDA_ERROR_DEVICE_UNAVAILABLE. */
+#define LOST_GRACE_NS (1000 * 1000 * 1000ull)
+
+/* Whether the tenant's device context has failed for good: then every later call fails
+ * with that error (serve), and the executor leaves LOST_GRACE_NS later.  Asked only after
+ * a call failed (a sticky error is always some call's error), never on a launch that went
+ * in; probe asks the device too, for a context that made no call since a neighbour's
+ * fault. */
+static void check_device(struct ds_tenant *t, int probe)
+{
+    int f;
+
+    if (t->lost != 0 || t->be == NULL || (f = t->ops->fault(t->be, probe)) == 0)
+        return;
+    t->lost = f;
+    t->lost_ns = ds_now_ns();
+    ds_error("the device context failed (CUresult %d): every later call of this tenant "
+             "fails with it, as natively, and its executor leaves in %llu ms so that the "
+             "GPU can take new tenants again", f, LOST_GRACE_NS / 1000000ull);
+}
+
+/* The control process saw an executor leave with a failed context: under MPS, this
+ * one's may have failed with it. */
+static void check_faults(void)
+{
+    unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed);
+
+    if (n == tenant.faults_seen)
+        return;
+    tenant.faults_seen = n;
+    check_device(&tenant, 1);
+}
+
 /* A batched call's error waits for the next synchronous call, like CUDA's
  * asynchronous errors; that call is then refused with it and not run. */
 static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct ds_call *call,
@@ -202,9 +240,11 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
     } else {
         e->call(t, a, &r);
         /* NOT_READY answers a query; it is no failure. */
-        if (r.hello.err != 0 && r.hello.err != CUDA_ERROR_NOT_READY)
+        if (r.hello.err != 0 && r.hello.err != CUDA_ERROR_NOT_READY) {
             atomic_fetch_add_explicit(&t->shm->slots[t->slot].errors[call->proc], 1,
                                       memory_order_relaxed);
+            check_device(t, 0);
+        }
     }
     if (e->batched) {
         if (r.hello.err != 0) {
@@ -440,42 +480,6 @@ static int closed(void)
  * the control process samples the stamps. */
 #define STAMP_PAUSE_NS (50 * 1000u)
 
-/* How long an executor whose device context failed goes on answering its tenant (every
- * call with the context's error, as the driver does) before it leaves.  Its leaving is
- * what lets MPS take new clients again: after a fault the MPS server admits none until
- * every client it had has exited (seen on the H100, run 66: a tenant arriving 0.4 s
- * after a neighbour's fault was refused).  A second is enough for the tenant to read
- * its error; a program that keeps calling then sees CUDA_ERROR_DEVICE_UNAVAILABLE. */
-#define LOST_GRACE_NS (1000 * 1000 * 1000ull)
-
-/* Whether the tenant's device context has failed for good: then every later call fails
- * with that error (serve), and the executor leaves LOST_GRACE_NS later.  probe asks the
- * device too, for a context that made no call since a neighbour's fault. */
-static void check_device(int probe)
-{
-    int f;
-
-    if (tenant.lost != 0 || tenant.be == NULL || (f = tenant.ops->fault(tenant.be, probe)) == 0)
-        return;
-    tenant.lost = f;
-    tenant.lost_ns = ds_now_ns();
-    ds_error("the device context failed (CUresult %d): every later call of this tenant "
-             "fails with it, as natively, and its executor leaves in %llu ms so that the "
-             "GPU can take new tenants again", f, LOST_GRACE_NS / 1000000ull);
-}
-
-/* The control process saw an executor leave with a failed context: under MPS, this
- * one's may have failed with it. */
-static void check_faults(void)
-{
-    unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed);
-
-    if (n == tenant.faults_seen)
-        return;
-    tenant.faults_seen = n;
-    check_device(1);
-}
-
 /* When to wake without being woken: the fences' time, soon when calls are held, and
  * the end of a failed context's grace. */
 static uint64_t wake_time(void)
@@ -523,7 +527,6 @@ static int serve_loop(unsigned spin_us)
             ds_conn_done(&conn, &call);
             if (tenant.closing)
                 return closed();
-            check_device(0);
             idle_since = 0;
             look = 0;
             continue;
@@ -533,7 +536,7 @@ static int serve_loop(unsigned spin_us)
         if (waits.count > 0 && (rc = ds__waits_reap(&waits, tenant.ops, tenant.be, &conn)) != 0) {
             if (rc < 0)
                 return DS_EXEC_DISCONNECTED;
-            check_device(0);
+            check_device(&tenant, 0);
             idle_since = 0;
             continue;
         }
