@@ -66,11 +66,16 @@ int ds__cuda_err(CUresult r)
     return DS_ECU(r);
 }
 
+int ds__cuda_sticky(void)
+{
+    return atomic_load(&sticky);
+}
+
 static int cuda_fault(struct ds_backend *b, int probe)
 {
-    if (probe && atomic_load(&sticky) == 0)
+    if (probe && ds__cuda_sticky() == 0)
         ds__cuda_err(b->cu.cuStreamQuery(b->legacy.s));
-    return atomic_load(&sticky);
+    return ds__cuda_sticky();
 }
 
 /*

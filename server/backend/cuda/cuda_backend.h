@@ -272,6 +272,9 @@ int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s);
 
 /* 0 for CUDA_SUCCESS, else the driver's CUresult as a DS_ECU code. */
 int ds__cuda_err(CUresult r);
+/* The CUresult that ended this process's contexts for good (a "sticky" error any driver
+ * call reported through ds__cuda_err), or 0. */
+int ds__cuda_sticky(void);
 
 /* The real stream behind s (NULL: the tenant's legacy stream). */
 struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);

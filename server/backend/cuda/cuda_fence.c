@@ -88,26 +88,30 @@ static int wait_all(struct ds_backend *b, struct ds_bfence *f)
 /* The driver writes what kernels printed (printf, failed asserts) at synchronisations,
  * not at queries (CUDA C Programming Guide, "Formatted Output"), and the executor only
  * queries: once the device has passed a fence's point, synchronising on an event there
- * costs no wait and puts that output out before the reply ends the tenant's wait. */
-static void print_out(struct ds_backend *b, CUevent passed)
+ * costs no wait and puts that output out before the reply ends the tenant's wait.  A
+ * context that has failed says so here, as a native synchronisation would (the driver
+ * reports a failed device assert only at a synchronisation). */
+static CUresult print_out(struct ds_backend *b, CUevent passed)
 {
-    b->cu.cuEventSynchronize(passed);
+    return b->cu.cuEventSynchronize(passed);
 }
 
 /* Nothing to wait for: the work the fence was to cover is done already, but its output
- * may still be in the device's buffer.  An event recorded on an idle stream has passed
- * at once; a capturing stream is not one to record on. */
-static void print_out_idle(struct ds_backend *b, const struct ds_fence_at *at,
-                           struct ds_bfence *f)
+ * may still be in the device's buffer, and the context may have failed since.  An event
+ * recorded on an idle stream has passed at once; a capturing stream is not one to
+ * record on. */
+static CUresult print_out_idle(struct ds_backend *b, const struct ds_fence_at *at,
+                               struct ds_bfence *f)
 {
     struct ds_bstream *s = at->kind == DS_FENCE_STREAM ? ds__cuda_real(b, at->stream) : &b->legacy;
+    CUresult r;
 
-    if (at->kind == DS_FENCE_EVENT) {
-        print_out(b, at->event->e);
-        return;
-    }
-    if (!s->capturing && b->cu.cuEventRecord(f->done, s->s) == CUDA_SUCCESS)
-        print_out(b, f->done);
+    if (at->kind == DS_FENCE_EVENT)
+        return print_out(b, at->event->e);
+    if (s->capturing)
+        return CUDA_SUCCESS;
+    r = b->cu.cuEventRecord(f->done, s->s);
+    return r == CUDA_SUCCESS ? print_out(b, f->done) : r;
 }
 
 /* Mark the point in f; 1 when there is something to wait for, 0 when not, or DS_E*. */
@@ -155,8 +159,10 @@ int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
     if ((rc = fence_new(b, &f)) != 0)
         return rc;
     rc = mark(b, at, f);
-    if (rc == 0)
-        print_out_idle(b, at, f);
+    /* Only a failure of the whole context is the synchronisation's answer; any other
+     * failure to put output out leaves the answer as it was. */
+    if (rc == 0 && ds__cuda_err(print_out_idle(b, at, f)) != 0 && ds__cuda_sticky() != 0)
+        rc = DS_ECU(ds__cuda_sticky());
     if (rc == 1)
         *out = f;
     else
@@ -168,8 +174,8 @@ int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f)
 {
     CUresult r = b->cu.cuEventQuery(f->done);
 
-    if (r == CUDA_SUCCESS)
-        print_out(b, f->done);
+    if (r == CUDA_SUCCESS && ds__cuda_err(print_out(b, f->done)) != 0 && ds__cuda_sticky() != 0)
+        r = (CUresult)ds__cuda_sticky();
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 

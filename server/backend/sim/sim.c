@@ -761,6 +761,9 @@ static int sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
     uint64_t t;
 
     *out = NULL;
+    /* A failed context fails every synchronisation, pending work or not (sim_fault). */
+    if (b->fault != 0)
+        return DS_ECU(b->fault);
     if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     t = fence_time(b, at);
