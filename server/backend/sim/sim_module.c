@@ -234,7 +234,7 @@ int ds__sim_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blo
 
     (void)b;
     (void)f;
-    if (num_blocks * block_size > 2048)
+    if ((int64_t)num_blocks * block_size > 2048)
         return DS_EINVAL;
     per = per > 1024 ? per - 1024 : 0;
     *smem = per > 232448 ? 232448 : per;
