@@ -1,71 +1,28 @@
-// The tenant of gate-check.sh: it finds the offset between the GPU's %globaltimer and the
-// host's CLOCK_REALTIME (a kernel spins on a mapped host word until the host sets it at a
-// known time), then launches N short kernels back to back, each recording when it
+// The tenant of mechanism-check.sh's gate part: it puts the GPU's clock on the host's
+// (gputime.cuh), then launches N short kernels back to back, each recording when it
 // started, and prints those start times on the host's clock, one per line, after a line
-// "offset_ns OFFSET spread_ns SPREAD".  The offset is the smallest of 20 tries, so kernel
-// start times err early by at most the spread of the visibility delay (about a microsecond
-// over PCIe), which makes measured hold times a little short, never long.
+// "offset_ns OFFSET spread_ns SPREAD".
 // usage: gatelat N
+#include "gputime.cuh"
+
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-
-__device__ unsigned long long now_gpu()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__global__ void calibrate(volatile int *started, volatile int *go, unsigned long long *seen)
-{
-    *started = 1;
-    __threadfence_system();
-    while (*go == 0)
-        ;
-    *seen = now_gpu();
-}
 
 __global__ void stamp(unsigned long long *starts, int i)
 {
-    starts[i] = now_gpu();
-}
-
-static long long host_ns()
-{
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+    starts[i] = gpu_now();
 }
 
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 200000;
-    int *flags;
-    unsigned long long *seen, *starts, *host;
-    long long best = 0, worst = 0;
+    unsigned long long *starts, *host;
+    long long best, spread;
 
-    if (cudaHostAlloc(&flags, 2 * sizeof(int), cudaHostAllocMapped) != cudaSuccess ||
-        cudaHostAlloc(&seen, sizeof(*seen), cudaHostAllocMapped) != cudaSuccess ||
+    if (gpu_clock_offset(20, &best, &spread) != 0 ||
         cudaMalloc(&starts, n * sizeof(*starts)) != cudaSuccess) {
         fprintf(stderr, "gatelat: no device memory\n");
         return 1;
-    }
-    for (int k = 0; k < 20; k++) {
-        volatile int *f = flags;
-        f[0] = f[1] = 0;
-        calibrate<<<1, 1>>>(flags, flags + 1, seen);
-        while (f[0] == 0)
-            ;
-        long long t = host_ns();
-        f[1] = 1;
-        if (cudaDeviceSynchronize() != cudaSuccess)
-            return 1;
-        long long off = (long long)*seen - t;
-        if (k == 0 || off < best)
-            best = off;
-        if (k == 0 || off > worst)
-            worst = off;
     }
     for (int i = 0; i < n; i++)
         stamp<<<1, 1>>>(starts, i);
@@ -73,7 +30,7 @@ int main(int argc, char **argv)
         return 1;
     host = (unsigned long long *)malloc(n * sizeof(*host));
     cudaMemcpy(host, starts, n * sizeof(*host), cudaMemcpyDeviceToHost);
-    printf("offset_ns %lld spread_ns %lld\n", best, worst - best);
+    printf("offset_ns %lld spread_ns %lld\n", best, spread);
     for (int i = 0; i < n; i++)
         printf("%lld\n", (long long)host[i] - best);
     return 0;
