@@ -36,6 +36,25 @@ static void learn(struct ds_predict *p, uint64_t busy_ns, uint64_t new_done)
     p->busy_ns = 0;
 }
 
+/* What a launch whose kernel came and went between two samples is taken to have
+ * taken while no duration is known: about what the shortest kernels take. */
+#define DS_PREDICT_SHORT_NS 5000.0
+
+/* What the interval of dt_ns that ends now adds to kernel_ns (predict.h). */
+static uint64_t in_flight_ns(const struct ds_predict *p, uint64_t dt, int was, int is,
+                             uint64_t new_launches)
+{
+    uint64_t guess;
+
+    if (was || is)
+        return (uint64_t)(was + is) * dt / 2;
+    if (new_launches == 0)
+        return 0;
+    guess = (uint64_t)((double)new_launches *
+                       (p->kernel_us > 0 ? p->kernel_us * 1e3 : DS_PREDICT_SHORT_NS));
+    return guess < dt / 2 ? guess : dt / 2;
+}
+
 void ds_predict_sample(struct ds_predict *p, uint64_t now_ns, uint64_t launches, uint64_t done)
 {
     uint64_t was_inflight = ds_predict_inflight(p), dt, new_done;
@@ -50,6 +69,8 @@ void ds_predict_sample(struct ds_predict *p, uint64_t now_ns, uint64_t launches,
         new_done = done - p->done;
         p->rate = blend(p->rate, (double)new_done * 1e9 / (double)dt, 0);
         p->launch_rate = blend(p->launch_rate, (double)(launches - p->launches) * 1e9 / (double)dt, 0);
+        p->kernel_ns += in_flight_ns(p, dt, was_inflight > 0, launches > done,
+                                     launches - p->launches);
         learn(p, was_inflight > 0 && launches > done ? dt : 0, new_done);
     }
     p->at_ns = now_ns;

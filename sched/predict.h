@@ -24,6 +24,7 @@ struct ds_predict {
     double launch_rate; /* launches per second, likewise */
     double kernel_us;   /* one kernel's estimated duration; 0 until known */
     uint64_t busy_ns;   /* busy since the last completion, not yet in kernel_us */
+    uint64_t kernel_ns; /* time the tenant had work in flight, summed over samples */
 };
 
 /* Take the sample (launches, done) of time now_ns.  A `done` below the last one (a stamp

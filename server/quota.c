@@ -59,29 +59,42 @@ static const char *set_memory(const char *v, struct ds_shm_quota *q)
     return NULL;
 }
 
-static const char *set_share(const char *v, struct ds_shm_quota *q)
+/* A percentage limit: 1..100, a '%' allowed after it, or none (0). */
+static int set_percent(const char *v, uint32_t *out)
 {
     char *end;
     unsigned long pct;
 
     if (strcmp(v, "none") == 0) {
-        q->sm_share = 0;
-        return NULL;
+        *out = 0;
+        return 0;
     }
     pct = strtoul(v, &end, 10);
     if (*v < '0' || *v > '9' || (*end != '\0' && strcmp(end, "%") != 0) || pct == 0 || pct > 100)
-        return "sm-share= takes a percentage of the SM groups, 1 to 100, or none";
-    q->sm_share = (uint32_t)pct;
-    return NULL;
+        return -1;
+    *out = (uint32_t)pct;
+    return 0;
 }
 
-const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q)
+const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which)
 {
-    if (strncmp(kv, "memory=", 7) == 0)
+    if (strncmp(kv, "memory=", 7) == 0) {
+        *which = DS_QUOTA_MEMORY;
         return set_memory(kv + 7, q);
-    if (strncmp(kv, "sm-share=", 9) == 0)
-        return set_share(kv + 9, q);
-    return "expected memory=SIZE or sm-share=PCT";
+    }
+    if (strncmp(kv, "sm-share=", 9) == 0) {
+        *which = DS_QUOTA_SM_SHARE;
+        return set_percent(kv + 9, &q->sm_share) == 0
+                   ? NULL
+                   : "sm-share= takes a percentage of the SM groups, 1 to 100, or none";
+    }
+    if (strncmp(kv, "kernel-time=", 12) == 0) {
+        *which = DS_QUOTA_KERNEL_TIME;
+        return set_percent(kv + 12, &q->kernel_time) == 0
+                   ? NULL
+                   : "kernel-time= takes a percentage of the time, 1 to 100, or none";
+    }
+    return "expected memory=SIZE, sm-share=PCT or kernel-time=PCT";
 }
 
 /* How well rule `pattern` fits `name`: 0 not at all, else higher for a closer fit. */

@@ -25,9 +25,17 @@ int ds_quota_parse_size(const char *s, uint64_t *out);
  * tenant names are kept), with '*' only as its last one. */
 int ds_quota_name_ok(const char *name);
 
-/* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none (PCT
- * 1..100).  Returns NULL, or why the setting is refused (static text). */
-const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q);
+/* The limits of a rule, as bits: which ones a request or a setting names. */
+enum {
+    DS_QUOTA_MEMORY = 1,
+    DS_QUOTA_SM_SHARE = 2,
+    DS_QUOTA_KERNEL_TIME = 4,
+};
+
+/* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none,
+ * kernel-time=PCT|none (PCT 1..100).  Returns NULL and sets *which to the limit's bit,
+ * or returns why the setting is refused (static text). */
+const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which);
 
 /* The rule of v[0..n) that applies to tenant `name`, or NULL. */
 const struct ds_shm_quota *ds_quota_match(const struct ds_shm_quota *v, unsigned n,

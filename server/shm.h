@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 13
+#define DS_SHM_VERSION 14
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -76,6 +76,11 @@ struct ds_shm_slot {
      * the GPU goes on. */
     atomic_uint gate;
     atomic_uint_fast64_t gated_ns;
+    /* Written by the control process for status and metrics: the time the tenant had
+     * work on the device (sched/predict.h, kernel_ns), and 1 while its kernel-time quota
+     * holds its gate closed (server/control/throttle.h). */
+    atomic_uint_fast64_t kernel_ns;
+    atomic_uint throttled;
     /* Written by the executor as its tenant launches kernels and graphs (the ones that
      * run now, not those captured into a graph); stamps_off is set when the device
      * could not write stamps, and completions are then unknown. */
@@ -124,7 +129,8 @@ struct ds_shm_quota {
     char name[DS_NAME_MAX + 1]; /* a tenant name, or a prefix followed by '*' */
     uint64_t memory;            /* bytes; 0: no limit */
     uint32_t sm_share;          /* percent of the SM groups, 1..100; 0: no limit */
-    uint32_t reserved;
+    uint32_t kernel_time;       /* percent of the time a best-effort tenant may have work
+                                 * on the device, 1..100; 0: no limit (throttle.h) */
 };
 
 struct ds_shm {

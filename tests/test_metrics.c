@@ -361,6 +361,9 @@ Test(metrics, tenants_appear_with_their_labels_and_counters_grow)
     cr_expect_gt(sms, 0);
     cr_expect_eq(of_tenant(body, "detshare_tenant_sms", "alpha", NULL), sms);
     cr_expect_eq(of_tenant(body, "detshare_tenant_gated_seconds_total", "alpha", NULL), 0);
+    cr_expect_gt(of_tenant(body, "detshare_tenant_kernel_seconds_total", "alpha", NULL), 0,
+                 "%s", body);
+    cr_expect_eq(of_tenant(body, "detshare_tenant_throttled", "alpha", NULL), 0);
     cr_expect_eq(of_tenant(body, "detshare_tenant_migrations_total", "beta", NULL), 0);
     calls = calls_of(body, "alpha");
 

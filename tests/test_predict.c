@@ -67,6 +67,39 @@ Test(predict, idle_time_is_not_counted_and_counts_never_go_back)
     cr_expect_eq(p.done, 20, "more done than launched is what was launched");
 }
 
+/* kernel_ns: whole intervals with work in flight at both ends, half at one, and the
+ * estimate for launches that came and went between two samples. */
+Test(predict, time_with_work_in_flight_is_summed)
+{
+    struct ds_predict p = { 0 };
+    uint64_t t = 1000 * MS, launched = 0;
+    double done = 0;
+
+    ds_predict_sample(&p, t, 0, 0);
+    busy_for(&p, &t, &launched, &done, 250, 200);
+    cr_expect(p.kernel_ns >= 195 * MS && p.kernel_ns <= 200 * MS, "busy 200 ms, summed %llu ns",
+              (unsigned long long)p.kernel_ns);
+    /* Drained: in flight at the start of the next interval, not at its end. */
+    t += 5 * MS;
+    ds_predict_sample(&p, t, launched, launched);
+    cr_expect(p.kernel_ns >= 197 * MS && p.kernel_ns <= 203 * MS);
+    /* Idle for 100 ms: nothing more. */
+    uint64_t before = p.kernel_ns;
+    t += 100 * MS;
+    ds_predict_sample(&p, t, launched, launched);
+    cr_expect_eq(p.kernel_ns, before);
+    /* Ten 250 us kernels between two samples, never seen in flight: 2.5 ms. */
+    t += 5 * MS;
+    ds_predict_sample(&p, t, launched + 10, launched + 10);
+    cr_expect(p.kernel_ns - before > 2400000 && p.kernel_ns - before < 2600000, "%llu",
+              (unsigned long long)(p.kernel_ns - before));
+    /* A thousand of them: at most half the interval. */
+    before = p.kernel_ns;
+    t += 5 * MS;
+    ds_predict_sample(&p, t, launched + 1010, launched + 1010);
+    cr_expect_eq(p.kernel_ns - before, 2500000);
+}
+
 /* The sim's stamps carry when the work ends; a device's are written when it does. */
 Test(predict, stamps_count_what_is_done_by_now)
 {

@@ -197,26 +197,32 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
                        const char *name)
 {
     struct ds_shm_quota q = { 0 };
-    uint64_t memory, share;
+    uint64_t memory, share, ktime;
     int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
     int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
+    int has_ktime = get_limit(req, "kernel_time", 100, &ktime);
     const char *why;
 
     if (name == NULL) {
         pack_quotas(a, pk, -1);
         return;
     }
-    if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 ||
-        has_memory + has_share == 0) {
+    if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 || has_ktime < 0 ||
+        has_memory + has_share + has_ktime == 0) {
         pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
-                       "in '*'), and \"memory\" (bytes) or \"sm_share\" (1-100), nil for no "
-                       "limit");
+                       "in '*'), and \"memory\" (bytes), \"sm_share\" or \"kernel_time\" "
+                       "(1-100), nil for no limit");
         return;
     }
     snprintf(q.name, sizeof(q.name), "%s", name);
     q.memory = memory;
     q.sm_share = (uint32_t)share;
-    why = a->hooks.set_quota(a->hooks.ctx, &q, has_memory, has_share, &tenants);
+    q.kernel_time = (uint32_t)ktime;
+    why = a->hooks.set_quota(a->hooks.ctx, &q,
+                             (has_memory ? DS_QUOTA_MEMORY : 0u) |
+                                 (has_share ? DS_QUOTA_SM_SHARE : 0u) |
+                                 (has_ktime ? DS_QUOTA_KERNEL_TIME : 0u),
+                             &tenants);
     if (why != NULL)
         pack_error(pk, why);
     else

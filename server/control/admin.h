@@ -39,12 +39,12 @@ struct ds_admin_hooks {
     int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
     /* The quota rules in force, as ds_status_pack_quotas packs them. */
     void (*pack_quotas)(void *ctx, msgpack_packer *pk);
-    /* Change the quota rule for q->name (checked): its memory limit when set_memory, its
-     * SM share when set_share, from q (0: no limit); a rule left with no limit goes.
-     * Returns NULL with *tenants the number of tenants connected now that the rule
-     * applies to, or why it was refused. */
-    const char *(*set_quota)(void *ctx, const struct ds_shm_quota *q, int set_memory,
-                             int set_share, int *tenants);
+    /* Change the quota rule for q->name (checked): the limits whose DS_QUOTA_* bits are in
+     * `limits`, from q (0: no limit); a rule left with no limit goes.  Returns NULL with
+     * *tenants the number of tenants connected now that the rule applies to, or why it
+     * was refused. */
+    const char *(*set_quota)(void *ctx, const struct ds_shm_quota *q, unsigned limits,
+                             int *tenants);
     /* Give every tenant called `name` phase hint `phase` (enum ds_sched_phase).  Returns
      * how many there were. */
     int (*tenant_phase)(void *ctx, const char *name, int phase);

@@ -29,6 +29,7 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
     const char *name = strtok_r(NULL, " \t\r\n", &save), *why;
     struct ds_shm_quota q = { 0 };
     char *kv;
+    unsigned which;
     int settings = 0;
 
     if (name == NULL || !ds_quota_name_ok(name)) {
@@ -38,14 +39,14 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
     }
     snprintf(q.name, sizeof(q.name), "%s", name);
     while ((kv = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
-        if ((why = ds_quota_setting(kv, &q)) != NULL) {
+        if ((why = ds_quota_setting(kv, &q, &which)) != NULL) {
             ds_error("%s:%d: %s: %s", at->path, at->line, kv, why);
             return -1;
         }
         settings++;
     }
     if (settings == 0) {
-        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT)", at->path,
+        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT, kernel-time=PCT)", at->path,
                  at->line, name);
         return -1;
     }
@@ -58,7 +59,7 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
         ds_error("%s:%d: more than %d quotas", at->path, at->line, DS_SHM_QUOTAS);
         return -1;
     }
-    if (q.memory != 0 || q.sm_share != 0)
+    if (q.memory != 0 || q.sm_share != 0 || q.kernel_time != 0)
         v[(*n)++] = q;
     return 0;
 }

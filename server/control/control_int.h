@@ -16,6 +16,7 @@
 #include "predict.h"
 #include "quota.h"
 #include "shm.h"
+#include "throttle.h"
 
 #include <uv.h>
 
@@ -46,12 +47,14 @@ struct control {
     int nwarm;
     struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
     int ntenants;
-    /* By slot: what the stamps tell of the tenant's running work, and its counts at the
-     * policy's last tick. */
+    /* By slot: what the stamps tell of the tenant's running work, its counts at the
+     * policy's last tick, and its kernel-time bucket. */
     struct {
         struct ds_predict p;
         uint64_t launches, done;
+        struct ds_throttle bucket;
     } track[DS_SHM_SLOTS];
+    uint64_t sampled_ns; /* when running work was last sampled */
     const struct ds_policy *policy;
     struct ds_admin *admin;
     struct ds_metrics *metrics;

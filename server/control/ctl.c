@@ -20,9 +20,9 @@ static int usage(FILE *f)
             "  status [--json]              the device, MPS, the policy and every tenant\n"
             "  policy [NAME]                the policy in force, or switch to NAME\n"
             "  quota                        the quotas in force\n"
-            "  quota NAME|PREFIX* memory=SIZE|none sm-share=PCT|none\n"
-            "                               set, change (either limit alone) or lift the\n"
-            "                               quota of the tenants called NAME, now and later\n"
+            "  quota NAME|PREFIX* [memory=SIZE|none] [sm-share=PCT|none]\n"
+            "        [kernel-time=PCT|none] set, change (any limit alone) or lift the quota\n"
+            "                               of the tenants called NAME, now and later\n"
             "  tenant NAME class latency|best-effort [slo MS]\n"
             "                               the class (and latency SLO) of tenants NAME\n"
             "  tenant NAME phase decode|prefill|auto\n"
@@ -58,7 +58,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 struct request {
     const char *cmd, *name, *klass, *phase;
     unsigned long slo_ms;
-    int has_memory, has_share;
+    unsigned limits; /* DS_QUOTA_* bits: the quota's limits given */
     struct ds_shm_quota quota;
 };
 
@@ -74,8 +74,9 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
-    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->phase + !!q->slo_ms + q->has_memory +
-                             q->has_share);
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->phase + !!q->slo_ms +
+                             !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
+                             !!(q->limits & DS_QUOTA_KERNEL_TIME));
     pack_str(pk, "cmd");
     pack_str(pk, q->cmd);
     if (q->name) {
@@ -94,10 +95,12 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
         pack_str(pk, "slo_ms");
         msgpack_pack_unsigned_long(pk, q->slo_ms);
     }
-    if (q->has_memory)
+    if (q->limits & DS_QUOTA_MEMORY)
         pack_limit(pk, "memory", q->quota.memory);
-    if (q->has_share)
+    if (q->limits & DS_QUOTA_SM_SHARE)
         pack_limit(pk, "sm_share", q->quota.sm_share);
+    if (q->limits & DS_QUOTA_KERNEL_TIME)
+        pack_limit(pk, "kernel_time", q->quota.kernel_time);
 }
 
 /* Send one request, wait for one reply object.  Returns 0 or -1 after saying why. */
@@ -325,6 +328,7 @@ static void print_quotas(const msgpack_object *reply)
         field("\n  ", &qs->via.array.ptr[i], "name");
         print_limit(": memory ", get(&qs->via.array.ptr[i], "memory"), 1);
         print_limit(", sm-share ", get(&qs->via.array.ptr[i], "sm_share"), 0);
+        print_limit(", kernel-time ", get(&qs->via.array.ptr[i], "kernel_time"), 0);
     }
     if (get(reply, "tenants") != NULL)
         field("\ntenants under it now: ", reply, "tenants");
@@ -387,6 +391,7 @@ static int parse_tenant(int argc, char **argv, int *i, struct request *q)
 static int parse_quota(int argc, char **argv, int *i, struct request *q)
 {
     const char *why;
+    unsigned which;
 
     if (*i == argc)
         return 0;
@@ -397,14 +402,13 @@ static int parse_quota(int argc, char **argv, int *i, struct request *q)
         return -1;
     }
     for (; *i < argc; (*i)++) {
-        if ((why = ds_quota_setting(argv[*i], &q->quota)) != NULL) {
+        if ((why = ds_quota_setting(argv[*i], &q->quota, &which)) != NULL) {
             fprintf(stderr, "detshare-ctl: %s: %s\n", argv[*i], why);
             return -1;
         }
-        q->has_memory |= strncmp(argv[*i], "memory=", 7) == 0;
-        q->has_share |= strncmp(argv[*i], "sm-share=", 9) == 0;
+        q->limits |= which;
     }
-    return q->has_memory || q->has_share ? 0 : -1;
+    return q->limits != 0 ? 0 : -1;
 }
 
 int main(int argc, char **argv)

@@ -222,6 +222,13 @@ static unsigned long long gated(const struct ds_exposition_state *st,
     return atomic_load(&s->gate) != 0;
 }
 
+static unsigned long long throttled(const struct ds_exposition_state *st,
+                                    const struct ds_shm_slot *s)
+{
+    (void)st;
+    return atomic_load(&s->throttled) != 0;
+}
+
 /* Bound to no group in particular is the whole device. */
 static unsigned long long sms(const struct ds_exposition_state *st, const struct ds_shm_slot *s)
 {
@@ -232,15 +239,24 @@ static unsigned long long sms(const struct ds_exposition_state *st, const struct
     return (unsigned long long)__builtin_popcountll(groups) * st->cfg->sm.size;
 }
 
-/* Seconds with nine decimals: the counter is kept in nanoseconds. */
-static void put_gated_seconds(struct text *t, const struct ds_exposition_state *st)
+static uint64_t gated_ns(const struct ds_shm_slot *s)
 {
-    const char *name = "detshare_tenant_gated_seconds_total";
+    return atomic_load(&s->gated_ns);
+}
 
-    head(t, name, "counter", "Time the tenant's kernels were held at its closed gate.");
+static uint64_t kernel_ns(const struct ds_shm_slot *s)
+{
+    return atomic_load(&s->kernel_ns);
+}
+
+/* A counter kept in nanoseconds, as seconds with nine decimals. */
+static void put_seconds(struct text *t, const struct ds_exposition_state *st, const char *name,
+                        const char *help, uint64_t (*ns_of)(const struct ds_shm_slot *))
+{
+    head(t, name, "counter", help);
     for (int i = 0; i < st->ntenants; i++) {
         const struct ds_shm_slot *s = &st->shm->slots[st->tenants[i].id];
-        uint64_t ns = atomic_load(&s->gated_ns);
+        uint64_t ns = ns_of(s);
 
         if (!named(s))
             continue;
@@ -262,8 +278,16 @@ static void put_tenants(struct text *t, const struct ds_exposition_state *st)
     per_tenant(t, st, "detshare_tenant_sms", "gauge",
                "SMs the tenant's kernels run on now.", sms);
     per_tenant(t, st, "detshare_tenant_gated", "gauge",
-               "1 while the policy holds the tenant's gate closed.", gated);
-    put_gated_seconds(t, st);
+               "1 while the policy or a kernel-time quota holds the tenant's gate closed.",
+               gated);
+    per_tenant(t, st, "detshare_tenant_throttled", "gauge",
+               "1 while the tenant's kernel-time quota holds its gate closed.", throttled);
+    put_seconds(t, st, "detshare_tenant_gated_seconds_total",
+                "Time the tenant's kernels were held at its closed gate.",
+                gated_ns);
+    put_seconds(t, st, "detshare_tenant_kernel_seconds_total",
+                "Time the tenant had work on the device, sampled every 5 ms.",
+                kernel_ns);
     per_procedure(t, st, "detshare_tenant_calls_total",
                   "Driver calls the tenant made, by procedure.", 0);
     per_procedure(t, st, "detshare_tenant_errors_total",

@@ -10,22 +10,26 @@
  * is known only from its tenant's hello, which the executor sees, not this process. */
 #define DS_WATCH_MS 20
 
-/* The share of the SM groups tenant `slot`'s quota allows, in percent (0: no limit).
- * Until its hello names it, nothing limits it. */
-static unsigned sm_share_of(const struct control *c, int slot)
+/* The quota rule of tenant `slot`, or NULL.  Until its hello names it, none applies. */
+static const struct ds_shm_quota *rule_of(const struct control *c, int slot)
 {
     const struct ds_shm_slot *s = &c->shm->slots[slot];
-    const struct ds_shm_quota *q;
 
-    if (s->tenant[0] == '\0')
-        return 0;
-    q = ds_quota_match(c->rules, c->nrules, s->tenant);
+    return s->tenant[0] != '\0' ? ds_quota_match(c->rules, c->nrules, s->tenant) : NULL;
+}
+
+/* The share of the SM groups tenant `slot`'s quota allows, in percent (0: no limit). */
+static unsigned sm_share_of(const struct control *c, int slot)
+{
+    const struct ds_shm_quota *q = rule_of(c, slot);
+
     return q != NULL ? q->sm_share : 0;
 }
 
 /* Hand the policy's decisions to the executors (shm.h), saying what changed.  Every
  * binding is cut to the tenant's SM share here, whatever the policy, which keeps its own
- * decision (so a share raised later gives back what the policy chose). */
+ * decision (so a share raised later gives back what the policy chose); a tenant its
+ * kernel-time quota holds stays gated whatever the policy says. */
 static void apply(struct control *c)
 {
     char what[200];
@@ -34,10 +38,13 @@ static void apply(struct control *c)
     for (int i = 0; i < c->ntenants; i++) {
         struct ds_sched_tenant *t = &c->tenants[i];
 
-        if ((unsigned)t->gated != atomic_load(&c->shm->slots[t->id].gate)) {
-            ds_shm_gate(c->shm, t->id, t->gated);
-            ds_debug("policy %s: tenant #%d %s", c->policy->name, t->id,
-                     t->gated ? "held" : "released");
+        int gated = t->gated || c->track[t->id].bucket.held;
+
+        if ((unsigned)gated != atomic_load(&c->shm->slots[t->id].gate)) {
+            ds_shm_gate(c->shm, t->id, gated);
+            ds_debug("policy %s: tenant #%d %s%s", c->policy->name, t->id,
+                     gated ? "held" : "released",
+                     gated && !t->gated ? " (its kernel-time quota)" : "");
         }
         want = ds_quota_cap_groups(t->groups, c->cfg->sm.count, sm_share_of(c, t->id));
         if (want == atomic_load(&c->shm->slots[t->id].groups))
@@ -54,6 +61,17 @@ static void on_watch(uv_timer_t *h)
     apply(h->data);
 }
 
+/* Executors gate on the GPU too (shm.h) while the policy closes gates or any quota
+ * limits kernel time (throttle.h says why). */
+static void set_gating(struct control *c)
+{
+    int throttles = 0;
+
+    for (unsigned i = 0; i < c->nrules; i++)
+        throttles |= c->rules[i].kernel_time != 0;
+    atomic_store(&c->shm->gating, c->policy->gates || throttles ? 1u : 0u);
+}
+
 /* Make rules v[0..n) the quotas in force: executors see them at their next allocation,
  * bindings at once (and, while any rule limits SM shares, as tenants name themselves). */
 void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsigned n)
@@ -63,6 +81,7 @@ void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsign
     memmove(c->rules, v, (size_t)n * sizeof(*v));
     c->nrules = n;
     ds_quota_publish(c->shm, c->rules, n);
+    set_gating(c);
     for (unsigned i = 0; i < n; i++)
         shares |= v[i].sm_share != 0;
     if (!shares)
@@ -72,15 +91,42 @@ void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsign
     apply(c);
 }
 
-/* Read every tenant's launches and progress stamps into its predictor. */
+/* Tenant `id`'s kernel-time bucket, after the sample that took dt_ns.  Returns 1 when
+ * whether it is held changed. */
+static int throttle(struct control *c, int id, uint64_t dt)
+{
+    struct ds_shm_slot *s = &c->shm->slots[id];
+    const struct ds_shm_quota *q = rule_of(c, id);
+    unsigned pct = q != NULL && atomic_load(&s->klass) != DS_CLASS_LATENCY ? q->kernel_time : 0;
+    int was = c->track[id].bucket.held;
+    int held = ds_throttle_step(&c->track[id].bucket, pct, c->track[id].p.kernel_ns, dt,
+                                (int)atomic_load(&s->gate));
+
+    atomic_store(&s->kernel_ns, c->track[id].p.kernel_ns);
+    atomic_store(&s->throttled, (unsigned)held);
+    if (held != was)
+        ds_debug("tenant #%d %s its kernel-time quota (%u%%)", id,
+                 held ? "is held to" : "is back within", pct);
+    return held != was;
+}
+
+/* Read every tenant's launches and progress stamps into its predictor, and charge its
+ * kernel time; a tenant its quota now holds or releases is gated or released at once. */
 static void sample(struct control *c, uint64_t now)
 {
+    uint64_t dt = c->sampled_ns != 0 && now > c->sampled_ns ? now - c->sampled_ns : 0;
+    int changed = 0;
+
+    c->sampled_ns = now;
     for (int i = 0; i < c->ntenants; i++) {
         int id = c->tenants[i].id;
         uint64_t n = atomic_load_explicit(&c->shm->slots[id].launches, memory_order_acquire);
 
         ds_predict_sample(&c->track[id].p, now, n, ds_shm_stamps_done(c->shm, id, n, now));
+        changed |= throttle(c, id, dt);
     }
+    if (changed)
+        apply(c);
 }
 
 /* The policy's view, with what executors and stamps reported since the last one. */
@@ -173,7 +219,7 @@ static void on_tick(uv_timer_t *h)
 /* The sampling clock, the policy's first tick, and whether executors gate on the GPU. */
 void ds__place_start(struct control *c)
 {
-    atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
+    set_gating(c);
     c->next_tick_ns = ds_now_ns() + (uint64_t)c->policy->tick_ms * 1000000u;
     if (!uv_is_active((uv_handle_t *)&c->tick))
         uv_timer_start(&c->tick, on_tick, DS_SCHED_SAMPLE_MS, DS_SCHED_SAMPLE_MS);
@@ -270,8 +316,8 @@ static int governed(const struct control *c, const struct ds_shm_quota *r)
     return n;
 }
 
-static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, int set_memory,
-                                   int set_share, int *tenants)
+static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsigned limits,
+                                   int *tenants)
 {
     struct control *c = ctx;
     struct ds_shm_quota v[DS_SHM_QUOTAS], *r = NULL;
@@ -288,13 +334,15 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, int 
         *r = (struct ds_shm_quota){ 0 };
         memcpy(r->name, q->name, sizeof(r->name));
     }
-    if (set_memory)
+    if (limits & DS_QUOTA_MEMORY)
         r->memory = q->memory;
-    if (set_share)
+    if (limits & DS_QUOTA_SM_SHARE)
         r->sm_share = q->sm_share;
-    ds_info("quota %s: memory %llu bytes, sm-share %u%% (0: no limit)", r->name,
-            (unsigned long long)r->memory, r->sm_share);
-    if (r->memory == 0 && r->sm_share == 0)
+    if (limits & DS_QUOTA_KERNEL_TIME)
+        r->kernel_time = q->kernel_time;
+    ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit)",
+            r->name, (unsigned long long)r->memory, r->sm_share, r->kernel_time);
+    if (r->memory == 0 && r->sm_share == 0 && r->kernel_time == 0)
         *r = v[--n];
     ds__place_set_rules(c, v, n);
     *tenants = 0;

@@ -120,6 +120,8 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
     pack_limit(pk, q ? q->memory : 0);
     key(pk, "sm_share");
     pack_limit(pk, q ? q->sm_share : 0);
+    key(pk, "kernel_time_quota");
+    pack_limit(pk, q ? q->kernel_time : 0);
 }
 
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
@@ -129,7 +131,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 23);
+    msgpack_pack_map(pk, 26);
     key(pk, "id");
     msgpack_pack_int(pk, t->id);
     key(pk, "name");
@@ -161,6 +163,13 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     key(pk, "gated_ms");
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
+    key(pk, "kernel_ms");
+    msgpack_pack_uint64(pk, atomic_load(&s->kernel_ns) / 1000000u);
+    key(pk, "throttled");
+    if (atomic_load(&s->throttled))
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
     pack_running(pk, t);
     pack_decision(pk, cfg, s, t);
     /* Last: the one nested map. */
@@ -190,12 +199,14 @@ void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, uns
 {
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_map(pk, 3);
+        msgpack_pack_map(pk, 4);
         key(pk, "name");
         key(pk, v[i].name);
         key(pk, "memory");
         pack_limit(pk, v[i].memory);
         key(pk, "sm_share");
         pack_limit(pk, v[i].sm_share);
+        key(pk, "kernel_time");
+        pack_limit(pk, v[i].kernel_time);
     }
 }

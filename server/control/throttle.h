@@ -1,0 +1,38 @@
+/*
+ * Kernel-time quotas (quota.h, kernel-time=PCT): a token bucket per best-effort tenant,
+ * kept by the control process at every sample of running work.  The bucket fills at PCT
+ * percent of wall time, up to PCT percent of DS_THROTTLE_BURST_NS, and the tenant's time
+ * with work on the device (the predictor's kernel_ns) drains it.  When it runs dry the
+ * tenant's gate closes until it holds PCT percent of DS_THROTTLE_RESUME_NS again: a
+ * tenant that keeps the device busy runs in bursts, and at PCT percent of the time on
+ * average.
+ *
+ * The time a tenant is held is not charged: its kernels the gate keeps waiting look in
+ * flight but do not run.  So while any such quota exists, executors gate on the GPU as
+ * well (shm.h, gating), which stops even work submitted long before at its next kernel;
+ * what runs on after a close, one kernel per stream at most, goes uncharged.
+ *
+ * Latency-critical tenants are never throttled: the limit is for best-effort work.
+ */
+#ifndef DS_THROTTLE_H
+#define DS_THROTTLE_H
+
+#include <stdint.h>
+
+#define DS_THROTTLE_BURST_NS (500 * 1000000ll)
+#define DS_THROTTLE_RESUME_NS (50 * 1000000ll)
+
+struct ds_throttle {
+    int started;       /* the bucket was filled once */
+    int held;          /* its gate is to be closed */
+    int64_t tokens_ns; /* kernel time the tenant may still use now */
+    uint64_t seen_ns;  /* the tenant's kernel_ns at the last step */
+};
+
+/* One step of dt_ns, after which the tenant's kernel time so far is kernel_ns; was_held
+ * says whether its gate was closed during the step.  pct 0 (or 100 and above) lifts the
+ * limit.  Returns whether the tenant is to be held now. */
+int ds_throttle_step(struct ds_throttle *t, unsigned pct, uint64_t kernel_ns, uint64_t dt_ns,
+                     int was_held);
+
+#endif
