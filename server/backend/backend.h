@@ -12,6 +12,7 @@
 #define DS_BACKEND_H
 
 #include <cuda.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -171,6 +172,8 @@ struct ds_backend_config {
     struct ds_shm *shm;   /* sim: device memory accounting shared by all tenants */
     int slot;             /* this tenant's slot in shm */
     unsigned spin_us;     /* cuda: a synchronisation polls this long before blocking */
+    const volatile sig_atomic_t *stop; /* set when the executor is to stop: waits that can
+                                        * take seconds give up; NULL: never */
 };
 
 struct ds_backend_ops {

@@ -140,7 +140,8 @@ static CUresult green_create(struct ds_backend *b, CUdevResourceDesc desc)
 
     for (int waited = 0;; waited += 50) {
         r = b->cu.cuGreenCtxCreate(&b->green, desc, b->dev, CU_GREEN_CTX_DEFAULT_STREAM);
-        if (r != CUDA_ERROR_MPS_SERVER_NOT_READY || waited >= MPS_RECOVERY_WAIT_MS)
+        if (r != CUDA_ERROR_MPS_SERVER_NOT_READY || waited >= MPS_RECOVERY_WAIT_MS ||
+            (b->stop != NULL && *b->stop))
             return r;
         if (waited == 0)
             ds_info("MPS is recovering from a fault on this GPU: waiting up to %d s for it",
@@ -228,6 +229,7 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuDeviceGet(&b->dev, cfg->gpu));
     b->spin_us = cfg->spin_us;
+    b->stop = cfg->stop;
     if (rc == 0)
         rc = whole_device_pctx(b);
     if (rc == 0)

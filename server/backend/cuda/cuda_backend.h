@@ -232,6 +232,7 @@ struct ds_backend {
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
     int identity_known;
     unsigned spin_us;          /* a synchronisation polls this long before blocking */
+    const volatile sig_atomic_t *stop; /* the config's: the executor is to stop */
     struct ds_bfence *spare_fences; /* done with, kept for reuse (cuda_fence.c) */
 };
 
