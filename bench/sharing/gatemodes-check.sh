@@ -3,7 +3,7 @@
 # each (default 3) with the order rotated, natively and as the client of a private MPS
 # daemon (as detshare's executors are).  Writes $OUT/gatemodes/results.jsonl, one object
 # per run with "mps" added.  Every run has a time limit.
-set -u
+set -u -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 out=${OUT:-/tmp/ds-out}/gatemodes

@@ -9,7 +9,8 @@
 // Part 2: the same launches while a host thread closes and opens the gate every
 // PERIOD_US; each kernel records its start (gputime.cuh puts it on the host clock).
 // For each close: how long after it kernels still started (hold); for each open: how
-// long until the next kernel started (resume).  Prints one JSON object.
+// long until the next kernel started (resume).  Prints one JSON object; relay then says
+// whether memory can be freed while the resident kernel runs.
 // usage: gatemodes none|host|relay [KERNELS [PERIOD_US]]
 #include "../../rck/relay.cuh"
 #include "gputime.cuh"
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 __global__ void stamp(unsigned long long *starts, int i)
@@ -109,6 +111,25 @@ static void latencies(const std::vector<event> &ev, const std::vector<long long>
            pct(resume, 1.0));
 }
 
+// Whether cuMemFree returns while the resident kernel runs, or waits for it (the driver
+// may synchronise the context to free): the executor frees tenants' memory at any time.
+// Prints one line; a watchdog prints the other answer and ends the process after 5 s.
+static void free_beside_resident()
+{
+    std::thread([] {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        printf("{\"free_beside_resident\": \"hung\"}\n");
+        fflush(stdout);
+        _exit(3);
+    }).detach();
+    void *p;
+    cudaError_t rc = cudaMalloc(&p, 1 << 20);
+    if (rc == cudaSuccess)
+        rc = cudaFree(p);
+    printf("{\"free_beside_resident\": \"%s\"}\n", cudaGetErrorName(rc));
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "host";
@@ -173,6 +194,9 @@ int main(int argc, char **argv)
         latencies(ev, st, std::max(5000ll, 10 * spread));
     }
     printf("}\n");
+    fflush(stdout);
+    if (!strcmp(mode, "relay"))
+        free_beside_resident();
     *(volatile unsigned *)host_word = DS_RCK_QUIT;
     return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
 }
