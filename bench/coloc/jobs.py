@@ -1,11 +1,12 @@
 """The co-location workloads of bench/coloc, one per process.
 
-    python3 jobs.py decode|resnet|gpt2 SECONDS
+    python3 jobs.py decode|resnet|gpt2|prefill SECONDS
 
 Each prints JSON lines on stdout.  Trainers print one line per 2-second window
 ({"t": wall-clock end, "steps_per_s": ...}) and, at the end, the hash of their first 20
 losses; the decoder prints every decode step's time ({"t", "tpot_ms"}) and the hash of its
-first generation's tokens.  Wall-clock times let the report keep only the windows in
+first generation's tokens; the prefill server prints one line per burst ({"t", "burst_ms",
+"prompts"}) and the hash of its first prompt's next tokens.  Wall-clock times let the report keep only the windows in
 which two jobs really ran together.  Weights and data come from fixed seeds, so the hashes
 compare runs: identical hashes alone and co-located are the determinism check.
 """
@@ -72,13 +73,45 @@ def gpt2(secs):
     train(train_step(opt, lambda: m(ids, labels=ids).loss), secs)
 
 
-def decode(secs):
+def llama():
+    """The decoder of both LLM jobs: 12 Llama layers, hidden 1024, bf16, fixed weights."""
     import transformers
 
     cfg = transformers.LlamaConfig(hidden_size=1024, intermediate_size=2816,
                                    num_hidden_layers=12, num_attention_heads=16,
                                    num_key_value_heads=16, vocab_size=32000)
-    m = transformers.LlamaForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
+    return transformers.LlamaForCausalLM(cfg).cuda().to(torch.bfloat16).eval()
+
+
+# The prefill server's bursts: every BURST_EVERY_S, BURST_PROMPTS prompts of PROMPT_TOKENS
+# tokens, BATCH at a time (one forward pass each: what a server does before decoding).
+BURST_EVERY_S = 1.0
+BURST_PROMPTS = 8
+PROMPT_TOKENS = 1024
+BATCH = 4
+
+
+def prefill(secs):
+    m = llama()
+    g = torch.Generator(device="cuda").manual_seed(1)
+    prompts = torch.randint(0, 32000, (BURST_PROMPTS, PROMPT_TOKENS), device="cuda", generator=g)
+    with torch.no_grad():
+        first = m(prompts[:BATCH]).logits[:, -1].argmax(-1)
+        emit(kind="tokens", hash=digest(first.tolist()))
+        end, nxt = time.time() + secs, time.time()
+        while time.time() < end:
+            time.sleep(max(0.0, nxt - time.time()))
+            nxt += BURST_EVERY_S
+            t0 = time.time()
+            for i in range(0, BURST_PROMPTS, BATCH):
+                m(prompts[i:i + BATCH]).logits[:, -1].argmax(-1)
+            torch.cuda.synchronize()
+            emit(kind="burst", t=time.time(), burst_ms=(time.time() - t0) * 1e3,
+                 prompts=BURST_PROMPTS)
+
+
+def decode(secs):
+    m = llama()
     ids = torch.randint(0, 32000, (1, 32), device="cuda")
 
     class Steps:
@@ -108,4 +141,5 @@ def decode(secs):
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    {"resnet": resnet, "gpt2": gpt2, "decode": decode}[sys.argv[1]](float(sys.argv[2]))
+    jobs = {"resnet": resnet, "gpt2": gpt2, "decode": decode, "prefill": prefill}
+    jobs[sys.argv[1]](float(sys.argv[2]))

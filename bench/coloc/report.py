@@ -4,7 +4,10 @@ For every scenario (alone-native, alone-detshare, MODE-JOB+JOB) and job it reads
 JSON lines, keeps what a pair measured while both of its jobs ran, and reports decode time
 per output token (p50, p99), trainer steps per second, throughput normalised to the job
 alone natively, issue 9's targets met or not, and whether each job's hash (its first
-losses, or its first tokens) equals the one it had alone natively.
+losses, or its first tokens) equals the one it had alone natively.  In the bursty LLM
+scenario (decode+prefill) the decoder's TPOT SLO is slo_x (meta.txt) times its p50 alone
+natively in the same repeat, rounded to whole ms as run.sh gave it to the servers, and
+the report counts the decode steps over it.
 
 A run may repeat the whole set (REPEATS): a figure is then the median over repeats, and a
 target's ratio the median over repeats of that ratio within a repeat (the pair against
@@ -41,17 +44,26 @@ def pct(values, q):
     return v[min(len(v) - 1, int(len(v) * q))] if v else None
 
 
-def measure(rows, window):
-    """The job's figures from rows whose time lies in window (None: all)."""
+def measure(rows, window, slo_ms=None):
+    """The job's figures from rows whose time lies in window (None: all); a decoder's
+    steps over slo_ms counted when there is one."""
     inside = [r for r in rows if "t" in r and (window is None or window[0] <= r["t"] <= window[1])]
     h = next((r["hash"] for r in rows if "hash" in r), None)
     steps = [r["tpot_ms"] for r in inside if r.get("kind") == "step"]
     if steps:
-        return {"tpot_p50_ms": pct(steps, 0.5), "tpot_p99_ms": pct(steps, 0.99),
-                "tpot_mean_ms": statistics.mean(steps), "steps": len(steps), "hash": h}
+        m = {"tpot_p50_ms": pct(steps, 0.5), "tpot_p99_ms": pct(steps, 0.99),
+             "tpot_mean_ms": statistics.mean(steps), "steps": len(steps), "hash": h}
+        if slo_ms:
+            m["slo_ms"] = slo_ms
+            m["over_slo"] = sum(t > slo_ms for t in steps) / len(steps)
+        return m
     wins = [r["steps_per_s"] for r in inside if r.get("kind") == "window"]
     if wins:
         return {"steps_per_s": statistics.mean(wins), "windows": len(wins), "hash": h}
+    bursts = [r["burst_ms"] for r in inside if r.get("kind") == "burst"]
+    if bursts:
+        return {"burst_p50_ms": pct(bursts, 0.5), "burst_mean_ms": statistics.mean(bursts),
+                "bursts": len(bursts), "hash": h}
     return {"failed": True, "hash": h}
 
 
@@ -60,7 +72,15 @@ def throughput(m):
         return m["steps_per_s"]
     if "tpot_mean_ms" in m:
         return 1e3 / m["tpot_mean_ms"]
+    if "burst_mean_ms" in m:
+        return 1e3 / m["burst_mean_ms"]
     return None
+
+
+def slo_of(paths, slo_x):
+    """The decoder's TPOT SLO of one repeat, as run.sh computes it, or None."""
+    steps = sorted(r["tpot_ms"] for r in read(paths.get("decode", "")) if r.get("kind") == "step")
+    return max(1, round(slo_x * steps[len(steps) // 2])) if steps else None
 
 
 def scenarios(raw):
@@ -75,10 +95,11 @@ def scenarios(raw):
     return found
 
 
-def build_one(raw, tag):
+def build_one(raw, tag, slo_x):
     """{repeat: {scenario: {job: figures}}} of one raw directory; tag names its repeats."""
     reps = {}
-    for (scen, rep), paths in scenarios(raw).items():
+    found = scenarios(raw)
+    for (scen, rep), paths in found.items():
         jobs = list(paths)
         rows = {j: read(p) for j, p in paths.items()}
         window = None
@@ -87,7 +108,10 @@ def build_one(raw, tag):
             if all(spans):
                 window = (max(s[0] for s in spans), min(s[1] for s in spans))
         res = reps.setdefault(f"{tag}{rep}", {})
-        res[scen] = {j: measure(rows[j], window) for j in jobs}
+        slo = None
+        if scen.endswith("-decode+prefill"):
+            slo = slo_of(found.get(("alone-native", rep), {}), slo_x)
+        res[scen] = {j: measure(rows[j], window, slo if j == "decode" else None) for j in jobs}
         if window is not None:
             res[scen]["overlap_s"] = max(0.0, window[1] - window[0])
     return reps
@@ -97,8 +121,9 @@ def build(raws):
     meta = dict(line.strip().split("=", 1)
                 for line in open(os.path.join(raws[0], "meta.txt")) if "=" in line)
     reps = {}
+    slo_x = float(meta.get("slo_x", "1.25"))
     for i, raw in enumerate(raws):
-        reps.update(build_one(raw, f"{i + 1}." if len(raws) > 1 else ""))
+        reps.update(build_one(raw, f"{i + 1}." if len(raws) > 1 else "", slo_x))
     meta["repeats"] = str(len(reps))
     return meta, reps
 
@@ -119,6 +144,7 @@ TPOT = ("TPOT p99 <= 1.10x alone", 1.10, True)
 TRAINER = ("trainer >= 0.9x native MPS", 0.9, False)
 AGG_MPS = ("aggregate >= native MPS", 1.0, False)
 AGG_TS = ("aggregate >= 1.2x time-sliced", 1.2, False)
+BURSTY = ("TPOT SLO violations <= 0.75x slo-aware's", 0.75, True)
 
 
 def ratios(res):
@@ -138,6 +164,11 @@ def ratios(res):
                 out.append((scen, job, TPOT, m["tpot_p99_ms"] / alone[job]["tpot_p99_ms"]))
             elif "steps_per_s" in m and "steps_per_s" in mps.get(job, {}) and "decode" in names:
                 out.append((scen, job, TRAINER, m["steps_per_s"] / mps[job]["steps_per_s"]))
+        if pair == "decode+prefill" and scen.startswith("tpot-first-"):
+            mine = jobs.get("decode", {}).get("over_slo")
+            theirs = res.get(f"slo-aware-{pair}", {}).get("decode", {}).get("over_slo")
+            if mine is not None and theirs:
+                out.append((scen, "decode", BURSTY, mine / theirs))
         if "decode" in names:
             continue
         a = normalised(jobs, alone, names)
@@ -187,7 +218,8 @@ def summary(reps):
     for jobs in out.values():
         for s in jobs.values():
             ok = [m for m in s["runs"] if not m.get("failed")]
-            for key in ("tpot_p50_ms", "tpot_p99_ms", "steps_per_s"):
+            for key in ("tpot_p50_ms", "tpot_p99_ms", "steps_per_s", "over_slo", "slo_ms",
+                        "burst_p50_ms"):
                 vals = [m[key] for m in ok if key in m]
                 if vals:
                     s[key] = statistics.median(vals)
@@ -220,16 +252,19 @@ def write_md(path, meta, summ, ver):
                 "what both jobs measured together. A figure is the median over repeats; a "
                 "target's ratio the median over repeats of the ratio within a repeat, the "
                 "repeats' ratios in brackets.\n\n")
-        f.write("| scenario | job | repeats | TPOT p50 / p99 ms | steps/s | vs alone native | overlap s | same hash as alone native |\n")
-        f.write("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+        f.write("| scenario | job | repeats | TPOT p50 / p99 ms | over SLO | steps/s | burst p50 ms | vs alone native | overlap s | same hash as alone native |\n")
+        f.write("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
         for scen, jobs in summ.items():
             for job, s in jobs.items():
                 if s["failed"] == s["repeats"]:
-                    f.write(f"| {scen} | {job} | {s['repeats']} | failed | | | | |\n")
+                    f.write(f"| {scen} | {job} | {s['repeats']} | failed | | | | | | |\n")
                     continue
                 failed = f" ({s['failed']} failed)" if s["failed"] else ""
+                over = s.get("over_slo")
+                over = "-" if over is None else f"{100 * over:.1f}% of {s['slo_ms']:.0f} ms"
                 f.write(f"| {scen} | {job} | {s['repeats']}{failed} | {fmt(s.get('tpot_p50_ms'), 2)} / "
-                        f"{fmt(s.get('tpot_p99_ms'), 2)} | {fmt(s.get('steps_per_s'), 2)} | "
+                        f"{fmt(s.get('tpot_p99_ms'), 2)} | {over} | {fmt(s.get('steps_per_s'), 2)} | "
+                        f"{fmt(s.get('burst_p50_ms'))} | "
                         f"{fmt(s.get('vs_alone'), 2)} | {fmt(s.get('overlap_s'))} | {same_text(s)} |\n")
         f.write("\n## Targets (issue 9)\n\n| scenario | job | target | ratio | met |\n| --- | --- | --- | ---: | --- |\n")
         for scen, job, what, r, rs, ok in ver:

@@ -8,13 +8,16 @@
 #
 # Environment: BUILD (default build), OUT, PYTHON (default python3), SECS (seconds each job
 # measures after its warm-up, default 30), PAIRS (default "decode+resnet decode+gpt2
-# resnet+gpt2"), MODES (default "native-timesliced native-mps shared static temporal
+# resnet+gpt2 decode+prefill"), MODES (default "native-timesliced native-mps shared static temporal
 # slo-aware tpot-first"; a detshare mode is a --policy), REPEATS (default 1), COMMIT (what
 # the report names, where the tree has no git history).  Both jobs of a pair start
 # together; the report keeps what they measured while both ran.  With REPEATS=N
 # the whole set (alone, then every mode) runs N times over, since the baselines themselves
 # move between runs (native MPS by 21% between runs 59 and 61 on the H100): the report
-# compares figures of the same repeat and takes medians over repeats.  Needs a GPU, PyTorch, torchvision and
+# compares figures of the same repeat and takes medians over repeats.  decode+prefill is
+# issue 9's bursty LLM scenario: the decoder has a TPOT SLO of SLO_X (default 1.25) times
+# its p50 alone natively in the same repeat, given to detshare's servers (detshare-ctl
+# tenant decode class latency slo MS) and counted against by the report.  Needs a GPU, PyTorch, torchvision and
 # transformers; a job that fails is recorded and the run goes on.
 set -uo pipefail
 export LC_ALL=C PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -27,7 +30,8 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 secs=${SECS:-30}
 repeats=${REPEATS:-1}
-pairs=${PAIRS:-decode+resnet decode+gpt2 resnet+gpt2}
+pairs=${PAIRS:-decode+resnet decode+gpt2 resnet+gpt2 decode+prefill}
+slo_x=${SLO_X:-1.25}
 modes=${MODES:-native-timesliced native-mps shared static temporal slo-aware tpot-first}
 jobs=$repo/bench/coloc/jobs.py
 if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
@@ -51,6 +55,7 @@ trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
     echo "torch=$("$python" -c 'import torch; print(torch.__version__)' 2> /dev/null)"
     echo "secs=$secs"
     echo "repeats=$repeats"
+    echo "slo_x=$slo_x"
 } > "$raw/meta.txt"
 
 # A detshare server with policy $1 on a fresh socket (and its own MPS daemon).
@@ -78,6 +83,27 @@ launch() {
     fi
 }
 
+# The decoder's TPOT SLO in this repeat, in whole ms: SLO_X times its p50 alone natively.
+slo_ms() {
+    "$python" - "$raw/alone-native@r$rep-decode.jsonl" "$slo_x" << 'EOF'
+import json, sys
+steps = sorted(json.loads(l)["tpot_ms"] for l in open(sys.argv[1]) if '"step"' in l)
+print(max(1, round(float(sys.argv[2]) * steps[len(steps) // 2])) if steps else 0)
+EOF
+}
+
+# Give the decoder of a detshare server its SLO once it has connected (within a minute).
+give_slo() {
+    local ms
+    ms=$(slo_ms 2> /dev/null)
+    [ "${ms:-0}" -gt 0 ] || return
+    echo "$ms" > "$raw/slo@r$rep.txt"
+    for _ in $(seq 300); do
+        "$build/server/detshare-ctl" tenant decode class latency slo "$ms" > /dev/null 2>&1 && return
+        sleep 0.2
+    done
+}
+
 # Every job alone, then each pair: natively, and through one server per policy.
 run_mode() {
     local mode=$1 how=ds pids
@@ -93,6 +119,7 @@ run_mode() {
     for pair in $pairs; do
         pids=
         for job in ${pair/+/ }; do launch "$mode-$pair" "$job" "$how"; pids="$pids $!"; done
+        [ "$pair" = decode+prefill ] && [ "$how" = ds ] && give_slo
         for p in $pids; do wait "$p"; echo "$mode-$pair@r$rep $p exit $?" >> "$raw/exits.txt"; done
     done
     case $mode in
