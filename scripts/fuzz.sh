@@ -3,7 +3,8 @@
 # (default 60) from the committed seed corpus, one at a time.  Fails when a target finds
 # a crash, leak, hang (an input running over 10 s) or sanitizer report; the input that
 # did it is left in build-fuzz/artifacts/.  New inputs go to build-fuzz/corpus/, not to
-# the committed corpus.
+# the committed corpus.  FUZZ_SEED fixes libFuzzer's seed (CI's is fixed, so that a
+# commit's run mostly repeats itself; unset, each run explores afresh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -27,6 +28,7 @@ for t in exec reply; do
     mkdir -p "build-fuzz/corpus/$t"
     echo "fuzz_$t: ${seconds}s"
     build-fuzz/fuzz/fuzz_$t -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+        ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
         -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/ \
         "build-fuzz/corpus/$t" "fuzz/corpus/$t" 2>"build-fuzz/fuzz_$t.log" || {
         tail -n 60 "build-fuzz/fuzz_$t.log" >&2
