@@ -129,8 +129,8 @@ struct ds_shm_quota {
     char name[DS_NAME_MAX + 1]; /* a tenant name, or a prefix followed by '*' */
     uint64_t memory;            /* bytes; 0: no limit */
     uint32_t sm_share;          /* percent of the SM groups, 1..100; 0: no limit */
-    uint32_t kernel_time;       /* percent of the time a best-effort tenant may have work
-                                 * on the device, 1..100; 0: no limit (throttle.h) */
+    uint32_t kernel_time;       /* percent of the time the tenant may have work on the
+                                 * device, 1..100; 0: no limit (throttle.h) */
 };
 
 struct ds_shm {

@@ -97,7 +97,9 @@ static int throttle(struct control *c, int id, uint64_t dt)
 {
     struct ds_shm_slot *s = &c->shm->slots[id];
     const struct ds_shm_quota *q = rule_of(c, id);
-    unsigned pct = q != NULL && atomic_load(&s->klass) != DS_CLASS_LATENCY ? q->kernel_time : 0;
+    /* Whatever class the tenant claims: its hello says which, so an exemption for
+     * latency-critical work would be one any tenant could give itself. */
+    unsigned pct = q != NULL ? q->kernel_time : 0;
     int was = c->track[id].bucket.held;
     int held = ds_throttle_step(&c->track[id].bucket, pct, c->track[id].p.kernel_ns, dt,
                                 (int)atomic_load(&s->gate));

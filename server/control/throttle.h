@@ -1,5 +1,5 @@
 /*
- * Kernel-time quotas (quota.h, kernel-time=PCT): a token bucket per best-effort tenant,
+ * Kernel-time quotas (quota.h, kernel-time=PCT): a token bucket per tenant,
  * kept by the control process at every sample of running work.  The bucket fills at PCT
  * percent of wall time, up to PCT percent of DS_THROTTLE_BURST_NS, and the tenant's time
  * with work on the device (the predictor's kernel_ns) drains it.  When it runs dry the
@@ -12,7 +12,8 @@
  * well (shm.h, gating), which stops even work submitted long before at its next kernel;
  * what runs on after a close, one kernel per stream at most, goes uncharged.
  *
- * Latency-critical tenants are never throttled: the limit is for best-effort work.
+ * The limit is meant for best-effort work, but it holds whatever class a tenant claims:
+ * the class comes from the tenant's own hello, so an exemption would be its to take.
  */
 #ifndef DS_THROTTLE_H
 #define DS_THROTTLE_H
