@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512MiB (default 80G)\n"
             "  --config PATH           quotas by tenant name, one per line:\n"
             "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
-            "                                  kernel-time=PCT\n"
+            "                                  kernel-time=PCT class=CLASS\n"
             "                          read at start and again on SIGHUP, which also reads\n"
             "                          --token-file again (docs/admin.md)\n"
             "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"

@@ -1,5 +1,6 @@
 #include "quota.h"
 
+#include "detshare.h"
 #include "ds_error.h"
 
 #include <sched.h>
@@ -76,6 +77,19 @@ static int set_percent(const char *v, uint32_t *out)
     return 0;
 }
 
+static const char *set_class(const char *v, struct ds_shm_quota *q)
+{
+    if (strcmp(v, "claimed") == 0 || strcmp(v, "none") == 0)
+        q->klass = DS_QUOTA_CLAIMED;
+    else if (strcmp(v, "latency") == 0)
+        q->klass = DS_QUOTA_LATENCY;
+    else if (strcmp(v, "best-effort") == 0)
+        q->klass = DS_QUOTA_BEST_EFFORT;
+    else
+        return "class= takes latency, best-effort, or claimed (the tenant's own word)";
+    return NULL;
+}
+
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which)
 {
     if (strncmp(kv, "memory=", 7) == 0) {
@@ -94,7 +108,24 @@ const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *w
                    ? NULL
                    : "kernel-time= takes a percentage of the time, 1 to 100, or none";
     }
-    return "expected memory=SIZE, sm-share=PCT or kernel-time=PCT";
+    if (strncmp(kv, "class=", 6) == 0) {
+        *which = DS_QUOTA_CLASS;
+        return set_class(kv + 6, q);
+    }
+    return "expected memory=SIZE, sm-share=PCT, kernel-time=PCT or class=CLASS";
+}
+
+int ds_quota_empty(const struct ds_shm_quota *q)
+{
+    return q->memory == 0 && q->sm_share == 0 && q->kernel_time == 0 &&
+           q->klass == DS_QUOTA_CLAIMED;
+}
+
+int ds_quota_class_of(const struct ds_shm_quota *q, int claimed)
+{
+    if (q == NULL || q->klass == DS_QUOTA_CLAIMED)
+        return claimed;
+    return q->klass == DS_QUOTA_LATENCY ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT;
 }
 
 /* How well rule `pattern` fits `name`: 0 not at all, else higher for a closer fit. */

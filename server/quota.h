@@ -30,10 +30,22 @@ enum {
     DS_QUOTA_MEMORY = 1,
     DS_QUOTA_SM_SHARE = 2,
     DS_QUOTA_KERNEL_TIME = 4,
+    DS_QUOTA_CLASS = 8,
 };
 
+/* A rule's class=: the tenant's own word (its hello's DETSHARE_CLASS), or one the
+ * operator sets, since a class a tenant may claim is priority any tenant may take. */
+enum ds_quota_class { DS_QUOTA_CLAIMED = 0, DS_QUOTA_LATENCY = 1, DS_QUOTA_BEST_EFFORT = 2 };
+
+/* 1 when rule q sets nothing (a rule left so goes). */
+int ds_quota_empty(const struct ds_shm_quota *q);
+
+/* The class (DS_CLASS_*) a tenant whose hello claims `claimed` gets under rule q (NULL:
+ * none). */
+int ds_quota_class_of(const struct ds_shm_quota *q, int claimed);
+
 /* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none,
- * kernel-time=PCT|none (PCT 1..100).  Returns NULL and sets *which to the limit's bit,
+ * kernel-time=PCT|none (PCT 1..100), class=latency|best-effort|claimed.  Returns NULL and sets *which to the limit's bit,
  * or returns why the setting is refused (static text). */
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which);
 

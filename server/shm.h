@@ -131,6 +131,9 @@ struct ds_shm_quota {
     uint32_t sm_share;          /* percent of the SM groups, 1..100; 0: no limit */
     uint32_t kernel_time;       /* percent of the time the tenant may have work on the
                                  * device, 1..100; 0: no limit (throttle.h) */
+    uint32_t klass;             /* enum ds_quota_class: the class the tenant gets,
+                                 * whatever its hello claims */
+    uint32_t reserved;
 };
 
 struct ds_shm {

@@ -455,3 +455,43 @@ Test(quota, a_quota_larger_than_the_device_shows_the_device)
     start_with("quota big memory=1GiB\n", 0, "--sim-memory 64MiB");
     tenant_sees("big", 64 * MiB);
 }
+
+static int connect_and_stay_as(void *name)
+{
+    setenv("DETSHARE_TENANT", name, 1);
+    return ds_test_connect() == CUDA_SUCCESS ? 0 : 1;
+}
+
+/* The class is the tenant's own word unless a rule sets it: a tenant of a class=best-effort
+ * rule that claims latency is best-effort, at its hello and, when the rule comes later,
+ * from then on; class=claimed gives the claim back to tenants that connect later. */
+Test(quota, a_rule_sets_the_class_whatever_the_tenant_claims)
+{
+    struct ds_test_peer peer;
+    char out[16384], obj[2048];
+
+    start_with("quota pushy class=best-effort\n", 0, NULL);
+    setenv("DETSHARE_CLASS", "latency", 1);
+    ds_test_peer_fork(&peer, connect_and_stay_as, "later");
+    connect_as("pushy");
+    cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
+    ds_test_tenant_json(out, "pushy", obj, sizeof(obj));
+    cr_expect(strstr(obj, "\"class\":\"best-effort\""), "%s", obj);
+    cr_expect(ds_test_log_has(&srv, "(its quota rule's class, not the one it claimed)"));
+
+    ds_test_peer_join(&peer);
+    cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
+    ds_test_tenant_json(out, "later", obj, sizeof(obj));
+    cr_expect(strstr(obj, "\"class\":\"latency\""), "no rule yet: %s", obj);
+    cr_assert_eq(ctl("quota later class=best-effort", out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, "later: memory no limit, sm-share no limit, kernel-time no limit, "
+                          "class best-effort"), "%s", out);
+    cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
+    ds_test_tenant_json(out, "later", obj, sizeof(obj));
+    cr_expect(strstr(obj, "\"class\":\"best-effort\""), "a connected tenant follows: %s", obj);
+    cr_expect_neq(ctl("quota later class=urgent", out, sizeof(out)), 0, "%s", out);
+    cr_assert_eq(ctl("quota later class=claimed", out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, "quotas: 1"), "a rule left with nothing goes: %s", out);
+    ds_test_peer_leave(&peer);
+    unsetenv("DETSHARE_CLASS");
+}

@@ -107,21 +107,27 @@ static long status_number(const char *name, const char *key)
     return strtol(p + strlen(k), NULL, 10);
 }
 
-Test(throttle, a_best_effort_tenant_keeps_to_its_kernel_time_and_runs_free_once_lifted,
+/* Shares of the time are compared with the same tenant's share free, measured first:
+ * under a loaded machine (sanitizers, parallel tests) the host side of the loop leaves
+ * the device idle more, which lowers every share alike. */
+Test(throttle, a_busy_tenant_keeps_to_its_kernel_time_and_runs_free_once_lifted,
      .timeout = 120)
 {
     struct work w;
     char out[4096];
-    double held, free;
+    double before, held, after;
 
     DS_SIM_ONLY(); /* its modelled kernels take the same time whoever else runs */
-    start_with("quota hog kernel-time=25\n");
+    start_with("");
     setenv("DETSHARE_TENANT", "hog", 1);
     setup(&w);
+    before = busy_share(&w, 1000);
+    cr_assert_eq(ds_test_ctl(&srv, "quota hog kernel-time=25", out, sizeof(out)), 0, "%s", out);
     /* 3 s at 25% is 750 ms of kernels, and the bucket starts with 125 ms: 29%. */
     held = busy_share(&w, 3000);
-    cr_expect(held > 0.18 && held < 0.40, "busy %.0f%% of the time under kernel-time=25",
-              held * 100);
+    cr_expect(held < 0.40 && held < 0.7 * before,
+              "busy %.0f%% of the time under kernel-time=25, %.0f%% free", held * 100,
+              before * 100);
     cr_expect_gt(status_number("hog", "gated_ms"), 1000, "held over a second in 3 s");
     cr_expect_gt(status_number("hog", "kernel_ms"), 500);
     cr_assert_eq(ds_test_ctl(&srv, "quota", out, sizeof(out)), 0, "%s", out);
@@ -132,8 +138,9 @@ Test(throttle, a_best_effort_tenant_keeps_to_its_kernel_time_and_runs_free_once_
                   out);
     cr_assert_eq(ds_test_ctl(&srv, "quota hog kernel-time=none", out, sizeof(out)), 0, "%s",
                  out);
-    free = busy_share(&w, 1000);
-    cr_expect(free > 0.70, "busy %.0f%% of the time once lifted", free * 100);
+    after = busy_share(&w, 1000);
+    cr_expect(after > 1.3 * held, "busy %.0f%% of the time once lifted, %.0f%% held",
+              after * 100, held * 100);
     stop();
 }
 
@@ -148,8 +155,9 @@ Test(throttle, a_tenant_that_calls_itself_latency_critical_is_held_all_the_same,
     setenv("DETSHARE_TENANT", "fast-1", 1);
     setenv("DETSHARE_CLASS", "latency", 1);
     setup(&w);
+    /* 2 s at 10% is 200 ms of kernels, and the bucket starts with 50 ms: 12.5%. */
     share = busy_share(&w, 2000);
-    cr_expect(share < 0.25, "busy %.0f%% of the time under kernel-time=10", share * 100);
+    cr_expect(share < 0.20, "busy %.0f%% of the time under kernel-time=10", share * 100);
     cr_expect_gt(status_number("fast-1", "gated_ms"), 500);
     unsetenv("DETSHARE_CLASS");
     stop();

@@ -192,6 +192,21 @@ static void pack_quotas(struct ds_admin *a, msgpack_packer *pk, int tenants)
     }
 }
 
+/* The quota request's "class": 1 and q->klass set when it names one ("latency",
+ * "best-effort", "claimed"), 0 when absent, -1 when it is anything else. */
+static int get_class(const msgpack_object *req, struct ds_shm_quota *q)
+{
+    char v[32], kv[40];
+    unsigned which;
+
+    if (lookup(req, "class") == NULL)
+        return 0;
+    if (get_str(req, "class", v, sizeof(v)) == NULL)
+        return -1;
+    snprintf(kv, sizeof(kv), "class=%s", v);
+    return ds_quota_setting(kv, q, &which) == NULL ? 1 : -1;
+}
+
 /* List the quota rules, or change one by name. */
 static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
                        const char *name)
@@ -201,6 +216,7 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
     int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
     int has_ktime = get_limit(req, "kernel_time", 100, &ktime);
+    int has_class = get_class(req, &q);
     const char *why;
 
     if (name == NULL) {
@@ -208,10 +224,11 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
         return;
     }
     if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 || has_ktime < 0 ||
-        has_memory + has_share + has_ktime == 0) {
+        has_class < 0 || has_memory + has_share + has_ktime + has_class == 0) {
         pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
                        "in '*'), and \"memory\" (bytes), \"sm_share\" or \"kernel_time\" "
-                       "(1-100), nil for no limit");
+                       "(1-100), nil for no limit, or \"class\" (latency, best-effort, "
+                       "claimed)");
         return;
     }
     snprintf(q.name, sizeof(q.name), "%s", name);
@@ -221,7 +238,8 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     why = a->hooks.set_quota(a->hooks.ctx, &q,
                              (has_memory ? DS_QUOTA_MEMORY : 0u) |
                                  (has_share ? DS_QUOTA_SM_SHARE : 0u) |
-                                 (has_ktime ? DS_QUOTA_KERNEL_TIME : 0u),
+                                 (has_ktime ? DS_QUOTA_KERNEL_TIME : 0u) |
+                                 (has_class ? DS_QUOTA_CLASS : 0u),
                              &tenants);
     if (why != NULL)
         pack_error(pk, why);

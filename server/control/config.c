@@ -46,7 +46,7 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
         settings++;
     }
     if (settings == 0) {
-        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT, kernel-time=PCT)", at->path,
+        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS)", at->path,
                  at->line, name);
         return -1;
     }
@@ -59,7 +59,7 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
         ds_error("%s:%d: more than %d quotas", at->path, at->line, DS_SHM_QUOTAS);
         return -1;
     }
-    if (q.memory != 0 || q.sm_share != 0 || q.kernel_time != 0)
+    if (!ds_quota_empty(&q))
         v[(*n)++] = q;
     return 0;
 }

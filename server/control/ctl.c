@@ -21,7 +21,8 @@ static int usage(FILE *f)
             "  policy [NAME]                the policy in force, or switch to NAME\n"
             "  quota                        the quotas in force\n"
             "  quota NAME|PREFIX* [memory=SIZE|none] [sm-share=PCT|none]\n"
-            "        [kernel-time=PCT|none] set, change (any limit alone) or lift the quota\n"
+            "        [kernel-time=PCT|none] [class=latency|best-effort|claimed]\n"
+            "                               set, change (any limit alone) or lift the quota\n"
             "                               of the tenants called NAME, now and later\n"
             "  tenant NAME class latency|best-effort [slo MS]\n"
             "                               the class (and latency SLO) of tenants NAME\n"
@@ -329,6 +330,7 @@ static void print_quotas(const msgpack_object *reply)
         print_limit(": memory ", get(&qs->via.array.ptr[i], "memory"), 1);
         print_limit(", sm-share ", get(&qs->via.array.ptr[i], "sm_share"), 0);
         print_limit(", kernel-time ", get(&qs->via.array.ptr[i], "kernel_time"), 0);
+        field(", class ", &qs->via.array.ptr[i], "class");
     }
     if (get(reply, "tenants") != NULL)
         field("\ntenants under it now: ", reply, "tenants");
@@ -407,6 +409,8 @@ static int parse_quota(int argc, char **argv, int *i, struct request *q)
             return -1;
         }
         q->limits |= which;
+        if (which == DS_QUOTA_CLASS)
+            q->klass = argv[*i] + strlen("class=");
     }
     return q->limits != 0 ? 0 : -1;
 }

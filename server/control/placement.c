@@ -61,6 +61,21 @@ static void on_watch(uv_timer_t *h)
     apply(h->data);
 }
 
+/* A connected tenant whose rule sets its class gets it now (its executor gave a later
+ * tenant its rule's class at its hello). */
+static void class_by_rule(struct control *c, int id)
+{
+    const struct ds_shm_quota *q = rule_of(c, id);
+    struct ds_shm_slot *s = &c->shm->slots[id];
+    int was = atomic_load(&s->klass), now = ds_quota_class_of(q, was);
+
+    if (now == was)
+        return;
+    atomic_store(&s->klass, now);
+    ds_info("tenant #%d (%s) is now %s, by its quota rule %s", id, s->tenant,
+            now == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", q->name);
+}
+
 /* Executors gate on the GPU too (shm.h) while the policy closes gates or any quota
  * limits kernel time (throttle.h says why). */
 static void set_gating(struct control *c)
@@ -82,6 +97,8 @@ void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsign
     c->nrules = n;
     ds_quota_publish(c->shm, c->rules, n);
     set_gating(c);
+    for (int i = 0; i < c->ntenants; i++)
+        class_by_rule(c, c->tenants[i].id);
     for (unsigned i = 0; i < n; i++)
         shares |= v[i].sm_share != 0;
     if (!shares)
@@ -342,9 +359,13 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
         r->sm_share = q->sm_share;
     if (limits & DS_QUOTA_KERNEL_TIME)
         r->kernel_time = q->kernel_time;
-    ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit)",
-            r->name, (unsigned long long)r->memory, r->sm_share, r->kernel_time);
-    if (r->memory == 0 && r->sm_share == 0 && r->kernel_time == 0)
+    if (limits & DS_QUOTA_CLASS)
+        r->klass = q->klass;
+    ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit), "
+            "class %s", r->name, (unsigned long long)r->memory, r->sm_share, r->kernel_time,
+            r->klass == DS_QUOTA_CLAIMED ? "as claimed" :
+            r->klass == DS_QUOTA_LATENCY ? "latency" : "best-effort");
+    if (ds_quota_empty(r))
         *r = v[--n];
     ds__place_set_rules(c, v, n);
     *tenants = 0;

@@ -199,9 +199,13 @@ void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, uns
 {
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_map(pk, 4);
+        msgpack_pack_map(pk, 5);
         key(pk, "name");
         key(pk, v[i].name);
+        key(pk, "class");
+        key(pk, v[i].klass == DS_QUOTA_LATENCY       ? "latency"
+                : v[i].klass == DS_QUOTA_BEST_EFFORT ? "best-effort"
+                                                     : "claimed");
         key(pk, "memory");
         pack_limit(pk, v[i].memory);
         key(pk, "sm_share");

@@ -15,8 +15,8 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_shm *shm, const char *policy,
                     const struct ds_sched_tenant *tenants, int n);
 
-/* Quota rules v[0..n) as an array of {"name", "memory", "sm_share", "kernel_time"}
- * maps, nil for no limit. */
+/* Quota rules v[0..n) as an array of {"name", "class", "memory", "sm_share",
+ * "kernel_time"} maps, nil for no limit. */
 void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n);
 
 #endif

@@ -17,7 +17,8 @@ int ds_throttle_step(struct ds_throttle *t, unsigned pct, uint64_t kernel_ns, ui
         t->held = 0;
         return 0;
     }
-    if (was_held)
+    t->held_steps = was_held ? t->held_steps + 1 : 0;
+    if (t->held_steps > 1)
         used = 0;
     t->tokens_ns += share(pct, (int64_t)dt_ns) - (int64_t)used;
     if (t->tokens_ns > share(pct, DS_THROTTLE_BURST_NS))

@@ -7,10 +7,12 @@
  * tenant that keeps the device busy runs in bursts, and at PCT percent of the time on
  * average.
  *
- * The time a tenant is held is not charged: its kernels the gate keeps waiting look in
- * flight but do not run.  So while any such quota exists, executors gate on the GPU as
- * well (shm.h, gating), which stops even work submitted long before at its next kernel;
- * what runs on after a close, one kernel per stream at most, goes uncharged.
+ * The time a tenant is held is not charged, but for the first step after its gate closed:
+ * its kernels the gate keeps waiting look in flight but do not run, while those that had
+ * started before the close run on, and that first step charges them (too much, when they
+ * end sooner: the limit errs towards holding).  So while any such quota exists, executors
+ * gate on the GPU as well (shm.h, gating), which stops even work submitted long before
+ * at its next kernel.
  *
  * The limit is meant for best-effort work, but it holds whatever class a tenant claims:
  * the class comes from the tenant's own hello, so an exemption would be its to take.
@@ -26,6 +28,7 @@
 struct ds_throttle {
     int started;       /* the bucket was filled once */
     int held;          /* its gate is to be closed */
+    int held_steps;    /* steps in a row its gate was closed, as the caller says */
     int64_t tokens_ns; /* kernel time the tenant may still use now */
     uint64_t seen_ns;  /* the tenant's kernel_ns at the last step */
 };

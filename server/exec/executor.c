@@ -8,6 +8,7 @@
 #include "ds_fdpass.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "quota.h"
 #include "ops.h"
 #include "shm.h"
 #include "exec_spawn.h"
@@ -110,11 +111,20 @@ static int name_granted(const struct ds_tenant *t, const char *tenant)
     return 0;
 }
 
+/* The class the tenant gets: the one it claims unless its quota rule sets one. */
+static int class_of(struct ds_tenant *t, int claimed)
+{
+    struct ds_shm_quota q;
+
+    ds_quota_lookup(t->shm, t->name, &q);
+    return ds_quota_class_of(&q, claimed);
+}
+
 CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
     char prefix[DS_NAME_MAX + 16];
-    int rc;
+    int rc, klass;
 
     if (t->greeted)
         return CUDA_ERROR_INVALID_VALUE;
@@ -143,11 +153,13 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     copy_name(t->name, a->tenant);
     t->view.total_mem = ds__account_join(&t->acct, t->view.total_mem);
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
-    atomic_store(&t->shm->slots[t->slot].klass, (int)a->klass);
+    klass = class_of(t, (int)a->klass);
+    atomic_store(&t->shm->slots[t->slot].klass, klass);
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
     ds_log_set_prefix(prefix);
-    ds_info("joined as %s on the %s device",
-            a->klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", t->ops->name);
+    ds_info("joined as %s on the %s device%s",
+            klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", t->ops->name,
+            klass == (int)a->klass ? "" : " (its quota rule's class, not the one it claimed)");
     t->greeted = 1;
     ok->proto_version = DS_PROTO_VERSION;
     ok->tenant_id = (unsigned)t->slot;
