@@ -467,7 +467,9 @@ Test(array, texture_and_surface_objects)
     lr.res.linear.format = CU_AD_FORMAT_FLOAT;
     lr.res.linear.numChannels = 1;
     lr.res.linear.sizeInBytes = 64 * 16 * 4;
-    CU_OK(cuTexObjectCreate(&t3, &lr, &td, NULL));
+    /* Memory resources take neither filtering nor normalised coordinates on a GPU. */
+    CUDA_TEXTURE_DESC plain_td = { .filterMode = CU_TR_FILTER_MODE_POINT };
+    CU_OK(cuTexObjectCreate(&t3, &lr, &plain_td, NULL));
     CUDA_RESOURCE_DESC pr = { .resType = CU_RESOURCE_TYPE_PITCH2D };
     pr.res.pitch2D.devPtr = lin;
     pr.res.pitch2D.format = CU_AD_FORMAT_FLOAT;
@@ -475,14 +477,14 @@ Test(array, texture_and_surface_objects)
     pr.res.pitch2D.width = 60;
     pr.res.pitch2D.height = 16;
     pr.res.pitch2D.pitchInBytes = 256;
-    CU_OK(cuTexObjectCreate(&t4, &pr, &td, NULL));
+    CU_OK(cuTexObjectCreate(&t4, &pr, &plain_td, NULL));
     cr_assert(t1 != t2 && t1 != t3 && t1 != t4 && t2 != t3 && t2 != t4 && t3 != t4);
 
     /* Memory past the allocation, a made-up array, a bad address mode. */
     lr.res.linear.sizeInBytes = 64 * 16 * 4 + 4;
-    CU_IS(cuTexObjectCreate(&t3, &lr, &td, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuTexObjectCreate(&t3, &lr, &plain_td, NULL), CUDA_ERROR_INVALID_VALUE);
     pr.res.pitch2D.height = 17;
-    CU_IS(cuTexObjectCreate(&t3, &pr, &td, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuTexObjectCreate(&t3, &pr, &plain_td, NULL), CUDA_ERROR_INVALID_VALUE);
     rd.res.array.hArray = (CUarray)(uintptr_t)0x777;
     CU_IS(cuTexObjectCreate(&t3, &rd, &td, NULL), CUDA_ERROR_INVALID_HANDLE);
     rd.res.array.hArray = a;
