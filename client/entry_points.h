@@ -90,6 +90,33 @@
     EP(cuMemcpyPeerAsync, 4000, cuMemcpyPeerAsync)                        \
     EP(cuMemcpy3DPeer, 4000, cuMemcpy3DPeer)                              \
     EP(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync)                    \
+    EP(cuArrayCreate, 3020, cuArrayCreate_v2)                             \
+    EP(cuArray3DCreate, 3020, cuArray3DCreate_v2)                         \
+    EP(cuArrayDestroy, 2000, cuArrayDestroy)                              \
+    EP(cuArrayGetDescriptor, 3020, cuArrayGetDescriptor_v2)               \
+    EP(cuArray3DGetDescriptor, 3020, cuArray3DGetDescriptor_v2)           \
+    EP(cuArrayGetMemoryRequirements, 11060, cuArrayGetMemoryRequirements) \
+    EP(cuArrayGetPlane, 11020, cuArrayGetPlane)                           \
+    EP(cuMipmappedArrayCreate, 5000, cuMipmappedArrayCreate)              \
+    EP(cuMipmappedArrayDestroy, 5000, cuMipmappedArrayDestroy)            \
+    EP(cuMipmappedArrayGetLevel, 5000, cuMipmappedArrayGetLevel)          \
+    EP(cuMipmappedArrayGetMemoryRequirements, 11060,                      \
+       cuMipmappedArrayGetMemoryRequirements)                             \
+    EP(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2)                               \
+    EP(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2)                               \
+    EP(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2)                     \
+    EP(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2)                     \
+    EP(cuMemcpyDtoA, 3020, cuMemcpyDtoA_v2)                               \
+    EP(cuMemcpyAtoD, 3020, cuMemcpyAtoD_v2)                               \
+    EP(cuMemcpyAtoA, 3020, cuMemcpyAtoA_v2)                               \
+    EP(cuTexObjectCreate, 5000, cuTexObjectCreate)                        \
+    EP(cuTexObjectDestroy, 5000, cuTexObjectDestroy)                      \
+    EP(cuTexObjectGetResourceDesc, 5000, cuTexObjectGetResourceDesc)      \
+    EP(cuTexObjectGetTextureDesc, 5000, cuTexObjectGetTextureDesc)        \
+    EP(cuTexObjectGetResourceViewDesc, 5000, cuTexObjectGetResourceViewDesc) \
+    EP(cuSurfObjectCreate, 5000, cuSurfObjectCreate)                      \
+    EP(cuSurfObjectDestroy, 5000, cuSurfObjectDestroy)                    \
+    EP(cuSurfObjectGetResourceDesc, 5000, cuSurfObjectGetResourceDesc)    \
     EP(cuMemsetD8, 3020, cuMemsetD8_v2)                                   \
     EP(cuMemsetD16, 3020, cuMemsetD16_v2)                                 \
     EP(cuMemsetD32, 3020, cuMemsetD32_v2)                                 \

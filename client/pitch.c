@@ -5,10 +5,12 @@
  * memory and runs it in stream order; a box with a host side moves row by row through
  * the 1-D copies (copy.h), so host bytes take the paths cuMemcpyHtoD's take (the shared
  * arena, the staging ring, in-band chunks) and each row is checked there.  Rows that lie
- * back to back on both sides move as one.  CUDA arrays are not served yet.
+ * back to back on both sides move as one.  A copy with a CUDA array on either side is
+ * array.c's.
  */
 #include "cuda_api.h"
 
+#include "array.h"
 #include "copy.h"
 #include "ctx.h"
 #include "ds_box.h"
@@ -16,7 +18,6 @@
 #include "mem.h"
 #include "rpc.h"
 #include "stream.h"
-#include "unsupported.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,6 @@ struct box {
     uint64_t width, height, depth;
 };
 
-static atomic_int arrays_once;
-
 /* Whose memory one side names; unified addresses are told apart by pointer. */
 static CUresult side_kind(CUmemorytype type, int *dev)
 {
@@ -66,8 +65,6 @@ static CUresult side_kind(CUmemorytype type, int *dev)
     case CU_MEMORYTYPE_UNIFIED:
         *dev = -1;
         return CUDA_SUCCESS;
-    case CU_MEMORYTYPE_ARRAY:
-        return (CUresult)ds__unsupported("cuMemcpy2D/3D with a CUDA array", &arrays_once);
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -249,14 +246,38 @@ static CUresult copy_box(const struct box *b, CUstream s, int wait)
     return host_box(b, dfirst, dext, sfirst, sext, s, wait);
 }
 
+static int has_array(CUmemorytype dst, CUmemorytype src)
+{
+    return dst == CU_MEMORYTYPE_ARRAY || src == CU_MEMORYTYPE_ARRAY;
+}
+
+/* A 2-D copy as the one-slice 3-D copy it is. */
+static CUDA_MEMCPY3D as_3d(const CUDA_MEMCPY2D *c)
+{
+    return (CUDA_MEMCPY3D){
+        .srcXInBytes = c->srcXInBytes, .srcY = c->srcY, .srcMemoryType = c->srcMemoryType,
+        .srcHost = c->srcHost, .srcDevice = c->srcDevice, .srcArray = c->srcArray,
+        .srcPitch = c->srcPitch, .srcHeight = c->Height,
+        .dstXInBytes = c->dstXInBytes, .dstY = c->dstY, .dstMemoryType = c->dstMemoryType,
+        .dstHost = c->dstHost, .dstDevice = c->dstDevice, .dstArray = c->dstArray,
+        .dstPitch = c->dstPitch, .dstHeight = c->Height,
+        .WidthInBytes = c->WidthInBytes, .Height = c->Height, .Depth = 1,
+    };
+}
+
 static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream s, int wait)
 {
     struct box b;
+    CUDA_MEMCPY3D c3;
     CUresult rc;
 
     DS_NEED_INIT();
     if (c == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (has_array(c->dstMemoryType, c->srcMemoryType)) {
+        c3 = as_3d(c);
+        return ds__array_copy_3d(&c3, s, wait);
+    }
     if ((rc = box_of_2d(c, &b)) != CUDA_SUCCESS)
         return rc;
     return copy_box(&b, s, wait);
@@ -270,6 +291,8 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *c, CUstream s, int wait)
     DS_NEED_INIT();
     if (c == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if (has_array(c->dstMemoryType, c->srcMemoryType))
+        return ds__array_copy_3d(c, s, wait);
     if ((rc = box_of_3d(c, &b)) != CUDA_SUCCESS)
         return rc;
     return copy_box(&b, s, wait);

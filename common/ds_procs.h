@@ -115,11 +115,24 @@
     B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)                  \
     S(host_register, DS_HOST_REGISTER, ds_host_register_args, ds_alloc_res)    \
     S(mem_alloc_managed, DS_MEM_ALLOC_MANAGED, ds_host_register_args, ds_alloc_res) \
-    S(link, DS_LINK, ds_link_args, ds_link_res)
+    S(link, DS_LINK, ds_link_args, ds_link_res)                               \
+    S(array_create, DS_ARRAY_CREATE, ds_array_create_args, ds_handle_res)     \
+    S(array_destroy, DS_ARRAY_DESTROY, ds_array_ref, ds_void_res)             \
+    S(array_info, DS_ARRAY_INFO, ds_array_ref, ds_array_info_res)             \
+    S(mipmap_level, DS_MIPMAP_LEVEL, ds_mipmap_level_args, ds_handle_res)     \
+    S(array_copy, DS_ARRAY_COPY, ds_array_copy_args, ds_void_res)             \
+    B(array_copy_async, DS_ARRAY_COPY_ASYNC, ds_array_copy_args)              \
+    S(array_write, DS_ARRAY_WRITE, ds_array_write_args, ds_void_res)          \
+    B(array_write_async, DS_ARRAY_WRITE_ASYNC, ds_array_write_args)           \
+    S(array_read, DS_ARRAY_READ, ds_array_read_args, ds_bytes_res)            \
+    S(tex_create, DS_TEX_CREATE, ds_tex_create_args, ds_hyper_res)            \
+    S(tex_destroy, DS_TEX_DESTROY, ds_handle, ds_void_res)                    \
+    S(surf_create, DS_SURF_CREATE, ds_surf_create_args, ds_hyper_res)         \
+    S(surf_destroy, DS_SURF_DESTROY, ds_handle, ds_void_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (JIT linking, 220-229). */
-#define DS_PROC_MAX 229
+ * in detshare.x (CUDA arrays and texture objects, 230-249). */
+#define DS_PROC_MAX 249
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

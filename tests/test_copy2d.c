@@ -356,7 +356,8 @@ Test(copy2d, impossible_and_overflowing_shapes_are_refused)
     CU_OK(cuMemFree(a));
 }
 
-Test(copy2d, arrays_are_refused)
+/* Arrays are test_array.c's; a made-up one is refused here as anywhere. */
+Test(copy2d, made_up_arrays_are_refused)
 {
     unsigned char host[64];
     CUdeviceptr a;
@@ -368,12 +369,12 @@ Test(copy2d, arrays_are_refused)
                         .srcArray = (CUarray)(uintptr_t)0x1234,
                         .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = a, .dstPitch = ap,
                         .WidthInBytes = 64, .Height = 1 };
-    CU_IS(cuMemcpy2D(&c), CUDA_ERROR_NOT_SUPPORTED);
+    CU_IS(cuMemcpy2D(&c), CUDA_ERROR_INVALID_HANDLE);
     CUDA_MEMCPY3D d = { .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = host, .srcPitch = 64,
                         .dstMemoryType = CU_MEMORYTYPE_ARRAY,
                         .dstArray = (CUarray)(uintptr_t)0x1234, .WidthInBytes = 64,
                         .Height = 1, .Depth = 1 };
-    CU_IS(cuMemcpy3D(&d), CUDA_ERROR_NOT_SUPPORTED);
+    CU_IS(cuMemcpy3D(&d), CUDA_ERROR_INVALID_HANDLE);
     CU_OK(cuMemFree(a));
 }
 

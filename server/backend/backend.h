@@ -32,6 +32,8 @@ struct ds_bnode;
 struct ds_bpmem;
 struct ds_bfence;
 struct ds_bpool;
+struct ds_barray;
+struct ds_bmipmap;
 
 /* A kernel's parameter buffer as the driver lays it out: n parameters, each at
  * offset[i] with size[i] bytes, in a buffer of `bytes`.  Arrays owned by the caller of
@@ -92,6 +94,46 @@ struct ds_copy3d {
     uint64_t dst_pitch, src_pitch; /* bytes from one row to the next */
     uint64_t dst_rows, src_rows;   /* rows from one slice to the next */
     uint64_t width, height, depth;
+};
+
+/* A CUDA array's shape as cuArray3DCreate takes it (height 0: 1-D; depth 0: 1-D or
+ * 2-D), its format one the executor serves (ds_array_elem) and its flags without
+ * SPARSE or DEFERRED_MAPPING. */
+struct ds_array_shape {
+    uint64_t width, height, depth;
+    CUarray_format format;
+    unsigned channels;
+    unsigned flags;
+    unsigned elem; /* bytes of one element (ds_array_elem) */
+};
+
+/* One side of a copy that involves an array: the array (x in bytes, y and z in its rows
+ * and slices), or device memory when array is NULL, laid out as a ds_copy3d side.  The
+ * executor has checked that the box lies inside the array or the tenant's memory. */
+struct ds_array_loc {
+    struct ds_barray *array;
+    uint64_t ptr;
+    uint64_t x, y, z;
+    uint64_t pitch, rows;
+};
+
+struct ds_array_copy {
+    struct ds_array_loc dst, src;
+    uint64_t width, height, depth; /* width in bytes */
+};
+
+/* A texture or surface object's resource, its handles the backend's own and its memory
+ * checked to lie in the tenant's. */
+struct ds_tex_resource {
+    CUresourcetype type;
+    struct ds_barray *array;   /* CU_RESOURCE_TYPE_ARRAY */
+    struct ds_bmipmap *mipmap; /* CU_RESOURCE_TYPE_MIPMAPPED_ARRAY */
+    uint64_t ptr;              /* LINEAR, PITCH2D */
+    CUarray_format format;
+    unsigned channels;
+    uint64_t size;                 /* LINEAR */
+    uint64_t width, height, pitch; /* PITCH2D */
+    unsigned flags;
 };
 
 /* One node of a graph built node by node, its inputs checked by the executor: kernel
@@ -405,6 +447,36 @@ struct ds_backend_ops {
     int (*pool_attr)(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
                      uint64_t *value);
     int (*pool_trim)(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
+
+    /* CUDA arrays and mipmapped arrays (shapes checked by the executor: levels is no more
+     * than the shape has).  A level's array belongs to its mipmapped array and goes with
+     * it.  array_copy runs c in stream order; array_write copies the packed box at src
+     * (the executor's buffer, free to go once the call returns) into dst in stream
+     * order; array_read copies src's box, packed, to dst and completes before it
+     * returns.  The executor refuses these on a capturing stream. */
+    int (*array_create)(struct ds_backend *b, const struct ds_array_shape *d,
+                        struct ds_barray **out);
+    void (*array_destroy)(struct ds_backend *b, struct ds_barray *a);
+    int (*mipmap_create)(struct ds_backend *b, const struct ds_array_shape *d, unsigned levels,
+                         struct ds_bmipmap **out);
+    void (*mipmap_destroy)(struct ds_backend *b, struct ds_bmipmap *m);
+    int (*mipmap_level)(struct ds_backend *b, struct ds_bmipmap *m, unsigned level,
+                        struct ds_barray **out);
+    int (*array_copy)(struct ds_backend *b, const struct ds_array_copy *c, struct ds_bstream *s);
+    int (*array_write)(struct ds_backend *b, const struct ds_array_loc *dst, const void *src,
+                       uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+    int (*array_read)(struct ds_backend *b, void *dst, const struct ds_array_loc *src,
+                      uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+    /* Texture and surface objects: *out is the value kernels receive.  The descriptors
+     * are the tenant's, enums checked to lie in cuda.h's ranges (view: NULL for none);
+     * whether they make an object the device can use is the backend's to say, as the
+     * driver says it.  A destroyed value is one tex_create or surf_create gave. */
+    int (*tex_create)(struct ds_backend *b, const struct ds_tex_resource *r,
+                      const CUDA_TEXTURE_DESC *desc, const CUDA_RESOURCE_VIEW_DESC *view,
+                      uint64_t *out);
+    void (*tex_destroy)(struct ds_backend *b, uint64_t obj);
+    int (*surf_create)(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
+    void (*surf_destroy)(struct ds_backend *b, uint64_t obj);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -22,6 +22,8 @@ enum ds_htype {
     DS_H_VMEM = 8, /* a physical allocation of cuMemCreate */
     DS_H_POOL = 9, /* a memory pool (cuMemPoolCreate, or the device's default) */
     DS_H_NODE = 10, /* a node of a graph built node by node */
+    DS_H_ARRAY = 11,  /* a CUDA array, or a level of a mipmapped array (ops_array.c) */
+    DS_H_MIPMAP = 12, /* a mipmapped array */
 };
 
 struct ds_handle_slot {

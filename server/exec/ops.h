@@ -1,7 +1,7 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c, executor.c for hello).  A handler validates all of its
+ * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c, ops_array.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
  * for the next synchronous call).
@@ -74,6 +74,10 @@ void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
  * CUDA_ERROR_OUT_OF_MEMORY. */
 CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out);
 void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
+
+/* Destroy the texture and surface objects, mipmapped arrays and arrays of context ctx
+ * (all: of every context), giving their memory back to the account (ops_array.c). */
+void ds__ops_array_drop(struct ds_tenant *t, uint64_t ctx, int all);
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */

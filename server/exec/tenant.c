@@ -31,6 +31,7 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->vmm_maps);
     ds_memtab_init(&t->ipc_out);
     ds_memtab_init(&t->ipc_in);
+    ds_memtab_init(&t->texobjs);
     ds__account_init(&t->acct, t->shm, t->slot, t->name);
 }
 
@@ -89,6 +90,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
     uint32_t cur = 0;
     uint64_t h;
 
+    ds__ops_array_drop(t, ctx, all);
     while ((h = ds_handles_next(&t->h, DS_H_GEXEC, &cur)) != 0) {
         struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GEXEC);
 
@@ -233,6 +235,7 @@ void ds__tenant_fini(struct ds_tenant *t)
     ds_memtab_destroy(&t->vmm_maps);
     ds_memtab_destroy(&t->ipc_out);
     ds_memtab_destroy(&t->ipc_in);
+    ds_memtab_destroy(&t->texobjs);
     if (t->arena != NULL)
         munmap(t->arena, t->arena_len);
     t->arena = NULL;

@@ -31,6 +31,9 @@ enum ds_range_kind {
                          * (ops_hostreg.c); freed by cuMemFree */
 };
 
+/* What an entry of texobjs is (ops_array.c). */
+enum ds_texobj_kind { DS_TEXOBJ_TEX = 1, DS_TEXOBJ_SURF };
+
 /* What a part of the arena given to the device is (its host_maps entry's kind). */
 enum ds_host_use {
     DS_HOST_PINNED,     /* cuMemHostAlloc's */
@@ -144,6 +147,8 @@ struct ds_tenant {
                                  * data = struct ds_ipc_export */
     struct ds_memtab ipc_in;    /* other tenants' memory opened (cuIpcOpenMemHandle):
                                  * owner = context, data = its references (ops_ipc.c) */
+    struct ds_memtab texobjs;   /* texture and surface objects: base = the value, size 1,
+                                 * owner = context, kind = enum ds_texobj_kind */
     uint64_t pool_default;      /* the device's default pool, once named (ops_pool.c) */
     uint64_t pool_current;      /* cuDeviceSetMemPool's; 0: the default pool */
     unsigned bind_gen;          /* the control block's bind_gen last acted on */

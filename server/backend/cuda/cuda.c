@@ -748,6 +748,18 @@ const struct ds_backend_ops ds_cuda_backend = {
     .pool_free = ds__cuda_pool_free,
     .pool_attr = ds__cuda_pool_attr,
     .pool_trim = ds__cuda_pool_trim,
+    .array_create = ds__cuda_array_create,
+    .array_destroy = ds__cuda_array_destroy,
+    .mipmap_create = ds__cuda_mipmap_create,
+    .mipmap_destroy = ds__cuda_mipmap_destroy,
+    .mipmap_level = ds__cuda_mipmap_level,
+    .array_copy = ds__cuda_array_copy,
+    .array_write = ds__cuda_array_write,
+    .array_read = ds__cuda_array_read,
+    .tex_create = ds__cuda_tex_create,
+    .tex_destroy = ds__cuda_tex_destroy,
+    .surf_create = ds__cuda_surf_create,
+    .surf_destroy = ds__cuda_surf_destroy,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

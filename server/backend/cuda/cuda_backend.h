@@ -133,7 +133,16 @@
     X(cuMemFreeAsync, cuMemFreeAsync) \
     X(cuMemPoolSetAttribute, cuMemPoolSetAttribute) \
     X(cuMemPoolGetAttribute, cuMemPoolGetAttribute) \
-    X(cuMemPoolTrimTo, cuMemPoolTrimTo)
+    X(cuMemPoolTrimTo, cuMemPoolTrimTo) \
+    X(cuArray3DCreate, cuArray3DCreate) \
+    X(cuArrayDestroy, cuArrayDestroy) \
+    X(cuMipmappedArrayCreate, cuMipmappedArrayCreate) \
+    X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy) \
+    X(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel) \
+    X(cuTexObjectCreate, cuTexObjectCreate) \
+    X(cuTexObjectDestroy, cuTexObjectDestroy) \
+    X(cuSurfObjectCreate, cuSurfObjectCreate) \
+    X(cuSurfObjectDestroy, cuSurfObjectDestroy)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */
@@ -239,6 +248,28 @@ struct ds_backend {
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
  * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory),
  * cuda_tensormap.c (tensor maps), cuda_ipc.c (IPC) and cuda_pool.c (memory pools). */
+
+/* cuda_array.c: backend.h's array_*, mipmap_*, tex_* and surf_* operations. */
+int ds__cuda_array_create(struct ds_backend *b, const struct ds_array_shape *d,
+                          struct ds_barray **out);
+void ds__cuda_array_destroy(struct ds_backend *b, struct ds_barray *a);
+int ds__cuda_mipmap_create(struct ds_backend *b, const struct ds_array_shape *d,
+                           unsigned levels, struct ds_bmipmap **out);
+void ds__cuda_mipmap_destroy(struct ds_backend *b, struct ds_bmipmap *m);
+int ds__cuda_mipmap_level(struct ds_backend *b, struct ds_bmipmap *m, unsigned level,
+                          struct ds_barray **out);
+int ds__cuda_array_copy(struct ds_backend *b, const struct ds_array_copy *c,
+                        struct ds_bstream *s);
+int ds__cuda_array_write(struct ds_backend *b, const struct ds_array_loc *dst, const void *src,
+                         uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+int ds__cuda_array_read(struct ds_backend *b, void *dst, const struct ds_array_loc *src,
+                        uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+int ds__cuda_tex_create(struct ds_backend *b, const struct ds_tex_resource *r,
+                        const CUDA_TEXTURE_DESC *desc, const CUDA_RESOURCE_VIEW_DESC *view,
+                        uint64_t *out);
+void ds__cuda_tex_destroy(struct ds_backend *b, uint64_t obj);
+int ds__cuda_surf_create(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
+void ds__cuda_surf_destroy(struct ds_backend *b, uint64_t obj);
 
 /* cuda_gate.c: backend.h's gate and stamp, and giving the control block's pages back. */
 int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);

@@ -411,6 +411,17 @@ static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, 
     return 0;
 }
 
+void ds__sim_moved(struct ds_backend *b, struct ds_bstream *s, uint64_t t0, uint64_t bytes,
+                   int pcie, int wait)
+{
+    uint64_t end;
+
+    stall_from(b, t0);
+    end = ds__sim_submit(b, s, cost(bytes, pcie ? SIM_PCIE_BYTES_PER_US : SIM_HBM_BYTES_PER_US));
+    if (wait)
+        sleep_until(b, end);
+}
+
 static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
                            struct ds_bstream *s)
 {
@@ -887,4 +898,16 @@ const struct ds_backend_ops ds_sim_backend = {
     .pool_free = ds__sim_pool_free,
     .pool_attr = ds__sim_pool_attr,
     .pool_trim = ds__sim_pool_trim,
+    .array_create = ds__sim_array_create,
+    .array_destroy = ds__sim_array_destroy,
+    .mipmap_create = ds__sim_mipmap_create,
+    .mipmap_destroy = ds__sim_mipmap_destroy,
+    .mipmap_level = ds__sim_mipmap_level,
+    .array_copy = ds__sim_array_copy,
+    .array_write = ds__sim_array_write,
+    .array_read = ds__sim_array_read,
+    .tex_create = ds__sim_tex_create,
+    .tex_destroy = ds__sim_tex_destroy,
+    .surf_create = ds__sim_surf_create,
+    .surf_destroy = ds__sim_surf_destroy,
 };

@@ -197,6 +197,33 @@ void ds__sim_ipc_fini(struct ds_backend *b);
 int ds__sim_ipc_event_init(struct ds_bevent *e);
 void ds__sim_ipc_event_fini(struct ds_bevent *e);
 
+/* Bytes were moved (host time from t0 on, which is not device time): the copy's modelled
+ * time, at the host link's rate when pcie else the device memory's, goes on stream s;
+ * with wait, the call returns once the stream gets there. */
+void ds__sim_moved(struct ds_backend *b, struct ds_bstream *s, uint64_t t0, uint64_t bytes,
+                   int pcie, int wait);
+
+/* sim_array.c: backend.h's array_*, mipmap_*, tex_* and surf_* operations. */
+int ds__sim_array_create(struct ds_backend *b, const struct ds_array_shape *d,
+                         struct ds_barray **out);
+void ds__sim_array_destroy(struct ds_backend *b, struct ds_barray *a);
+int ds__sim_mipmap_create(struct ds_backend *b, const struct ds_array_shape *d, unsigned levels,
+                          struct ds_bmipmap **out);
+void ds__sim_mipmap_destroy(struct ds_backend *b, struct ds_bmipmap *m);
+int ds__sim_mipmap_level(struct ds_backend *b, struct ds_bmipmap *m, unsigned level,
+                         struct ds_barray **out);
+int ds__sim_array_copy(struct ds_backend *b, const struct ds_array_copy *c, struct ds_bstream *s);
+int ds__sim_array_write(struct ds_backend *b, const struct ds_array_loc *dst, const void *src,
+                        uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+int ds__sim_array_read(struct ds_backend *b, void *dst, const struct ds_array_loc *src,
+                       uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
+int ds__sim_tex_create(struct ds_backend *b, const struct ds_tex_resource *r,
+                       const CUDA_TEXTURE_DESC *desc, const CUDA_RESOURCE_VIEW_DESC *view,
+                       uint64_t *out);
+void ds__sim_tex_destroy(struct ds_backend *b, uint64_t obj);
+int ds__sim_surf_create(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
+void ds__sim_surf_destroy(struct ds_backend *b, uint64_t obj);
+
 /* sim_pool.c: backend.h's pool_* operations. */
 int ds__sim_pool_default(struct ds_backend *b, struct ds_bpool **out);
 int ds__sim_pool_create(struct ds_backend *b, uint64_t max_size, unsigned usage,
