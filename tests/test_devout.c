@@ -251,13 +251,49 @@ Test(devout, a_tenant_without_stdout_gives_its_executor_none)
     tenant_close(&t);
 }
 
-Test(devout, a_remote_tenants_output_stays_the_servers)
+/* The server's child whose fd 1 is not the server's own: the executor of a tenant that
+ * handed none over (warm executors still have the server's); -1 when there is none. */
+static pid_t executor_with_own_stdout(void)
+{
+    char path[64];
+    struct stat mine, theirs;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/1", (int)srv.pid);
+    cr_assert_eq(stat(path, &mine), 0);
+    cr_assert_not_null(d);
+    while ((e = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(e->d_name);
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/1", (int)pid);
+        if (pid > 0 && parent_of(pid) == srv.pid && stat(path, &theirs) == 0 &&
+            (theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino))
+            found = pid;
+    }
+    closedir(d);
+    return found;
+}
+
+/* A remote tenant hands over no descriptors: what its kernels print becomes log lines
+ * tagged with its name, not output of the server's own. */
+Test(devout, a_remote_tenants_output_goes_to_the_log_tagged)
 {
     struct tenant t;
+    pid_t ex;
 
     tenant_start(&t, REMOTE, connected);
     cr_assert_eq(executor_holding(1, t.out), -1, "a remote tenant's descriptor was taken");
     cr_assert_eq(executor_holding(2, t.err), -1);
+    ex = executor_with_own_stdout();
+    cr_assert_gt(ex, 0, "no executor has a stdout of its own");
+    write_through(ex, 1, "first line\nsecond ");
+    write_through(ex, 2, "line\n");
+    for (int i = 0; i < 200 && !ds_test_log_has(&srv, "device output: second line"); i++)
+        usleep(10000);
+    cr_expect(ds_test_log_has(&srv, "] info: device output: first line"));
+    cr_expect(ds_test_log_has(&srv, "info: device output: second line"));
     tenant_end(&t);
     tenant_close(&t);
 }

@@ -157,6 +157,8 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     atomic_store(&t->shm->slots[t->slot].klass, klass);
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
     ds_log_set_prefix(prefix);
+    if (ds__devout_log_untaken() != 0)
+        ds_warn("its device output goes to the server's own output, untagged");
     ds_info("joined as %s on the %s device%s",
             klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", t->ops->name,
             klass == (int)a->klass ? "" : " (its quota rule's class, not the one it claimed)");
