@@ -115,11 +115,14 @@
     B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)                  \
     S(host_register, DS_HOST_REGISTER, ds_host_register_args, ds_alloc_res)    \
     S(mem_alloc_managed, DS_MEM_ALLOC_MANAGED, ds_host_register_args, ds_alloc_res) \
-    S(link, DS_LINK, ds_link_args, ds_link_res)
+    S(link, DS_LINK, ds_link_args, ds_link_res)                               \
+    S(graph_exec_info, DS_GRAPH_EXEC_INFO, ds_handle, ds_gexec_info_res)      \
+    S(graph_launch_stage, DS_GRAPH_LAUNCH_STAGE, ds_stage_args, ds_stage_res) \
+    S(graph_find_in_clone, DS_GRAPH_FIND_IN_CLONE, ds_find_in_clone_args, ds_handle_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (JIT linking, 220-229). */
-#define DS_PROC_MAX 229
+ * in detshare.x (graphs, 250-279). */
+#define DS_PROC_MAX 279
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

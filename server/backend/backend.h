@@ -102,7 +102,8 @@ enum ds_gnode_kind {
     DS_GNODE_MEMSET,
     DS_GNODE_MEMCPY,
     DS_GNODE_EVENT_RECORD,
-    DS_GNODE_EVENT_WAIT
+    DS_GNODE_EVENT_WAIT,
+    DS_GNODE_CHILD
 };
 
 struct ds_gnode_desc {
@@ -114,6 +115,7 @@ struct ds_gnode_desc {
     uint32_t value;
     unsigned elem_size;
     struct ds_bevent *event; /* DS_GNODE_EVENT_*: lives as long as the node */
+    struct ds_bgraph *child; /* DS_GNODE_CHILD: a built graph the node runs a copy of */
 };
 
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
@@ -317,9 +319,11 @@ struct ds_backend_ops {
      * graph_add_node adds node d to g after deps (ndeps nodes of g); graph_node_destroy
      * takes node n out of g with its edges; graph_edge adds (add != 0) or removes the
      * edge from -> to of g, which the executor has checked exists or not; graph_node_set
-     * gives kernel or event node n of g the description d (of the node's kind), in g itself when
-     * e is NULL, else in e, an instantiated graph of g, from its next launch on.  A graph
-     * with a cycle fails to instantiate.  Nodes go with their graph. */
+     * gives node n of g the description d (of the node's kind: kernel, memset, memcpy,
+     * event, or in e only child graph), in g itself when e is NULL, else in e, an
+     * instantiated graph of g, from its next launch on.  A child graph node runs a copy
+     * of d->child made when it is added or set; a new one in e must have the old one's
+     * shape.  A graph with a cycle fails to instantiate.  Nodes go with their graph. */
     int (*graph_create)(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
     int (*graph_add_node)(struct ds_backend *b, struct ds_bgraph *g,
                           const struct ds_gnode_desc *d, struct ds_bnode *const *deps,

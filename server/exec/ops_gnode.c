@@ -27,6 +27,20 @@ static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **
     return CUDA_SUCCESS;
 }
 
+/* A built graph the tenant may change.  A child graph node's graph is not one: the
+ * backend's node holds its own copy of it, made when the node was added, which edits
+ * here would not reach. */
+static CUresult editable_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
+{
+    CUresult rc = built_graph(t, h, out);
+
+    if (rc == CUDA_SUCCESS && (*out)->embedded) {
+        ds_warn("a child graph node's graph cannot be edited; set the node's graph instead");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return rc;
+}
+
 /* Node h when it belongs to graph `graph` (any graph when 0). */
 static struct ds_vnode *node_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
 {
@@ -100,22 +114,54 @@ static struct ds_vevent *event_of(struct ds_tenant *t, const ds_node_params *p)
     return NULL;
 }
 
-static int is_event_node(const ds_node_params *p)
+/* Whether built graph g has a host node, or a child graph that has one. */
+static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
 {
-    return p->kind == DS_NODE_EVENT_RECORD || p->kind == DS_NODE_EVENT_WAIT;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        if (n->params.kind == DS_NODE_HOST)
+            return 1;
+        if (n->params.kind == DS_NODE_CHILD &&
+            has_host(t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)))
+            return 1;
+    }
+    return 0;
 }
 
-/* The backend's description of node p, every input checked; attrs holds a kernel's
- * launch attributes for as long as d is used. */
-static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds_gnode_desc *d,
-                         CUlaunchAttribute *attrs)
+/* The graph a child graph node copies: a built graph without host nodes, whose
+ * functions a graph replayed as one piece by the backend could not call back. */
+static CUresult child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
 {
+    CUresult rc = built_graph(t, h, out);
+
+    if (rc == CUDA_SUCCESS && has_host(t, *out)) {
+        ds_warn("a child graph with host nodes is not served");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return rc;
+}
+
+CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
+                                struct ds_gnode_desc *d, CUlaunchAttribute *attrs)
+{
+    struct ds_vgraph *child;
     struct ds_vevent *ev;
+    CUresult rc;
 
     memset(d, 0, sizeof(*d));
     switch (p->kind) {
     case DS_NODE_EMPTY:
         d->kind = DS_GNODE_EMPTY;
+        return CUDA_SUCCESS;
+    case DS_NODE_HOST:
+        d->kind = DS_GNODE_EMPTY;
+        return p->ds_node_params_u.host.fn != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case DS_NODE_CHILD:
+        d->kind = DS_GNODE_CHILD;
+        if ((rc = child_of(t, p->ds_node_params_u.child, &child)) != CUDA_SUCCESS)
+            return rc;
+        d->child = child->real;
         return CUDA_SUCCESS;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;
@@ -181,11 +227,16 @@ static void free_node(struct ds_vnode *n)
     free(n);
 }
 
-/* Free node n and let go of its event. */
+/* Free node n and let go of its event, or its own copy of a child graph. */
 static void drop_node(struct ds_tenant *t, struct ds_vnode *n)
 {
+    struct ds_vgraph *child;
+
     if (n->event != NULL)
         ds__ops_event_release(t, n->event);
+    if (n->params.kind == DS_NODE_CHILD &&
+        (child = ds_handles_remove(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
+        ds__ops_graph_free(t, child);
     free_node(n);
 }
 
@@ -264,7 +315,46 @@ static struct ds_vnode *new_node(uint64_t graph, const ds_node_params *p, const 
     return n;
 }
 
-/* Add node p after deps to graph gh: checks, backend node, handle. */
+static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out);
+
+/* A child graph node's own copy of graph h, as CUDA makes one: its handle in *copy. */
+static CUresult copy_child(struct ds_tenant *t, uint64_t h, uint64_t *copy)
+{
+    struct ds_vgraph *g;
+    ds_handle_res r;
+    CUresult rc;
+
+    if ((rc = child_of(t, h, &g)) != CUDA_SUCCESS ||
+        (rc = ds__ops_graph_clone(t, &h, &r)) != CUDA_SUCCESS)
+        return rc;
+    *copy = r.ds_handle_res_u.handle;
+    ((struct ds_vgraph *)ds_handles_get(&t->h, *copy, DS_H_GRAPH))->embedded = 1;
+    return CUDA_SUCCESS;
+}
+
+/* Add a child graph node for p (whose graph is the tenant's) after deps to graph gh: the
+ * node holds a copy of the graph, which goes with it. */
+static CUresult add_child(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    ds_node_params own = *p;
+    struct ds_vgraph *g, *copy;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = copy_child(t, p->ds_node_params_u.child, &own.ds_node_params_u.child)) !=
+            CUDA_SUCCESS)
+        return rc;
+    rc = add_node(t, gh, &own, deps, ndeps, out);
+    if (rc != CUDA_SUCCESS &&
+        (copy = ds_handles_remove(&t->h, own.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
+        ds__ops_graph_free(t, copy);
+    return rc;
+}
+
+/* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
+ * graph in p is already the node's own copy. */
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
@@ -275,8 +365,8 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     struct ds_vnode *n;
     CUresult rc;
 
-    if ((rc = built_graph(t, gh, &g)) != CUDA_SUCCESS ||
-        (rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
         return rc;
     real = malloc((ndeps > 0 ? ndeps : 1) * sizeof(*real));
     n = new_node(gh, p, deps, ndeps);
@@ -325,6 +415,9 @@ CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a
 CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
                                 ds_handle_res *r)
 {
+    if (a->params.kind == DS_NODE_CHILD)
+        return add_child(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                         &r->ds_handle_res_u.handle);
     return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                     &r->ds_handle_res_u.handle);
 }
@@ -365,7 +458,7 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
     CUresult rc;
 
     (void)r;
-    if ((rc = built_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
         return rc;
     if (a->from.from_len != a->to.to_len || (a->remove != 0 && a->remove != 1))
         return CUDA_ERROR_INVALID_VALUE;
@@ -376,13 +469,16 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
 
 CUresult ds__ops_graph_node_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
-    struct ds_vnode *n = ds_handles_remove(&t->h, *h, DS_H_NODE);
+    struct ds_vnode *n = node_of(t, *h, 0);
     struct ds_vgraph *g;
+    CUresult rc;
 
     (void)r;
     if (n == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
+    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
+        return rc;
+    ds_handles_remove(&t->h, *h, DS_H_NODE);
     drop_handle(g->nodes, &g->nnodes, *h);
     for (uint32_t i = 0; i < g->nnodes; i++) {
         struct ds_vnode *v = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
@@ -487,31 +583,63 @@ CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_nod
     return CUDA_SUCCESS;
 }
 
-/* New parameters for kernel or event node n, in its graph (e NULL) or in e.  An event
- * set in e is pinned by e before the backend may use it, whether the set succeeds or not;
- * one set in the graph moves the node's ref to it. */
-static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgraph *e,
-                         const ds_node_params *p)
+/* Whether a node of kind `kind` takes new parameters: in its graph (exec 0), or in an
+ * instantiated graph (exec 1). */
+static int settable(ds_node_kind kind, int exec)
+{
+    switch (kind) {
+    case DS_NODE_KERNEL:
+    case DS_NODE_MEMSET:
+    case DS_NODE_MEMCPY:
+    case DS_NODE_EVENT_RECORD:
+    case DS_NODE_EVENT_WAIT:
+    case DS_NODE_HOST:
+        return 1;
+    case DS_NODE_CHILD:
+        return exec;
+    default:
+        return 0;
+    }
+}
+
+/* New parameters p in instantiated graph e for node n.  Events set, and those of a new
+ * child graph, are pinned by e before the backend may use them, whether the set
+ * succeeds or not. */
+static CUresult set_in_exec(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
+                            struct ds_vgraph *e, const ds_node_params *p,
+                            const struct ds_gnode_desc *d)
 {
     struct ds_vgraph *g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
     struct ds_vevent *ev = event_of(t, p);
-    struct ds_gnode_desc d;
+    CUresult rc = CUDA_SUCCESS;
+
+    if (ev != NULL)
+        rc = ds__ops_gexec_pin(e, ev);
+    if (rc == CUDA_SUCCESS && p->kind == DS_NODE_CHILD)
+        rc = ds__ops_gexec_pin_events(
+            t, ds_handles_get(&t->h, p->ds_node_params_u.child, DS_H_GRAPH), e);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (e->stages != NULL)
+        return ds__ops_gstage_set(t, e, nh, p, d);
+    return ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e->real, n->real, d));
+}
+
+/* New parameters p for node n in its graph; an event set moves the node's ref to it. */
+static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_node_params *p,
+                             const struct ds_gnode_desc *d)
+{
+    struct ds_vevent *ev = event_of(t, p);
+    struct ds_vgraph *g;
     ds_node_params copy;
     CUresult rc;
 
-    if (n->params.kind != p->kind || (p->kind != DS_NODE_KERNEL && !is_event_node(p)))
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
         return rc;
-    if (e != NULL && ev != NULL && (rc = ds__ops_gexec_pin(e, ev)) != CUDA_SUCCESS)
-        return rc;
-    if (e == NULL && copy_params(p, &copy) != 0)
+    if (copy_params(p, &copy) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e != NULL ? e->real : NULL,
-                                               n->real, &d));
-    if (e != NULL)
-        return rc;
+    if (p->kind != DS_NODE_HOST)
+        rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, NULL, n->real, d));
     if (rc != CUDA_SUCCESS) {
         free_params(&copy);
         return rc;
@@ -524,6 +652,23 @@ static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgra
         ds__ops_event_release(t, n->event);
     n->event = ev;
     return CUDA_SUCCESS;
+}
+
+/* New parameters for node n (handle nh), of its kind, in its graph (e NULL) or in e. */
+static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
+                         struct ds_vgraph *e, const ds_node_params *p)
+{
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_desc d;
+    CUresult rc;
+
+    if (n->params.kind != p->kind || !settable(p->kind, e != NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (e != NULL)
+        return set_in_exec(t, n, nh, e, p, &d);
+    return set_in_graph(t, n, p, &d);
 }
 
 CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, ds_void_res *r)
@@ -541,7 +686,7 @@ CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, 
         if (e->graph != n->graph)
             return CUDA_ERROR_INVALID_VALUE;
     }
-    return set_node(t, n, e, &a->params);
+    return set_node(t, n, a->node, e, &a->params);
 }
 
 /* Clone's second pass: the edges of every node of g, between the copies in c (whose
@@ -584,7 +729,12 @@ CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_
     for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
 
-        rc = add_node(t, ch, &n->params, NULL, 0, &node);
+        if (n->params.kind == DS_NODE_CHILD)
+            rc = add_child(t, ch, &n->params, NULL, 0, &node);
+        else
+            rc = add_node(t, ch, &n->params, NULL, 0, &node);
+        if (rc == CUDA_SUCCESS)
+            ((struct ds_vnode *)ds_handles_get(&t->h, node, DS_H_NODE))->origin = g->nodes[i];
     }
     if (rc == CUDA_SUCCESS)
         rc = clone_edges(t, g, c, ch);
@@ -605,6 +755,7 @@ CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v)
     return CUDA_SUCCESS;
 }
 
+/* Child graphs included: the backend's copies use the same events. */
 CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g,
                                   struct ds_vgraph *e)
 {
@@ -615,6 +766,30 @@ CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g
 
         if (n->event != NULL)
             rc = ds__ops_gexec_pin(e, n->event);
+        if (rc == CUDA_SUCCESS && n->params.kind == DS_NODE_CHILD)
+            rc = ds__ops_gexec_pin_events(
+                t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH), e);
     }
     return rc;
+}
+
+CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone_args *a,
+                                     ds_handle_res *r)
+{
+    struct ds_vgraph *c;
+    CUresult rc;
+
+    if ((rc = built_graph(t, a->clone, &c)) != CUDA_SUCCESS)
+        return rc;
+    if (node_of(t, a->node, 0) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, c->nodes[i], DS_H_NODE);
+
+        if (n->origin == a->node) {
+            r->ds_handle_res_u.handle = c->nodes[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
 }

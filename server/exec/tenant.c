@@ -101,7 +101,8 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
     while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
         struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
 
-        if (all || g->ctx == ctx) {
+        /* A child graph node's graph goes with its node. */
+        if (!g->embedded && (all || g->ctx == ctx)) {
             ds_handles_remove(&t->h, h, DS_H_GRAPH);
             ds__ops_graph_free(t, g);
         }

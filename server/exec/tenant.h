@@ -57,16 +57,34 @@ struct ds_vstream {
     struct ds_bstream *real;
 };
 
+/* One stage of an instantiated graph that has host nodes (ops_gstage.c): the device
+ * nodes of the stage as a graph of their own (NULL when it has none), then the host
+ * functions the tenant runs once the stream has reached the end of it. */
+struct ds_gstage {
+    struct ds_bgraph *g;
+    struct ds_bgexec *e;
+    uint64_t *nodes;        /* the built graph's nodes the stage's device nodes stand for */
+    struct ds_bnode **real; /* and their backend nodes in g */
+    uint32_t n;
+    ds_host_node *calls;
+    uint64_t *call_nodes;   /* the host nodes calls[] come from */
+    uint32_t ncalls;
+};
+
 /* A graph, captured or built node by node, or an instantiated one. */
 struct ds_vgraph {
     uint64_t ctx;
-    void *real;      /* struct ds_bgraph or struct ds_bgexec */
+    void *real;      /* struct ds_bgraph or struct ds_bgexec; NULL when staged */
     int built;       /* made by cuGraphCreate (or cloned from such): its nodes are below */
+    int embedded;    /* built: a child graph node's own copy, which goes with the node */
     uint64_t *nodes; /* built: its nodes' handles, in the order they were added */
     uint32_t nnodes;
     uint64_t graph;  /* instantiated: the graph it was made from */
+    uint64_t flags;  /* instantiated: the flags it was instantiated with */
     struct ds_vevent **events; /* instantiated: the events its nodes use, one ref each */
     uint32_t nevents;
+    struct ds_gstage *stages; /* instantiated from a graph with host nodes */
+    uint32_t nstages;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
@@ -79,6 +97,8 @@ struct ds_vnode {
     uint32_t ndeps;
     struct ds_bnode *real;
     struct ds_vevent *event; /* an event node's, one ref */
+    uint64_t origin;         /* in a clone: the node it was copied from */
+    uint32_t mark;           /* scratch for walks over the graph (ops_gstage.c) */
 };
 
 /* An export in the server's IPC registry (ops_ipc.c): its entry, and the handle the

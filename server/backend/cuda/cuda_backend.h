@@ -62,6 +62,12 @@
     X(cuGraphRemoveDependencies, cuGraphRemoveDependencies) \
     X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams) \
     X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams) \
+    X(cuGraphAddChildGraphNode, cuGraphAddChildGraphNode) \
+    X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams) \
+    X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams) \
+    X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams) \
+    X(cuGraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams) \
+    X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemAllocPitch, cuMemAllocPitch) \

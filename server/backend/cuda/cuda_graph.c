@@ -142,15 +142,25 @@ static CUresult add_kernel(struct ds_backend *b, CUgraph g, const struct ds_gnod
     return r;
 }
 
+static CUDA_MEMSET_NODE_PARAMS fill_params(const struct ds_gnode_desc *d)
+{
+    return (CUDA_MEMSET_NODE_PARAMS){ .dst = d->dst, .pitch = d->pitch, .value = d->value,
+                                      .elementSize = d->elem_size, .width = d->width,
+                                      .height = d->height };
+}
+
+static CUDA_MEMCPY3D copy_params(const struct ds_gnode_desc *d)
+{
+    return (CUDA_MEMCPY3D){ .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d->src,
+                            .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d->dst,
+                            .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
+}
+
 static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
                          const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
 {
-    CUDA_MEMSET_NODE_PARAMS ms = { .dst = d->dst, .pitch = d->pitch, .value = d->value,
-                                   .elementSize = d->elem_size, .width = d->width,
-                                   .height = d->height };
-    CUDA_MEMCPY3D mc = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d->src,
-                         .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d->dst,
-                         .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
+    CUDA_MEMSET_NODE_PARAMS ms = fill_params(d);
+    CUDA_MEMCPY3D mc = copy_params(d);
 
     switch (d->kind) {
     case DS_GNODE_KERNEL:
@@ -163,6 +173,8 @@ static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_
         return b->cu.cuGraphAddEventRecordNode(out, g, deps, ndeps, d->event->e);
     case DS_GNODE_EVENT_WAIT:
         return b->cu.cuGraphAddEventWaitNode(out, g, deps, ndeps, d->event->e);
+    case DS_GNODE_CHILD:
+        return b->cu.cuGraphAddChildGraphNode(out, g, deps, ndeps, d->child->g);
     default:
         return b->cu.cuGraphAddEmptyNode(out, g, deps, ndeps);
     }
@@ -239,12 +251,38 @@ static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_
     return b->cu.cuGraphKernelNodeSetParams(n->n, &p);
 }
 
-/* An event node's description has no kernel: its parameters are never read as one's. */
+/* A memset or memcpy node's new range, in its graph (e NULL) or in e. */
+static CUresult set_copy(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                         const struct ds_gnode_desc *d)
+{
+    CUDA_MEMSET_NODE_PARAMS ms = fill_params(d);
+    CUDA_MEMCPY3D mc = copy_params(d);
+
+    if (d->kind == DS_GNODE_MEMSET)
+        return e != NULL ? b->cu.cuGraphExecMemsetNodeSetParams(e->e, n->n, &ms, b->ctx)
+                         : b->cu.cuGraphMemsetNodeSetParams(n->n, &ms);
+    return e != NULL ? b->cu.cuGraphExecMemcpyNodeSetParams(e->e, n->n, &mc, b->ctx)
+                     : b->cu.cuGraphMemcpyNodeSetParams(n->n, &mc);
+}
+
 int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                             struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
     (void)g;
-    if (d->kind == DS_GNODE_EVENT_RECORD || d->kind == DS_GNODE_EVENT_WAIT)
+    switch (d->kind) {
+    case DS_GNODE_EVENT_RECORD:
+    case DS_GNODE_EVENT_WAIT:
         return ds__cuda_err(set_event(b, e, n, d));
-    return ds__cuda_err(set_kernel(b, e, n, d));
+    case DS_GNODE_MEMSET:
+    case DS_GNODE_MEMCPY:
+        return ds__cuda_err(set_copy(b, e, n, d));
+    case DS_GNODE_CHILD:
+        if (e == NULL)
+            return DS_EINVAL;
+        return ds__cuda_err(b->cu.cuGraphExecChildGraphNodeSetParams(e->e, n->n, d->child->g));
+    case DS_GNODE_KERNEL:
+        return ds__cuda_err(set_kernel(b, e, n, d));
+    default:
+        return DS_EINVAL;
+    }
 }

@@ -66,6 +66,7 @@ struct ds_bstream {
 struct ds_bnode {
     uint64_t id; /* unique in the backend, so an instantiated graph can name it */
     struct sim_work w;
+    struct sim_work *body; /* a child graph node's: its copy of the graph's work, in order */
     struct ds_bnode **deps;
     size_t ndeps;
     int placed; /* instantiation's mark */

@@ -86,6 +86,8 @@ static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
             progress = 1;
             if (n->w.kind != W_NONE)
                 tail = append(tail, &n->w, n->id);
+            for (const struct sim_work *w = n->body; w != NULL && tail != NULL; w = w->next)
+                tail = append(tail, w, n->id);
         }
         if (tail == NULL)
             return DS_ENOMEM;
@@ -93,23 +95,35 @@ static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
     return left > 0 ? DS_ECU(CUDA_ERROR_INVALID_VALUE) : 0;
 }
 
+/* Graph g's work as one list in *out, in an order that respects its edges: captured
+ * work first, then its nodes'. */
+static int flatten(struct ds_bgraph *g, struct sim_work **out)
+{
+    struct sim_work **tail = out;
+    int rc;
+
+    *out = NULL;
+    for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
+        tail = append(tail, w, 0);
+    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail);
+    if (rc != 0) {
+        ds__sim_free_work(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
                               struct ds_bgexec **out)
 {
     struct ds_bgexec *e = calloc(1, sizeof(*e));
-    struct sim_work **tail;
-    int rc = 0;
+    int rc;
 
     (void)b;
     (void)flags;
     if (e == NULL)
         return DS_ENOMEM;
-    tail = &e->work;
-    for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
-        tail = append(tail, w, 0);
-    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail);
-    if (rc != 0) {
-        ds__sim_free_work(e->work);
+    if ((rc = flatten(g, &e->work)) != 0) {
         free(e);
         return rc;
     }
@@ -143,6 +157,7 @@ int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t
 
 static void free_node(struct ds_bnode *n)
 {
+    ds__sim_free_work(n->body);
     free(n->deps);
     free(n);
 }
@@ -206,6 +221,7 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
                            size_t ndeps, struct ds_bnode **out)
 {
     struct ds_bnode *n = calloc(1, sizeof(*n)), **at = &g->nodes;
+    int rc;
 
     if (n == NULL || (ndeps > 0 && (n->deps = malloc(ndeps * sizeof(*deps))) == NULL)) {
         free(n);
@@ -216,6 +232,10 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
     n->ndeps = ndeps;
     n->id = ++b->next_node_id;
     node_work(b, d, &n->w);
+    if (d->kind == DS_GNODE_CHILD && (rc = flatten(d->child, &n->body)) != 0) {
+        free_node(n);
+        return rc;
+    }
     while (*at != NULL)
         at = &(*at)->next;
     *at = n;
@@ -266,14 +286,56 @@ int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnod
     return 0;
 }
 
+/* Work items from `from` on that belong to node `id`, with the kind of the items of list
+ * `as` (NULL: any), or -1 when the kinds differ. */
+static long run_of(const struct sim_work *from, uint64_t id, const struct sim_work *as)
+{
+    long n = 0;
+
+    for (; from != NULL && from->node == id; from = from->next, n++) {
+        if (as != NULL && as->kind != from->kind)
+            return -1;
+        as = as != NULL ? as->next : NULL;
+    }
+    return n;
+}
+
+/* A child graph node's new graph in e: its work replaces the node's, item for item, when
+ * it has the same shape (as CUDA requires of an update). */
+static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    struct sim_work *body, *x = e->work;
+    int rc;
+
+    while (x != NULL && x->node != n->id)
+        x = x->next;
+    if ((rc = flatten(d->child, &body)) != 0)
+        return rc;
+    if (run_of(x, n->id, NULL) != run_of(body, 0, NULL) || run_of(x, n->id, body) < 0) {
+        ds__sim_free_work(body);
+        return DS_ECU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    }
+    for (const struct sim_work *w = body; w != NULL; w = w->next, x = x->next) {
+        struct sim_work *next = x->next;
+
+        *x = *w;
+        x->node = n->id;
+        x->next = next;
+    }
+    ds__sim_free_work(body);
+    return 0;
+}
+
 /* A kernel node's new launch changes only its modelled time (kernels compute nothing),
- * an event node's only its event. */
+ * an event node's only its event, a fill's or copy's its range. */
 int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                            struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
     struct sim_work w;
 
     (void)g;
+    if (d->kind == DS_GNODE_CHILD)
+        return e != NULL ? set_child(e, n, d) : DS_EINVAL;
     node_work(b, d, &w);
     if (e == NULL) {
         n->w = w;
@@ -281,8 +343,11 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     }
     for (struct sim_work *x = e->work; x != NULL; x = x->next) {
         if (x->node == n->id) {
-            x->kernel_ns = w.kernel_ns;
-            x->event = w.event;
+            struct sim_work *next = x->next;
+
+            *x = w;
+            x->node = n->id;
+            x->next = next;
             return 0;
         }
     }
