@@ -286,18 +286,23 @@ int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnod
     return 0;
 }
 
-/* Work items from `from` on that belong to node `id`, with the kind of the items of list
- * `as` (NULL: any), or -1 when the kinds differ. */
-static long run_of(const struct sim_work *from, uint64_t id, const struct sim_work *as)
+/* How many work items from `from` on belong to node `id`. */
+static long run_of(const struct sim_work *from, uint64_t id)
 {
     long n = 0;
 
-    for (; from != NULL && from->node == id; from = from->next, n++) {
-        if (as != NULL && as->kind != from->kind)
-            return -1;
-        as = as != NULL ? as->next : NULL;
-    }
+    for (; from != NULL && from->node == id; from = from->next)
+        n++;
     return n;
+}
+
+/* Whether the n items from x on have the kinds of list w's, which has n items. */
+static int same_kinds(const struct sim_work *x, const struct sim_work *w, long n)
+{
+    for (long i = 0; i < n; i++, x = x->next, w = w->next)
+        if (w == NULL || x->kind != w->kind)
+            return 0;
+    return w == NULL;
 }
 
 /* A child graph node's new graph in e: its work replaces the node's, item for item, when
@@ -305,15 +310,17 @@ static long run_of(const struct sim_work *from, uint64_t id, const struct sim_wo
 static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
     struct sim_work *body, *x = e->work;
+    long have;
     int rc;
 
     while (x != NULL && x->node != n->id)
         x = x->next;
     if ((rc = flatten(d->child, &body)) != 0)
         return rc;
-    if (run_of(x, n->id, NULL) != run_of(body, 0, NULL) || run_of(x, n->id, body) < 0) {
+    have = run_of(x, n->id);
+    if (!same_kinds(x, body, have)) {
         ds__sim_free_work(body);
-        return DS_ECU(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+        return DS_ECU(CUDA_ERROR_INVALID_VALUE);
     }
     for (const struct sim_work *w = body; w != NULL; w = w->next, x = x->next) {
         struct sim_work *next = x->next;
