@@ -219,6 +219,7 @@
     EP(cuGraphAddNode, 12030, cuGraphAddNode_v2)                          \
     EP(cuGraphNodeSetParams, 12020, cuGraphNodeSetParams)                 \
     EP(cuGraphExecNodeSetParams, 12020, cuGraphExecNodeSetParams)         \
+    EP(cuGraphConditionalHandleCreate, 12030, cuGraphConditionalHandleCreate) \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

@@ -26,6 +26,7 @@ static const char *type_name(CUgraphNodeType t)
     case CU_GRAPH_NODE_TYPE_MEMSET: return "memset";
     case CU_GRAPH_NODE_TYPE_HOST: return "host";
     case CU_GRAPH_NODE_TYPE_GRAPH: return "graph";
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return "conditional";
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return "event_record";
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return "event_wait";
     default: return "empty";

@@ -441,6 +441,7 @@ CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
         [DS_NODE_EVENT_WAIT] = CU_GRAPH_NODE_TYPE_WAIT_EVENT,
         [DS_NODE_HOST] = CU_GRAPH_NODE_TYPE_HOST,
         [DS_NODE_CHILD] = CU_GRAPH_NODE_TYPE_GRAPH,
+        [DS_NODE_COND] = CU_GRAPH_NODE_TYPE_CONDITIONAL,
     };
     ds_node_info_res r;
     CUresult rc;

@@ -6,7 +6,9 @@
  * A host node's function and argument are this process's pointers; the executor keeps
  * them as numbers and hands them back when an instantiated graph reaches the node, and
  * graph.c calls the function here, in graph order.  A child graph node holds its own
- * copy of the graph, made by the executor when the node is added.
+ * copy of the graph, made by the executor when the node is added.  A conditional node's
+ * handle is the backend's own number for it (the driver's, which kernels pass to
+ * cudaGraphSetConditional), and its body graphs are executor graphs the caller fills.
  */
 #include "cuda_api.h"
 #include "gnode.h"
@@ -241,6 +243,49 @@ CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph
     return rc;
 }
 
+CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *handle, CUgraph graph,
+                                        CUcontext ctx, unsigned int dflt, unsigned int flags)
+{
+    ds_cond_create_args a = { .graph = hv(graph), .dflt = dflt, .flags = flags };
+    ds_hyper_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    (void)ctx;
+    if (handle == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = ds_rpc_graph_cond_create(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *handle = r.ds_hyper_res_u.value;
+    return rc;
+}
+
+/* A conditional node: added, then its body graphs read back into c->phGraph_out. */
+static CUresult add_cond(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                         size_t ndeps, const CUDA_CONDITIONAL_NODE_PARAMS *c)
+{
+    ds_node_params p = { .kind = DS_NODE_COND };
+    const ds_cond_node *got;
+    ds_node_info_res r;
+    CUresult rc;
+
+    if (c->phGraph_out == NULL || c->size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    p.ds_node_params_u.cond.handle = c->handle;
+    p.ds_node_params_u.cond.type = c->type;
+    p.ds_node_params_u.cond.size = c->size;
+    if ((rc = ds__gnode_add(node, graph, deps, ndeps, &p)) != CUDA_SUCCESS ||
+        (rc = ds__gnode_info(*node, &r)) != CUDA_SUCCESS)
+        return rc;
+    got = &r.ds_node_info_res_u.info.params.ds_node_params_u.cond;
+    if (r.ds_node_info_res_u.info.params.kind != DS_NODE_COND || got->bodies.bodies_len != c->size)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; rc == CUDA_SUCCESS && i < c->size; i++)
+        c->phGraph_out[i] = (CUgraph)(uintptr_t)got->bodies.bodies_val[i];
+    xdr_free((xdrproc_t)xdr_ds_node_info_res, (char *)&r);
+    return rc;
+}
+
 /* The generic forms.  CUDA_KERNEL_NODE_PARAMS_v3 has v2's fields. */
 static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v3 *k)
 {
@@ -307,6 +352,9 @@ CUresult cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *dep
         return cuGraphAddEventRecordNode(node, graph, deps, ndeps, np->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return cuGraphAddEventWaitNode(node, graph, deps, ndeps, np->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+        DS_NEED_INIT();
+        return add_cond(node, graph, deps, ndeps, &np->conditional);
     default:
         return not_served();
     }

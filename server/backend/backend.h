@@ -28,6 +28,7 @@ struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
 struct ds_bnode;
+struct ds_bcond;
 struct ds_bpmem;
 struct ds_bfence;
 struct ds_bpool;
@@ -103,7 +104,8 @@ enum ds_gnode_kind {
     DS_GNODE_MEMCPY,
     DS_GNODE_EVENT_RECORD,
     DS_GNODE_EVENT_WAIT,
-    DS_GNODE_CHILD
+    DS_GNODE_CHILD,
+    DS_GNODE_COND
 };
 
 struct ds_gnode_desc {
@@ -116,6 +118,10 @@ struct ds_gnode_desc {
     unsigned elem_size;
     struct ds_bevent *event; /* DS_GNODE_EVENT_*: lives as long as the node */
     struct ds_bgraph *child; /* DS_GNODE_CHILD: a built graph the node runs a copy of */
+    struct ds_bcond *cond;   /* DS_GNODE_COND: a handle of the node's graph, */
+    int cond_type;           /* CUgraphConditionalNodeType, */
+    unsigned nbodies;        /* and its body graphs, which graph_add_node makes into */
+    struct ds_bgraph **bodies; /* bodies[]: graph_destroy frees each, before or after the node */
 };
 
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
@@ -333,6 +339,10 @@ struct ds_backend_ops {
                       struct ds_bnode *to, int add);
     int (*graph_node_set)(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                           struct ds_bnode *n, const struct ds_gnode_desc *d);
+    /* A conditional handle of g, with its default value and CU_GRAPH_COND_* flags; the
+     * number a kernel names it by in *value.  It goes with g. */
+    int (*graph_cond_create)(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                             unsigned flags, struct ds_bcond **out, uint64_t *value);
 
     /* Virtual memory management (cuMemCreate and friends).  A reservation is device
      * address space with nothing behind it; a physical allocation (ds_bpmem) is device

@@ -34,7 +34,7 @@ static CUresult editable_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph
 {
     CUresult rc = built_graph(t, h, out);
 
-    if (rc == CUDA_SUCCESS && (*out)->embedded) {
+    if (rc == CUDA_SUCCESS && (*out)->frozen) {
         ds_warn("a child graph node's graph cannot be edited; set the node's graph instead");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -163,6 +163,11 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
             return rc;
         d->child = child->real;
         return CUDA_SUCCESS;
+    case DS_NODE_COND:
+        /* Only added as itself (add_cond): its handle and bodies are its graph's. */
+        ds_warn("a conditional node cannot be copied (clone, child graph) or run in stages "
+                "(with host nodes)");
+        return CUDA_ERROR_NOT_SUPPORTED;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;
         return check_kernel(t, &p->ds_node_params_u.kernel, d, attrs);
@@ -189,6 +194,8 @@ static void free_params(ds_node_params *p)
         free(p->ds_node_params_u.kernel.params.params_val);
         free(p->ds_node_params_u.kernel.attrs.attrs_val);
     }
+    if (p->kind == DS_NODE_COND)
+        free(p->ds_node_params_u.cond.bodies.bodies_val);
 }
 
 static void *dup_bytes(const void *src, size_t n)
@@ -207,6 +214,16 @@ static int copy_params(const ds_node_params *p, ds_node_params *out)
     ds_kernel_node *o = &out->ds_node_params_u.kernel;
 
     *out = *p;
+    if (p->kind == DS_NODE_COND) {
+        const ds_cond_node *c = &p->ds_node_params_u.cond;
+
+        out->ds_node_params_u.cond.bodies.bodies_val =
+            dup_bytes(c->bodies.bodies_val, c->bodies.bodies_len * sizeof(*c->bodies.bodies_val));
+        if (out->ds_node_params_u.cond.bodies.bodies_val != NULL)
+            return 0;
+        out->kind = DS_NODE_EMPTY;
+        return DS_ENOMEM;
+    }
     if (p->kind != DS_NODE_KERNEL)
         return 0;
     o->params.params_val = dup_bytes(k->params.params_val, k->params.params_len);
@@ -237,6 +254,13 @@ static void drop_node(struct ds_tenant *t, struct ds_vnode *n)
     if (n->params.kind == DS_NODE_CHILD &&
         (child = ds_handles_remove(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
         ds__ops_graph_free(t, child);
+    for (u_int i = 0; n->params.kind == DS_NODE_COND &&
+                      i < n->params.ds_node_params_u.cond.bodies.bodies_len; i++) {
+        child = ds_handles_remove(&t->h, n->params.ds_node_params_u.cond.bodies.bodies_val[i],
+                                  DS_H_GRAPH);
+        if (child != NULL)
+            ds__ops_graph_free(t, child);
+    }
     free_node(n);
 }
 
@@ -329,7 +353,8 @@ static CUresult copy_child(struct ds_tenant *t, uint64_t h, uint64_t *copy)
         (rc = ds__ops_graph_clone(t, &h, &r)) != CUDA_SUCCESS)
         return rc;
     *copy = r.ds_handle_res_u.handle;
-    ((struct ds_vgraph *)ds_handles_get(&t->h, *copy, DS_H_GRAPH))->embedded = 1;
+    g = ds_handles_get(&t->h, *copy, DS_H_GRAPH);
+    g->embedded = g->frozen = 1;
     return CUDA_SUCCESS;
 }
 
@@ -353,21 +378,15 @@ static CUresult add_child(struct ds_tenant *t, uint64_t gh, const ds_node_params
     return rc;
 }
 
-/* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
- * graph in p is already the node's own copy. */
-static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
-                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+/* Add node p, described as d, after deps to graph g (handle gh): backend node, handle. */
+static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
+                              const ds_node_params *p, const struct ds_gnode_desc *d,
+                              const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
     struct ds_bnode **real;
-    struct ds_gnode_desc d;
-    struct ds_vgraph *g;
     struct ds_vnode *n;
     CUresult rc;
 
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
-        (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
-        return rc;
     real = malloc((ndeps > 0 ? ndeps : 1) * sizeof(*real));
     n = new_node(gh, p, deps, ndeps);
     if (real == NULL || n == NULL)
@@ -375,7 +394,7 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     else if (!good_deps(t, gh, deps, ndeps, real))
         rc = CUDA_ERROR_INVALID_VALUE;
     else
-        rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, &d, real, ndeps, &n->real));
+        rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, d, real, ndeps, &n->real));
     free(real);
     if (rc == CUDA_SUCCESS && (n->event = event_of(t, p)) != NULL)
         n->event->refs++;
@@ -384,6 +403,138 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     if (n != NULL)
         free_node(n);
     return rc;
+}
+
+/* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
+ * graph in p is already the node's own copy.  A conditional body cannot hold a host node:
+ * the backend runs the body where it stands. */
+static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_desc d;
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (p->kind == DS_NODE_HOST && g->embedded) {
+        ds_warn("a host node in a conditional node's body is not served");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return add_described(t, g, gh, p, &d, deps, ndeps, out);
+}
+
+/* The backend's handle of graph g that the tenant knows as `value`, or NULL. */
+static struct ds_bcond *cond_of(const struct ds_vgraph *g, uint64_t value)
+{
+    for (uint32_t i = 0; i < g->nconds; i++)
+        if (g->conds[i].value == value)
+            return g->conds[i].real;
+    return NULL;
+}
+
+/* Whether conditional node c has a type and a number of bodies CUDA allows. */
+static int good_cond(const ds_cond_node *c)
+{
+    switch (c->type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        return c->size == 1 || c->size == 2;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        return c->size == 1;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+        return c->size >= 1 && c->size <= DS_COND_BODIES_MAX;
+    default:
+        return 0;
+    }
+}
+
+/* Body graph b of conditional node n (handle nh): a built graph of the node's, which the
+ * tenant fills; its handle joins the node's parameters. */
+static CUresult adopt_body(struct ds_tenant *t, struct ds_vnode *n, uint64_t ctx,
+                           struct ds_bgraph *b)
+{
+    ds_cond_node *c = &n->params.ds_node_params_u.cond;
+    struct ds_vgraph *g = calloc(1, sizeof(*g));
+    uint64_t h;
+
+    if (g == NULL) {
+        t->ops->graph_destroy(t->be, b);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *g = (struct ds_vgraph){ .ctx = ctx, .real = b, .built = 1, .embedded = 1 };
+    if ((h = ds_handles_add(&t->h, DS_H_GRAPH, g)) == 0 ||
+        append_handle(&c->bodies.bodies_val, &c->bodies.bodies_len, h) != 0) {
+        if (h != 0)
+            ds_handles_remove(&t->h, h, DS_H_GRAPH);
+        ds__ops_graph_free(t, g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Add conditional node p after deps to graph gh; its body graphs get handles, which the
+ * tenant reads back with the node's parameters. */
+static CUresult add_cond(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    const ds_cond_node *c = &p->ds_node_params_u.cond;
+    ds_node_params own = *p;
+    struct ds_gnode_desc d = { .kind = DS_GNODE_COND };
+    struct ds_vgraph *g;
+    struct ds_vnode *n;
+    ds_void_res vr;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+        return rc;
+    if (!good_cond(c) || c->bodies.bodies_len != 0 || (d.cond = cond_of(g, c->handle)) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    d.cond_type = c->type;
+    d.nbodies = c->size;
+    if ((d.bodies = calloc(c->size, sizeof(*d.bodies))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    own.ds_node_params_u.cond.bodies.bodies_len = 0;
+    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
+    n = rc == CUDA_SUCCESS ? node_of(t, *out, gh) : NULL;
+    /* Bodies the backend made but no handle holds go now; adopt_body frees its own on
+     * failure. */
+    for (unsigned i = 0; i < c->size; i++) {
+        if (rc == CUDA_SUCCESS)
+            rc = adopt_body(t, n, g->ctx, d.bodies[i]);
+        else if (d.bodies[i] != NULL)
+            t->ops->graph_destroy(t->be, d.bodies[i]);
+    }
+    if (rc != CUDA_SUCCESS && n != NULL)
+        ds__ops_graph_node_destroy(t, out, &vr);
+    free(d.bodies);
+    return rc;
+}
+
+CUresult ds__ops_graph_cond_create(struct ds_tenant *t, const ds_cond_create_args *a,
+                                   ds_hyper_res *r)
+{
+    struct ds_vcond *grown;
+    struct ds_bcond *real;
+    struct ds_vgraph *g;
+    uint64_t value;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+        return rc;
+    if ((a->flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((grown = realloc(g->conds, (g->nconds + 1) * sizeof(*grown))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->conds = grown;
+    rc = ds_error_to_cu(t->ops->graph_cond_create(t->be, g->real, a->dflt, a->flags, &real,
+                                                  &value));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    g->conds[g->nconds++] = (struct ds_vcond){ .value = value, .real = real };
+    r->ds_hyper_res_u.value = value;
+    return CUDA_SUCCESS;
 }
 
 CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a,
@@ -418,6 +569,9 @@ CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
     if (a->params.kind == DS_NODE_CHILD)
         return add_child(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                          &r->ds_handle_res_u.handle);
+    if (a->params.kind == DS_NODE_COND)
+        return add_cond(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                        &r->ds_handle_res_u.handle);
     return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                     &r->ds_handle_res_u.handle);
 }
@@ -495,6 +649,7 @@ void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
     for (uint32_t i = 0; i < g->nnodes; i++)
         drop_node(t, ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
     free(g->nodes);
+    free(g->conds);
     t->ops->graph_destroy(t->be, g->real);
     free(g);
 }
@@ -769,6 +924,13 @@ CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g
         if (rc == CUDA_SUCCESS && n->params.kind == DS_NODE_CHILD)
             rc = ds__ops_gexec_pin_events(
                 t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH), e);
+        for (u_int j = 0; n->params.kind == DS_NODE_COND && rc == CUDA_SUCCESS &&
+                          j < n->params.ds_node_params_u.cond.bodies.bodies_len; j++)
+            rc = ds__ops_gexec_pin_events(
+                t,
+                ds_handles_get(&t->h, n->params.ds_node_params_u.cond.bodies.bodies_val[j],
+                               DS_H_GRAPH),
+                e);
     }
     return rc;
 }

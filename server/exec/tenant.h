@@ -57,6 +57,12 @@ struct ds_vstream {
     struct ds_bstream *real;
 };
 
+/* A conditional handle: the number kernels and nodes name it by, and the backend's. */
+struct ds_vcond {
+    uint64_t value;
+    struct ds_bcond *real;
+};
+
 /* One stage of an instantiated graph that has host nodes (ops_gstage.c): the device
  * nodes of the stage as a graph of their own (NULL when it has none), then the host
  * functions the tenant runs once the stream has reached the end of it. */
@@ -76,7 +82,10 @@ struct ds_vgraph {
     uint64_t ctx;
     void *real;      /* struct ds_bgraph or struct ds_bgexec; NULL when staged */
     int built;       /* made by cuGraphCreate (or cloned from such): its nodes are below */
-    int embedded;    /* built: a child graph node's own copy, which goes with the node */
+    int embedded;    /* built: a node's own (a child graph's copy, a conditional's body),
+                      * which goes with the node */
+    int frozen;      /* embedded: a child graph's copy, which the backend copied in turn,
+                      * so that edits here would not reach it */
     uint64_t *nodes; /* built: its nodes' handles, in the order they were added */
     uint32_t nnodes;
     uint64_t graph;  /* instantiated: the graph it was made from */
@@ -85,6 +94,8 @@ struct ds_vgraph {
     uint32_t nevents;
     struct ds_gstage *stages; /* instantiated from a graph with host nodes */
     uint32_t nstages;
+    struct ds_vcond *conds;   /* built: the conditional handles made for it */
+    uint32_t nconds;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of

@@ -82,14 +82,75 @@ int ds__cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_
 
 void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
-    b->cu.cuGraphDestroy(g->g);
+    if (!g->borrowed)
+        b->cu.cuGraphDestroy(g->g);
     while (g->nodes != NULL) {
         struct ds_bnode *next = g->nodes->next;
 
         free(g->nodes);
         g->nodes = next;
     }
+    while (g->conds != NULL) {
+        struct ds_bcond *next = g->conds->next;
+
+        free(g->conds);
+        g->conds = next;
+    }
     free(g);
+}
+
+int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                               unsigned flags, struct ds_bcond **out, uint64_t *value)
+{
+    struct ds_bcond *c = calloc(1, sizeof(*c));
+    CUresult r;
+
+    if (c == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuGraphConditionalHandleCreate(&c->h, g->g, b->ctx, dflt, flags);
+    if (r != CUDA_SUCCESS) {
+        free(c);
+        return ds__cuda_err(r);
+    }
+    c->next = g->conds;
+    g->conds = c;
+    *value = c->h;
+    *out = c;
+    return 0;
+}
+
+/* A conditional node; the driver makes its body graphs, which are lent to d->bodies. */
+static CUresult add_cond(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
+                         const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+    CUgraph *bodies = calloc(d->nbodies, sizeof(*bodies));
+    CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_CONDITIONAL };
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    unsigned made = 0;
+
+    if (bodies == NULL)
+        return r;
+    np.conditional.handle = d->cond->h;
+    np.conditional.type = (CUgraphConditionalNodeType)d->cond_type;
+    np.conditional.size = d->nbodies;
+    np.conditional.phGraph_out = bodies;
+    np.conditional.ctx = b->ctx;
+    r = b->cu.cuGraphAddNode(out, g, deps, NULL, ndeps, &np);
+    for (; r == CUDA_SUCCESS && made < d->nbodies; made++) {
+        if ((d->bodies[made] = calloc(1, sizeof(**d->bodies))) == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            *d->bodies[made] = (struct ds_bgraph){ .g = bodies[made], .borrowed = 1 };
+    }
+    if (r != CUDA_SUCCESS && made > 0) {
+        for (unsigned i = 0; i < made; i++) {
+            free(d->bodies[i]);
+            d->bodies[i] = NULL;
+        }
+        b->cu.cuGraphDestroyNode(*out);
+    }
+    free(bodies);
+    return r;
 }
 
 void ds__cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
@@ -175,6 +236,8 @@ static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_
         return b->cu.cuGraphAddEventWaitNode(out, g, deps, ndeps, d->event->e);
     case DS_GNODE_CHILD:
         return b->cu.cuGraphAddChildGraphNode(out, g, deps, ndeps, d->child->g);
+    case DS_GNODE_COND:
+        return add_cond(b, g, d, deps, ndeps, out);
     default:
         return b->cu.cuGraphAddEmptyNode(out, g, deps, ndeps);
     }

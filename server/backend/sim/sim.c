@@ -865,6 +865,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .graph_node_destroy = ds__sim_graph_node_destroy,
     .graph_edge = ds__sim_graph_edge,
     .graph_node_set = ds__sim_graph_node_set,
+    .graph_cond_create = ds__sim_graph_cond_create,
     .vmm_granularity = ds__sim_vmm_granularity,
     .vmm_reserve = ds__sim_vmm_reserve,
     .vmm_free = ds__sim_vmm_free,

@@ -68,10 +68,73 @@ static int all_placed(const struct ds_bnode *n)
     return 1;
 }
 
+static int flatten(struct ds_bgraph *g, struct sim_work **out, struct sim_cond_run **runs);
+
+static void free_run(struct sim_cond_run *r)
+{
+    for (unsigned i = 0; i < r->n; i++)
+        ds__sim_free_work(r->bodies[i]);
+    free(r->bodies);
+    free(r);
+}
+
+static void free_runs(struct sim_cond_run *r)
+{
+    while (r != NULL) {
+        struct sim_cond_run *next = r->next;
+
+        free_run(r);
+        r = next;
+    }
+}
+
+/* Conditional node n as it runs in an instantiated graph, its bodies flattened, added
+ * to *runs; its work item in *w.  Without runs (a child graph's copy), DS_EINVAL. */
+static int cond_work(const struct ds_bnode *n, struct sim_cond_run **runs, struct sim_work *w)
+{
+    struct sim_cond_run *r;
+    int rc = 0;
+
+    if (runs == NULL || (r = calloc(1, sizeof(*r))) == NULL)
+        return runs == NULL ? DS_EINVAL : DS_ENOMEM;
+    *r = (struct sim_cond_run){ .value = n->cond->dflt, .dflt = n->cond->dflt,
+                                .flags = n->cond->flags, .type = n->cond_type };
+    if ((r->bodies = calloc(n->nbodies, sizeof(*r->bodies))) == NULL) {
+        free(r);
+        return DS_ENOMEM;
+    }
+    for (; r->n < n->nbodies && rc == 0; r->n++)
+        rc = flatten(n->bodies[r->n], &r->bodies[r->n], runs);
+    r->next = *runs;
+    *runs = r;
+    *w = (struct sim_work){ .kind = W_COND, .cond = r };
+    return rc;
+}
+
+/* Node n's work at *tail; returns the new tail, or NULL with *rc set. */
+static struct sim_work **place(struct ds_bnode *n, struct sim_work **tail,
+                               struct sim_cond_run **runs, int *rc)
+{
+    struct sim_work w;
+
+    if (n->cond != NULL) {
+        if ((*rc = cond_work(n, runs, &w)) != 0)
+            return NULL;
+        return append(tail, &w, n->id);
+    }
+    if (n->w.kind != W_NONE)
+        tail = append(tail, &n->w, n->id);
+    for (const struct sim_work *x = n->body; x != NULL && tail != NULL; x = x->next)
+        tail = append(tail, x, n->id);
+    return tail;
+}
+
 /* A built graph's work in an order that respects every edge (earlier-added nodes first
  * among those ready), or DS_EINVAL when a cycle leaves nodes that can never run. */
-static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
+static int place_nodes(struct ds_bgraph *g, struct sim_work **tail, struct sim_cond_run **runs)
 {
+    int rc = DS_ENOMEM;
+
     size_t left = 0, progress = 1;
 
     for (struct ds_bnode *n = g->nodes; n != NULL; n = n->next, left++)
@@ -84,20 +147,17 @@ static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
             n->placed = 1;
             left--;
             progress = 1;
-            if (n->w.kind != W_NONE)
-                tail = append(tail, &n->w, n->id);
-            for (const struct sim_work *w = n->body; w != NULL && tail != NULL; w = w->next)
-                tail = append(tail, w, n->id);
+            tail = place(n, tail, runs, &rc);
         }
         if (tail == NULL)
-            return DS_ENOMEM;
+            return rc;
     }
     return left > 0 ? DS_ECU(CUDA_ERROR_INVALID_VALUE) : 0;
 }
 
 /* Graph g's work as one list in *out, in an order that respects its edges: captured
- * work first, then its nodes'. */
-static int flatten(struct ds_bgraph *g, struct sim_work **out)
+ * work first, then its nodes'.  Its conditional nodes' runs go to *runs. */
+static int flatten(struct ds_bgraph *g, struct sim_work **out, struct sim_cond_run **runs)
 {
     struct sim_work **tail = out;
     int rc;
@@ -105,7 +165,7 @@ static int flatten(struct ds_bgraph *g, struct sim_work **out)
     *out = NULL;
     for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
         tail = append(tail, w, 0);
-    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail);
+    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail, runs);
     if (rc != 0) {
         ds__sim_free_work(*out);
         *out = NULL;
@@ -123,7 +183,8 @@ int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_
     (void)flags;
     if (e == NULL)
         return DS_ENOMEM;
-    if ((rc = flatten(g, &e->work)) != 0) {
+    if ((rc = flatten(g, &e->work, &e->conds)) != 0) {
+        free_runs(e->conds);
         free(e);
         return rc;
     }
@@ -131,17 +192,42 @@ int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_
     return 0;
 }
 
-int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+static int run_list(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
+
+/* A conditional node: its value decides which body runs, and how often.  Kernels set
+ * no value on the sim, so a while loop that starts true would never end: refused. */
+static int run_cond(struct ds_backend *b, struct ds_bstream *s, struct sim_cond_run *r)
 {
-    if (s != NULL && s->capturing)
-        return CAPTURE_UNSUPPORTED;
-    for (const struct sim_work *w = e->work; w != NULL; w = w->next) {
-        int rc = ds__sim_work_run(b, s, w);
+    if (r->flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+        r->value = r->dflt;
+    switch (r->type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        if (r->value != 0)
+            return run_list(b, s, r->bodies[0]);
+        return r->n > 1 ? run_list(b, s, r->bodies[1]) : 0;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        return r->value != 0 ? DS_ECU(CUDA_ERROR_NOT_SUPPORTED) : 0;
+    default:
+        return r->value < r->n ? run_list(b, s, r->bodies[r->value]) : 0;
+    }
+}
+
+static int run_list(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
+{
+    for (; w != NULL; w = w->next) {
+        int rc = w->kind == W_COND ? run_cond(b, s, w->cond) : ds__sim_work_run(b, s, w);
 
         if (rc != 0)
             return rc;
     }
     return 0;
+}
+
+int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+{
+    if (s != NULL && s->capturing)
+        return CAPTURE_UNSUPPORTED;
+    return run_list(b, s, e->work);
 }
 
 int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n)
@@ -158,6 +244,7 @@ int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t
 static void free_node(struct ds_bnode *n)
 {
     ds__sim_free_work(n->body);
+    free(n->bodies);
     free(n->deps);
     free(n);
 }
@@ -172,13 +259,36 @@ void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
         free_node(g->nodes);
         g->nodes = next;
     }
+    while (g->conds != NULL) {
+        struct ds_bcond *next = g->conds->next;
+
+        free(g->conds);
+        g->conds = next;
+    }
     free(g);
+}
+
+int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                              unsigned flags, struct ds_bcond **out, uint64_t *value)
+{
+    struct ds_bcond *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return DS_ENOMEM;
+    c->dflt = dflt;
+    c->flags = flags;
+    c->next = g->conds;
+    g->conds = c;
+    *value = ++b->next_node_id;
+    *out = c;
+    return 0;
 }
 
 void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
 {
     (void)b;
     ds__sim_free_work(e->work);
+    free_runs(e->conds);
     free(e);
 }
 
@@ -216,6 +326,28 @@ static void node_work(struct ds_backend *b, const struct ds_gnode_desc *d, struc
     }
 }
 
+/* A conditional node's body graphs, new and empty, in d->bodies; the node keeps them in
+ * its own array but not their ownership (graph_destroy frees each). */
+static int add_bodies(struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    if ((n->bodies = calloc(d->nbodies, sizeof(*n->bodies))) == NULL)
+        return DS_ENOMEM;
+    for (unsigned i = 0; i < d->nbodies; i++) {
+        if ((d->bodies[i] = calloc(1, sizeof(**d->bodies))) == NULL) {
+            while (i-- > 0) {
+                free(d->bodies[i]);
+                d->bodies[i] = NULL;
+            }
+            return DS_ENOMEM;
+        }
+        n->bodies[i] = d->bodies[i];
+    }
+    n->cond = d->cond;
+    n->cond_type = d->cond_type;
+    n->nbodies = d->nbodies;
+    return 0;
+}
+
 int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
                            const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
                            size_t ndeps, struct ds_bnode **out)
@@ -232,7 +364,11 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
     n->ndeps = ndeps;
     n->id = ++b->next_node_id;
     node_work(b, d, &n->w);
-    if (d->kind == DS_GNODE_CHILD && (rc = flatten(d->child, &n->body)) != 0) {
+    if (d->kind == DS_GNODE_CHILD && (rc = flatten(d->child, &n->body, NULL)) != 0) {
+        free_node(n);
+        return rc;
+    }
+    if (d->kind == DS_GNODE_COND && (rc = add_bodies(n, d)) != 0) {
         free_node(n);
         return rc;
     }
@@ -315,7 +451,7 @@ static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gn
 
     while (x != NULL && x->node != n->id)
         x = x->next;
-    if ((rc = flatten(d->child, &body)) != 0)
+    if ((rc = flatten(d->child, &body, NULL)) != 0)
         return rc;
     have = run_of(x, n->id);
     if (!same_kinds(x, body, have)) {
