@@ -220,6 +220,8 @@
     EP(cuGraphNodeSetParams, 12020, cuGraphNodeSetParams)                 \
     EP(cuGraphExecNodeSetParams, 12020, cuGraphExecNodeSetParams)         \
     EP(cuGraphConditionalHandleCreate, 12030, cuGraphConditionalHandleCreate) \
+    EP(cuGraphExecUpdate, 10020, cuGraphExecUpdate)                       \
+    EP(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)                    \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

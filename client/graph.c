@@ -291,6 +291,41 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
     return rc;
 }
 
+CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo *info)
+{
+    ds_exec_update_args a = { .exec = hv(exec), .graph = hv(graph) };
+    ds_exec_update_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (info == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(info, 0, sizeof(*info));
+    if ((rc = ds_rpc_graph_exec_update(&a, &r)) != CUDA_SUCCESS) {
+        info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+        return rc;
+    }
+    info->result = (CUgraphExecUpdateResult)r.ds_exec_update_res_u.result;
+    return info->result == CU_GRAPH_EXEC_UPDATE_SUCCESS ? CUDA_SUCCESS
+                                                        : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+/* The CUDA 10.2 form: the same, with the error node (never named here) and the result
+ * apart. */
+CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode *error_node,
+                           CUgraphExecUpdateResult *result)
+{
+    CUgraphExecUpdateResultInfo info;
+    CUresult rc;
+
+    if (error_node == NULL || result == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = cuGraphExecUpdate_v2(exec, graph, &info);
+    *error_node = info.errorNode;
+    *result = info.result;
+    return rc;
+}
+
 CUresult cuGraphExecGetFlags(CUgraphExec exec, cuuint64_t *flags)
 {
     ds_gexec_info info;

@@ -234,3 +234,70 @@ Test(graph_update, the_dot_description_names_every_node_and_edge)
           CUDA_ERROR_OPERATING_SYSTEM);
     unbuild(&p);
 }
+
+/* A stream's capture of a fill of a with v and a copy of a into b. */
+static CUgraph capture(CUdeviceptr a, CUdeviceptr b, unsigned v, int with_copy)
+{
+    CUstream cs;
+    CUgraph g;
+
+    CU_OK(cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamBeginCapture(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_OK(cuMemsetD32Async(a, v, N, cs));
+    if (with_copy)
+        CU_OK(cuMemcpyDtoDAsync(b, a, N * sizeof(int), cs));
+    CU_OK(cuStreamEndCapture(cs, &g));
+    CU_OK(cuStreamDestroy(cs));
+    return g;
+}
+
+Test(graph_update, an_instance_takes_a_captured_graph_of_the_same_shape)
+{
+    CUgraphExecUpdateResultInfo info;
+    CUdeviceptr a, b;
+    CUgraph g1, g2, g3;
+    CUgraphExec e;
+
+    CU_OK(cuMemAlloc(&a, N * sizeof(int)));
+    CU_OK(cuMemAlloc(&b, N * sizeof(int)));
+    g1 = capture(a, b, 5, 1);
+    CU_OK(cuGraphInstantiate(&e, g1, 0));
+    cr_assert_eq(run(e, b), 5);
+    g2 = capture(a, b, 9, 1);
+    CU_OK(cuGraphExecUpdate(e, g2, &info));
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CU_OK(cuGraphDestroy(g2));
+    cr_assert_eq(run(e, b), 9);
+    g3 = capture(a, b, 4, 0);
+    CU_IS(cuGraphExecUpdate(e, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    cr_assert_eq(run(e, b), 9, "a refused update changes nothing");
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g1));
+    CU_OK(cuGraphDestroy(g3));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+}
+
+Test(graph_update, an_instance_takes_a_built_graph_of_the_same_shape)
+{
+    CUgraphExecUpdateResultInfo info;
+    struct pair p, q;
+    CUDA_MEMSET_NODE_PARAMS ms;
+    CUgraphExec e;
+    CUgraphNode extra;
+
+    build(&p, 3);
+    build(&q, 6);
+    CU_OK(cuGraphInstantiate(&e, p.g, 0));
+    CU_OK(cuGraphExecUpdate(e, q.g, &info));
+    cr_assert_eq(run(e, q.b), 6, "the instance fills and copies q's buffers");
+    cr_assert_eq(read_at(p.b, 0), 0);
+    ms = dfill(q.c, 1);
+    CU_OK(cuGraphAddMemsetNode(&extra, q.g, NULL, 0, &ms, NULL));
+    CU_IS(cuGraphExecUpdate(e, q.g, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    cr_assert_neq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CU_OK(cuGraphExecDestroy(e));
+    unbuild(&p);
+    unbuild(&q);
+}

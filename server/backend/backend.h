@@ -343,6 +343,11 @@ struct ds_backend_ops {
      * number a kernel names it by in *value.  It goes with g. */
     int (*graph_cond_create)(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
                              unsigned flags, struct ds_bcond **out, uint64_t *value);
+    /* cuGraphExecUpdate: e runs g's work from its next launch on when g has the shape of
+     * the graph e was made from; *result is the CUgraphExecUpdateResult (e unchanged
+     * unless CU_GRAPH_EXEC_UPDATE_SUCCESS).  Nodes of e keep their identity. */
+    int (*graph_exec_update)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                             int *result);
 
     /* Virtual memory management (cuMemCreate and friends).  A reservation is device
      * address space with nothing behind it; a physical allocation (ds_bpmem) is device

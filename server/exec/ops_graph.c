@@ -208,3 +208,25 @@ CUresult ds__ops_graph_exec_info(struct ds_tenant *t, const ds_handle *h, ds_gex
     r->ds_gexec_info_res_u.info.stages = e->nstages;
     return CUDA_SUCCESS;
 }
+
+/* An instance running in stages, or a graph that would, has no one backend graph to
+ * update: refused as the driver refuses what it cannot update. */
+CUresult ds__ops_graph_exec_update(struct ds_tenant *t, const ds_exec_update_args *a,
+                                   ds_exec_update_res *r)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_vgraph *g = ds_handles_get(&t->h, a->graph, DS_H_GRAPH);
+    CUresult rc;
+
+    if (e == NULL || g == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->stages != NULL || (g->built && ds__ops_gstage_needed(t, g))) {
+        ds_warn("cuGraphExecUpdate of a graph with host nodes is not served");
+        r->ds_exec_update_res_u.result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        return CUDA_SUCCESS;
+    }
+    if ((rc = ds__ops_gexec_pin_events(t, g, e)) != CUDA_SUCCESS)
+        return rc;
+    return ds_error_to_cu(
+        t->ops->graph_exec_update(t->be, e->real, g->real, &r->ds_exec_update_res_u.result));
+}

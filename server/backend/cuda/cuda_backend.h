@@ -65,6 +65,7 @@
     X(cuGraphAddChildGraphNode, cuGraphAddChildGraphNode) \
     X(cuGraphAddNode, cuGraphAddNode) \
     X(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate) \
+    X(cuGraphExecUpdate, cuGraphExecUpdate) \
     X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams) \
     X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams) \
     X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams) \
@@ -311,6 +312,8 @@ int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds
                             struct ds_bnode *n, const struct ds_gnode_desc *d);
 int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
                                unsigned flags, struct ds_bcond **out, uint64_t *value);
+int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                               int *result);
 int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
                          struct ds_bmodule **out);
 int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,

@@ -349,3 +349,18 @@ int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds
         return DS_EINVAL;
     }
 }
+
+/* The driver's own update; a refusal is a result, not a failure of the call. */
+int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                               int *result)
+{
+    CUgraphExecUpdateResultInfo info = { 0 };
+    CUresult r = b->cu.cuGraphExecUpdate(e->e, g->g, &info);
+
+    *result = (int)info.result;
+    if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+        return 0;
+    if (r == CUDA_SUCCESS)
+        *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return ds__cuda_err(r);
+}

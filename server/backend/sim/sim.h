@@ -287,5 +287,7 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
                            struct ds_bnode *n, const struct ds_gnode_desc *d);
 int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
                               unsigned flags, struct ds_bcond **out, uint64_t *value);
+int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                              int *result);
 
 #endif

@@ -496,3 +496,56 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     }
     return DS_ECU(CUDA_ERROR_INVALID_VALUE);
 }
+
+/* Whether lists a and b have as many items, of the same kinds, W_COND items' bodies
+ * included. */
+static int same_shape(const struct sim_work *a, const struct sim_work *b)
+{
+    for (; a != NULL && b != NULL; a = a->next, b = b->next) {
+        if (a->kind != b->kind)
+            return 0;
+        if (a->kind != W_COND)
+            continue;
+        if (a->cond->type != b->cond->type || a->cond->n != b->cond->n)
+            return 0;
+        for (unsigned i = 0; i < a->cond->n; i++)
+            if (!same_shape(a->cond->bodies[i], b->cond->bodies[i]))
+                return 0;
+    }
+    return a == NULL && b == NULL;
+}
+
+/* g's work, flattened as an instantiation would, replaces e's item for item; each item
+ * keeps the node it stood for in e, so that e's nodes can still be named. */
+int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                              int *result)
+{
+    struct sim_cond_run *runs = NULL;
+    struct sim_work *work;
+    int rc;
+
+    (void)b;
+    if ((rc = flatten(g, &work, &runs)) != 0) {
+        free_runs(runs);
+        return rc;
+    }
+    if (!same_shape(e->work, work)) {
+        *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        ds__sim_free_work(work);
+        free_runs(runs);
+        return 0;
+    }
+    for (struct sim_work *x = e->work, *w = work; x != NULL; x = x->next, w = w->next) {
+        struct sim_work *next = x->next;
+        uint64_t node = x->node;
+
+        *x = *w;
+        x->node = node;
+        x->next = next;
+    }
+    ds__sim_free_work(work);
+    free_runs(e->conds);
+    e->conds = runs;
+    *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return 0;
+}
