@@ -222,6 +222,11 @@
     EP(cuGraphConditionalHandleCreate, 12030, cuGraphConditionalHandleCreate) \
     EP(cuGraphExecUpdate, 10020, cuGraphExecUpdate)                       \
     EP(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)                    \
+    EP(cuUserObjectCreate, 11030, cuUserObjectCreate)                     \
+    EP(cuUserObjectRetain, 11030, cuUserObjectRetain)                     \
+    EP(cuUserObjectRelease, 11030, cuUserObjectRelease)                   \
+    EP(cuGraphRetainUserObject, 11030, cuGraphRetainUserObject)           \
+    EP(cuGraphReleaseUserObject, 11030, cuGraphReleaseUserObject)         \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

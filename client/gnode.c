@@ -16,6 +16,7 @@
 #include "module.h"
 #include "rpc.h"
 #include "unsupported.h"
+#include "userobj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -630,8 +631,12 @@ CUresult cuGraphClone(CUgraph *clone, CUgraph graph)
     DS_NEED_INIT();
     if (clone == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = ds_rpc_graph_clone(&h, &r);
-    if (rc == CUDA_SUCCESS)
-        *clone = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;
-    return rc;
+    if ((rc = ds_rpc_graph_clone(&h, &r)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = ds__userobj_share(h, r.ds_handle_res_u.handle)) != CUDA_SUCCESS) {
+        cuGraphDestroy((CUgraph)(uintptr_t)r.ds_handle_res_u.handle);
+        return rc;
+    }
+    *clone = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;
+    return CUDA_SUCCESS;
 }

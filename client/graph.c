@@ -13,6 +13,7 @@
 
 #include "rpc.h"
 #include "stream.h"
+#include "userobj.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -268,7 +269,11 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
     rc = exec_info(r.ds_handle_res_u.handle, &info);
     if (rc == CUDA_SUCCESS && info.stages > 0)
         rc = remember_staged(r.ds_handle_res_u.handle, info.stages);
+    if (rc == CUDA_SUCCESS)
+        rc = ds__userobj_share(a.graph, r.ds_handle_res_u.handle);
     if (rc != CUDA_SUCCESS) {
+        stages_of(r.ds_handle_res_u.handle, 1);
+        ds__userobj_drop(r.ds_handle_res_u.handle, 0);
         ds_rpc_graph_exec_destroy(&r.ds_handle_res_u.handle, &vr);
         return rc;
     }
@@ -415,9 +420,12 @@ CUresult cuGraphDestroy(CUgraph graph)
 {
     ds_handle h = hv(graph);
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_graph_destroy(&h, &r);
+    if ((rc = ds_rpc_graph_destroy(&h, &r)) == CUDA_SUCCESS)
+        ds__userobj_drop(h, 0);
+    return rc;
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec exec)
@@ -427,7 +435,9 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = ds_rpc_graph_exec_destroy(&h, &r)) == CUDA_SUCCESS)
+    if ((rc = ds_rpc_graph_exec_destroy(&h, &r)) == CUDA_SUCCESS) {
         stages_of(h, 1);
+        ds__userobj_drop(h, 1);
+    }
     return rc;
 }
