@@ -223,6 +223,11 @@
     EP(cuGraphExecUpdate, 10020, cuGraphExecUpdate)                       \
     EP(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)                    \
     EP(cuUserObjectCreate, 11030, cuUserObjectCreate)                     \
+    EP(cuGraphKernelNodeGetParams, 10000, cuGraphKernelNodeGetParams)     \
+    EP(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2)  \
+    EP(cuGraphKernelNodeGetAttribute, 11000, cuGraphKernelNodeGetAttribute) \
+    EP(cuGraphKernelNodeSetAttribute, 11000, cuGraphKernelNodeSetAttribute) \
+    EP(cuGraphKernelNodeCopyAttributes, 11000, cuGraphKernelNodeCopyAttributes) \
     EP(cuUserObjectRetain, 11030, cuUserObjectRetain)                     \
     EP(cuUserObjectRelease, 11030, cuUserObjectRelease)                   \
     EP(cuGraphRetainUserObject, 11030, cuGraphRetainUserObject)           \

@@ -8,6 +8,7 @@
  * address, can be).
  */
 #include "cuda_api.h"
+#include "gkernel.h"
 #include "gnode.h"
 
 #include "ctx.h"
@@ -300,9 +301,12 @@ CUresult cuGraphDestroyNode(CUgraphNode node)
 {
     ds_handle h = hv(node);
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_graph_node_destroy(&h, &r);
+    if ((rc = ds_rpc_graph_node_destroy(&h, &r)) == CUDA_SUCCESS)
+        ds__gkernel_node_gone(h);
+    return rc;
 }
 
 /* Ask the executor for a list: nodes, or edges nodes[i] -> to[i]; free with xdr_free. */

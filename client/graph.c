@@ -11,6 +11,7 @@
 #include "cuda_api.h"
 #include "graph.h"
 
+#include "gkernel.h"
 #include "rpc.h"
 #include "stream.h"
 #include "userobj.h"
@@ -423,8 +424,10 @@ CUresult cuGraphDestroy(CUgraph graph)
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = ds_rpc_graph_destroy(&h, &r)) == CUDA_SUCCESS)
+    if ((rc = ds_rpc_graph_destroy(&h, &r)) == CUDA_SUCCESS) {
         ds__userobj_drop(h, 0);
+        ds__gkernel_graph_gone(h);
+    }
     return rc;
 }
 

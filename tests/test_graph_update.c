@@ -12,12 +12,17 @@
 
 static struct ds_test_server srv;
 static CUstream s;
+static CUfunction fill; /* fill(int *out, int v, int n): out[i] = v + i */
 
 static void start(void)
 {
+    char path[512];
+
     ds_test_server_start(&srv, 0, NULL);
     ds_test_ctx();
     CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    snprintf(path, sizeof(path), "%s/launch.fatbin", DS_KERNEL_DIR);
+    CU_OK(cuModuleGetFunction(&fill, ds_test_module(path), "fill"));
 }
 
 static void stop(void)
@@ -203,6 +208,52 @@ Test(graph_update, instances_keep_their_flags)
     cr_assert_eq(run(e, p.b), 3);
     CU_OK(cuGraphExecDestroy(e));
     CU_IS(cuGraphExecGetFlags(e, &flags), CUDA_ERROR_INVALID_HANDLE);
+    unbuild(&p);
+}
+
+/* A kernel node of fill(out, v, N) in g. */
+static CUgraphNode add_fill(CUgraph g, CUdeviceptr out, int v)
+{
+    int n = N;
+    void *params[] = { &out, &v, &n };
+    CUDA_KERNEL_NODE_PARAMS kp = { .func = fill, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = N, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = params };
+    CUgraphNode node;
+
+    CU_OK(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+    return node;
+}
+
+Test(graph_update, kernel_nodes_read_back_their_parameters_and_attributes)
+{
+    struct pair p;
+    CUDA_KERNEL_NODE_PARAMS kp;
+    CUkernelNodeAttrValue v = { 0 }, got;
+    CUgraphNode k1, k2;
+
+    build(&p, 3);
+    k1 = add_fill(p.g, p.c, 42);
+    k2 = add_fill(p.g, p.b, 7);
+    CU_OK(cuGraphKernelNodeGetParams(k1, &kp));
+    cr_assert_eq(kp.func, fill);
+    cr_assert_eq(kp.blockDimX, N);
+    cr_assert_eq(*(CUdeviceptr *)kp.kernelParams[0], p.c);
+    cr_assert_eq(*(int *)kp.kernelParams[1], 42);
+    cr_assert_eq(*(int *)kp.kernelParams[2], N);
+    CU_IS(cuGraphKernelNodeGetParams(p.fill, &kp), CUDA_ERROR_INVALID_VALUE);
+
+    CU_OK(cuGraphKernelNodeGetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+    cr_assert_eq(got.priority, 0);
+    v.priority = 1;
+    CU_OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v));
+    CU_OK(cuGraphKernelNodeGetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+    cr_assert_eq(got.priority, 1);
+    CU_OK(cuGraphKernelNodeCopyAttributes(k2, k1));
+    CU_OK(cuGraphKernelNodeGetAttribute(k2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+    cr_assert_eq(got.priority, 1);
+    CU_OK(cuGraphKernelNodeGetParams(k2, &kp));
+    cr_assert_eq(*(int *)kp.kernelParams[1], 7, "attributes leave the parameters alone");
     unbuild(&p);
 }
 

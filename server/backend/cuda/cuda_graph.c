@@ -300,7 +300,8 @@ static CUresult set_event(struct ds_backend *b, struct ds_bgexec *e, struct ds_b
                      : b->cu.cuGraphEventWaitNodeSetEvent(n->n, d->event->e);
 }
 
-/* A kernel node's new parameters, in its graph (e NULL) or in e. */
+/* A kernel node's new parameters, in its graph (e NULL), with its launch attributes, or
+ * in e, where the driver takes no attributes. */
 static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
                            const struct ds_gnode_desc *d)
 {
@@ -308,10 +309,14 @@ static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)d->l.params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
+    CUresult r;
 
     if (e != NULL)
         return b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p);
-    return b->cu.cuGraphKernelNodeSetParams(n->n, &p);
+    r = b->cu.cuGraphKernelNodeSetParams(n->n, &p);
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < d->l.nattrs; i++)
+        r = b->cu.cuGraphKernelNodeSetAttribute(n->n, d->l.attrs[i].id, &d->l.attrs[i].value);
+    return r;
 }
 
 /* A memset or memcpy node's new range, in its graph (e NULL) or in e. */
