@@ -38,6 +38,7 @@ cu(Param.*|FuncSetBlockShape|FuncSetSharedSize|Launch|LaunchGrid|LaunchGridAsync
 cu(TexRef.*|SurfRef.*|ModuleGetTexRef|ModuleGetSurfRef)@texture and surface references are deprecated (use texture and surface objects)
 cu(CtxAttach|CtxDetach)@deprecated since CUDA 4.0
 cuLaunchCooperativeKernelMultiDevice@several GPUs; a detshare server serves one
+cuGraph(Add|Exec)?ExternalSemaphores.*@external semaphores are imported from other APIs (Vulkan, D3D12, NvSci) in the tenant's process, whose objects the executor cannot reach
 cuMemPool(ExportToShareableHandle|ImportFromShareableHandle|ExportPointer|ImportPointer)@a pool's memory belongs to the tenant's executor, and a descriptor of it would hand it to any process; tenants of one user share memory with cuIpcGetMemHandle
 DESIGN
 
