@@ -212,6 +212,8 @@
     EP(cuGraphMemsetNodeSetParams, 10000, cuGraphMemsetNodeSetParams)     \
     EP(cuGraphExecMemsetNodeSetParams, 10020, cuGraphExecMemsetNodeSetParams) \
     EP(cuGraphNodeFindInClone, 10000, cuGraphNodeFindInClone)             \
+    EP(cuGraphNodeSetEnabled, 11060, cuGraphNodeSetEnabled)               \
+    EP(cuGraphNodeGetEnabled, 11060, cuGraphNodeGetEnabled)               \
     EP(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams) \
     EP(cuGraphExecGetFlags, 12000, cuGraphExecGetFlags)                   \
     EP(cuGraphDebugDotPrint, 11030, cuGraphDebugDotPrint)                 \

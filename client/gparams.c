@@ -228,6 +228,31 @@ CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node,
     return set_fill(exec, node, mp);
 }
 
+static CUresult enable(CUgraphExec exec, CUgraphNode node, int enable, unsigned *out)
+{
+    ds_node_enable_args a = { .exec = hv(exec), .node = hv(node), .enable = enable };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    rc = ds_rpc_graph_node_enable(&a, &r);
+    if (rc == CUDA_SUCCESS && out != NULL)
+        *out = (unsigned)r.ds_int_res_u.value;
+    return rc;
+}
+
+CUresult cuGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int on)
+{
+    return enable(exec, node, on != 0, NULL);
+}
+
+CUresult cuGraphNodeGetEnabled(CUgraphExec exec, CUgraphNode node, unsigned int *on)
+{
+    if (on == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return enable(exec, node, -1, on);
+}
+
 CUresult cuGraphNodeFindInClone(CUgraphNode *node, CUgraphNode original, CUgraph clone)
 {
     ds_find_in_clone_args a = { .node = hv(original), .clone = hv(clone) };

@@ -193,6 +193,31 @@ Test(graph_update, the_generic_calls_add_and_set_every_kind_served)
     unbuild(&p);
 }
 
+Test(graph_update, a_disabled_node_is_skipped_until_enabled_again)
+{
+    struct pair p;
+    CUgraphExec e, other;
+    unsigned on = 9;
+
+    build(&p, 3);
+    CU_OK(cuGraphInstantiate(&e, p.g, 0));
+    CU_OK(cuGraphInstantiate(&other, p.g, 0));
+    CU_OK(cuGraphNodeGetEnabled(e, p.fill, &on));
+    cr_assert_eq(on, 1);
+    CU_OK(cuMemsetD32(p.a, 5, N));
+    CU_OK(cuGraphNodeSetEnabled(e, p.fill, 0));
+    CU_OK(cuGraphNodeGetEnabled(e, p.fill, &on));
+    cr_assert_eq(on, 0);
+    cr_assert_eq(run(e, p.b), 5, "the copy ran, the fill did not");
+    CU_OK(cuGraphNodeGetEnabled(other, p.fill, &on));
+    cr_assert_eq(on, 1, "another instance keeps its own");
+    CU_OK(cuGraphNodeSetEnabled(e, p.fill, 1));
+    cr_assert_eq(run(e, p.b), 3);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphExecDestroy(other));
+    unbuild(&p);
+}
+
 Test(graph_update, instances_keep_their_flags)
 {
     struct pair p;

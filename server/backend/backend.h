@@ -348,6 +348,9 @@ struct ds_backend_ops {
      * unless CU_GRAPH_EXEC_UPDATE_SUCCESS).  Nodes of e keep their identity. */
     int (*graph_exec_update)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
                              int *result);
+    /* Node n of e's graph runs (on != 0) or is skipped at e's next launches. */
+    int (*graph_node_enable)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                             int on);
 
     /* Virtual memory management (cuMemCreate and friends).  A reservation is device
      * address space with nothing behind it; a physical allocation (ds_bpmem) is device

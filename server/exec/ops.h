@@ -56,6 +56,9 @@ CUresult ds__ops_gstage_make(struct ds_tenant *t, const struct ds_vgraph *g, uin
                              struct ds_vgraph *e);
 CUresult ds__ops_gstage_set(struct ds_tenant *t, struct ds_vgraph *e, uint64_t n,
                             const ds_node_params *p, const struct ds_gnode_desc *d);
+/* The stage of staged e that holds device node n, its index there in *i; NULL when n is
+ * no device node of e. */
+struct ds_gstage *ds__ops_gstage_find(struct ds_vgraph *e, uint64_t n, uint32_t *i);
 void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e);
 
 /* Events (ops_event.c).  ds__ops_event_free: the tenant's event is gone (destroyed, or

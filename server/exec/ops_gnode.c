@@ -955,3 +955,60 @@ CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone
     }
     return CUDA_ERROR_INVALID_VALUE;
 }
+
+/* Whether node h is among e's disabled nodes; its index in *at. */
+static int is_off(const struct ds_vgraph *e, uint64_t h, uint32_t *at)
+{
+    for (*at = 0; *at < e->noff; (*at)++)
+        if (e->off[*at] == h)
+            return 1;
+    return 0;
+}
+
+/* Node n (handle nh) of instance e enabled or disabled in the backend. */
+static CUresult enable(struct ds_tenant *t, struct ds_vgraph *e, struct ds_vnode *n, uint64_t nh,
+                       int on)
+{
+    struct ds_gstage *s;
+    uint32_t i;
+
+    if (e->stages == NULL)
+        return ds_error_to_cu(t->ops->graph_node_enable(t->be, e->real, n->real, on));
+    if ((s = ds__ops_gstage_find(e, nh, &i)) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->graph_node_enable(t->be, s->e, s->real[i], on));
+}
+
+/* Kernel, memset and memcpy nodes can be disabled, as CUDA allows. */
+CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_args *a,
+                                   ds_int_res *r)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_vnode *n = node_of(t, a->node, 0);
+    uint32_t at;
+    int off;
+    CUresult rc;
+
+    if (e == NULL || n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->graph != n->graph || a->enable < -1 || a->enable > 1 ||
+        (n->params.kind != DS_NODE_KERNEL && n->params.kind != DS_NODE_MEMSET &&
+         n->params.kind != DS_NODE_MEMCPY))
+        return CUDA_ERROR_INVALID_VALUE;
+    off = is_off(e, a->node, &at);
+    r->ds_int_res_u.value = !off;
+    if (a->enable == -1 || a->enable == !off)
+        return CUDA_SUCCESS;
+    if (!off && append_handle(&e->off, &e->noff, 0) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((rc = enable(t, e, n, a->node, a->enable)) != CUDA_SUCCESS) {
+        e->noff -= !off;
+        return rc;
+    }
+    if (off)
+        e->off[at] = e->off[--e->noff];
+    else
+        e->off[e->noff - 1] = a->node;
+    r->ds_int_res_u.value = a->enable;
+    return CUDA_SUCCESS;
+}

@@ -192,6 +192,7 @@ void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e)
     if (e->real != NULL)
         t->ops->graph_exec_destroy(t->be, e->real);
     ds__ops_gstage_free(t, e);
+    free(e->off);
     for (uint32_t i = 0; i < e->nevents; i++)
         ds__ops_event_release(t, e->events[i]);
     free(e->events);

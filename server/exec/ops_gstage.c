@@ -204,19 +204,26 @@ static CUresult set_call(struct ds_vgraph *e, uint64_t n, const ds_host_node *h)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+struct ds_gstage *ds__ops_gstage_find(struct ds_vgraph *e, uint64_t n, uint32_t *i)
+{
+    for (uint32_t l = 0; l < e->nstages; l++)
+        for (*i = 0; *i < e->stages[l].n; (*i)++)
+            if (e->stages[l].nodes[*i] == n)
+                return &e->stages[l];
+    return NULL;
+}
+
 CUresult ds__ops_gstage_set(struct ds_tenant *t, struct ds_vgraph *e, uint64_t n,
                             const ds_node_params *p, const struct ds_gnode_desc *d)
 {
+    struct ds_gstage *s;
+    uint32_t i;
+
     if (p->kind == DS_NODE_HOST)
         return set_call(e, n, &p->ds_node_params_u.host);
-    for (uint32_t l = 0; l < e->nstages; l++) {
-        struct ds_gstage *s = &e->stages[l];
-
-        for (uint32_t i = 0; i < s->n; i++)
-            if (s->nodes[i] == n)
-                return ds_error_to_cu(t->ops->graph_node_set(t->be, s->g, s->e, s->real[i], d));
-    }
-    return CUDA_ERROR_INVALID_VALUE;
+    if ((s = ds__ops_gstage_find(e, n, &i)) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->graph_node_set(t->be, s->g, s->e, s->real[i], d));
 }
 
 void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e)

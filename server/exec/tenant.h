@@ -96,6 +96,8 @@ struct ds_vgraph {
     uint32_t nstages;
     struct ds_vcond *conds;   /* built: the conditional handles made for it */
     uint32_t nconds;
+    uint64_t *off;            /* instantiated: its graph's nodes it skips */
+    uint32_t noff;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of

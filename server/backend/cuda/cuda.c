@@ -726,6 +726,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .graph_node_set = ds__cuda_graph_node_set,
     .graph_cond_create = ds__cuda_graph_cond_create,
     .graph_exec_update = ds__cuda_graph_exec_update,
+    .graph_node_enable = ds__cuda_graph_node_enable,
     .vmm_granularity = ds__cuda_vmm_granularity,
     .vmm_reserve = ds__cuda_vmm_reserve,
     .vmm_free = ds__cuda_vmm_free,

@@ -66,6 +66,7 @@
     X(cuGraphAddNode, cuGraphAddNode) \
     X(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate) \
     X(cuGraphExecUpdate, cuGraphExecUpdate) \
+    X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled) \
     X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams) \
     X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams) \
     X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams) \
@@ -314,6 +315,8 @@ int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsign
                                unsigned flags, struct ds_bcond **out, uint64_t *value);
 int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
                                int *result);
+int ds__cuda_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                               int on);
 int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
                          struct ds_bmodule **out);
 int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,

@@ -369,3 +369,9 @@ int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct
         *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     return ds__cuda_err(r);
 }
+
+int ds__cuda_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                               int on)
+{
+    return ds__cuda_err(b->cu.cuGraphNodeSetEnabled(e->e, n->n, on != 0));
+}

@@ -867,6 +867,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .graph_node_set = ds__sim_graph_node_set,
     .graph_cond_create = ds__sim_graph_cond_create,
     .graph_exec_update = ds__sim_graph_exec_update,
+    .graph_node_enable = ds__sim_graph_node_enable,
     .vmm_granularity = ds__sim_vmm_granularity,
     .vmm_reserve = ds__sim_vmm_reserve,
     .vmm_free = ds__sim_vmm_free,

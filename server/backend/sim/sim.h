@@ -50,6 +50,7 @@ struct sim_work {
     struct ds_bevent *event;           /* W_RECORD, W_WAIT */
     struct sim_cond_run *cond;         /* W_COND: its instantiated graph's */
     uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
+    int off;                           /* in an instantiated graph: its node is disabled */
     struct sim_work *next;
 };
 
@@ -289,5 +290,7 @@ int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigne
                               unsigned flags, struct ds_bcond **out, uint64_t *value);
 int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
                               int *result);
+int ds__sim_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                              int on);
 
 #endif

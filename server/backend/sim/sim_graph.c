@@ -215,7 +215,8 @@ static int run_cond(struct ds_backend *b, struct ds_bstream *s, struct sim_cond_
 static int run_list(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
 {
     for (; w != NULL; w = w->next) {
-        int rc = w->kind == W_COND ? run_cond(b, s, w->cond) : ds__sim_work_run(b, s, w);
+        int rc = w->off ? 0 : w->kind == W_COND ? run_cond(b, s, w->cond)
+                                                : ds__sim_work_run(b, s, w);
 
         if (rc != 0)
             return rc;
@@ -487,9 +488,11 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     for (struct sim_work *x = e->work; x != NULL; x = x->next) {
         if (x->node == n->id) {
             struct sim_work *next = x->next;
+            int off = x->off;
 
             *x = w;
             x->node = n->id;
+            x->off = off;
             x->next = next;
             return 0;
         }
@@ -538,14 +541,28 @@ int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct 
     for (struct sim_work *x = e->work, *w = work; x != NULL; x = x->next, w = w->next) {
         struct sim_work *next = x->next;
         uint64_t node = x->node;
+        int off = x->off;
 
         *x = *w;
         x->node = node;
+        x->off = off;
         x->next = next;
     }
     ds__sim_free_work(work);
     free_runs(e->conds);
     e->conds = runs;
     *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return 0;
+}
+
+/* A disabled node's work items stay in place, skipped, so that enabling it again puts
+ * it back where it ran. */
+int ds__sim_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                              int on)
+{
+    (void)b;
+    for (struct sim_work *x = e->work; x != NULL; x = x->next)
+        if (x->node == n->id)
+            x->off = !on;
     return 0;
 }
