@@ -213,6 +213,13 @@
     EP(cuGraphExecMemsetNodeSetParams, 10020, cuGraphExecMemsetNodeSetParams) \
     EP(cuGraphNodeFindInClone, 10000, cuGraphNodeFindInClone)             \
     EP(cuGraphNodeSetEnabled, 11060, cuGraphNodeSetEnabled)               \
+    EP(cuGraphAddMemAllocNode, 11040, cuGraphAddMemAllocNode)             \
+    EP(cuGraphMemAllocNodeGetParams, 11040, cuGraphMemAllocNodeGetParams) \
+    EP(cuGraphAddMemFreeNode, 11040, cuGraphAddMemFreeNode)               \
+    EP(cuGraphMemFreeNodeGetParams, 11040, cuGraphMemFreeNodeGetParams)   \
+    EP(cuDeviceGraphMemTrim, 11040, cuDeviceGraphMemTrim)                 \
+    EP(cuDeviceGetGraphMemAttribute, 11040, cuDeviceGetGraphMemAttribute) \
+    EP(cuDeviceSetGraphMemAttribute, 11040, cuDeviceSetGraphMemAttribute) \
     EP(cuGraphNodeGetEnabled, 11060, cuGraphNodeGetEnabled)               \
     EP(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams) \
     EP(cuGraphExecGetFlags, 12000, cuGraphExecGetFlags)                   \

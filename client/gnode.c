@@ -447,6 +447,8 @@ CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
         [DS_NODE_HOST] = CU_GRAPH_NODE_TYPE_HOST,
         [DS_NODE_CHILD] = CU_GRAPH_NODE_TYPE_GRAPH,
         [DS_NODE_COND] = CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        [DS_NODE_MEM_ALLOC] = CU_GRAPH_NODE_TYPE_MEM_ALLOC,
+        [DS_NODE_MEM_FREE] = CU_GRAPH_NODE_TYPE_MEM_FREE,
     };
     ds_node_info_res r;
     CUresult rc;

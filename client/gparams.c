@@ -311,6 +311,104 @@ static CUresult add_cond(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
     return rc;
 }
 
+/* Graph memory is the device's, pinned (the one kind CUDA allows), and peers' access is
+ * moot with one device. */
+CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *mp)
+{
+    ds_node_params p = { .kind = DS_NODE_MEM_ALLOC };
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (mp == NULL || mp->bytesize == 0 || mp->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        mp->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        mp->poolProps.location.id != 0 || mp->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    p.ds_node_params_u.alloc.size = mp->bytesize;
+    if ((rc = ds__gnode_add(node, graph, deps, ndeps, &p)) != CUDA_SUCCESS ||
+        (rc = get(*node, DS_NODE_MEM_ALLOC, &p)) != CUDA_SUCCESS)
+        return rc;
+    mp->dptr = p.ds_node_params_u.alloc.dptr;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *out)
+{
+    ds_node_params p;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = get(node, DS_NODE_MEM_ALLOC, &p)) != CUDA_SUCCESS)
+        return rc;
+    memset(out, 0, sizeof(*out));
+    out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    out->bytesize = p.ds_node_params_u.alloc.size;
+    out->dptr = p.ds_node_params_u.alloc.dptr;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                               size_t ndeps, CUdeviceptr dptr)
+{
+    ds_node_params p = { .kind = DS_NODE_MEM_FREE };
+
+    DS_NEED_INIT();
+    p.ds_node_params_u.free_ptr = dptr;
+    return ds__gnode_add(node, graph, deps, ndeps, &p);
+}
+
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
+{
+    ds_node_params p;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (dptr == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = get(node, DS_NODE_MEM_FREE, &p)) == CUDA_SUCCESS)
+        *dptr = p.ds_node_params_u.free_ptr;
+    return rc;
+}
+
+/* Graph memory is allocated once per node and kept (server/exec/ops_gmem.c): nothing is
+ * cached to trim. */
+CUresult cuDeviceGraphMemTrim(CUdevice dev)
+{
+    DS_NEED_INIT();
+    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static CUresult graph_mem_attr(CUdevice dev, CUgraphMem_attribute attr, void *value, int set)
+{
+    ds_graph_mem_attr_args a = { .attr = attr, .set = set };
+    ds_hyper_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (value == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (set)
+        a.value = *(const cuuint64_t *)value;
+    if ((rc = ds_rpc_graph_mem_attr(&a, &r)) == CUDA_SUCCESS && !set)
+        *(cuuint64_t *)value = r.ds_hyper_res_u.value;
+    return rc;
+}
+
+CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
+{
+    return graph_mem_attr(dev, attr, value, 0);
+}
+
+CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value)
+{
+    return graph_mem_attr(dev, attr, value, 1);
+}
+
 /* The generic forms.  CUDA_KERNEL_NODE_PARAMS_v3 has v2's fields. */
 static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v3 *k)
 {
@@ -380,6 +478,11 @@ CUresult cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *dep
     case CU_GRAPH_NODE_TYPE_CONDITIONAL:
         DS_NEED_INIT();
         return add_cond(node, graph, deps, ndeps, &np->conditional);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+        return cuGraphAddMemAllocNode(node, graph, deps, ndeps,
+                                      (CUDA_MEM_ALLOC_NODE_PARAMS *)&np->alloc);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE:
+        return cuGraphAddMemFreeNode(node, graph, deps, ndeps, np->free.dptr);
     default:
         return not_served();
     }

@@ -121,7 +121,8 @@
     S(graph_find_in_clone, DS_GRAPH_FIND_IN_CLONE, ds_find_in_clone_args, ds_handle_res) \
     S(graph_cond_create, DS_GRAPH_COND_CREATE, ds_cond_create_args, ds_hyper_res) \
     S(graph_exec_update, DS_GRAPH_EXEC_UPDATE, ds_exec_update_args, ds_exec_update_res) \
-    S(graph_node_enable, DS_GRAPH_NODE_ENABLE, ds_node_enable_args, ds_int_res)
+    S(graph_node_enable, DS_GRAPH_NODE_ENABLE, ds_node_enable_args, ds_int_res) \
+    S(graph_mem_attr, DS_GRAPH_MEM_ATTR, ds_graph_mem_attr_args, ds_hyper_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
  * in detshare.x (graphs, 250-279). */

@@ -187,7 +187,7 @@ Test(graph_update, the_generic_calls_add_and_set_every_kind_served)
     CU_OK(cuGraphExecNodeSetParams(e, p.copy, &np));
     cr_assert_eq(run(e, p.b), 0, "the copy stops half way");
     cr_assert_eq(read_at(p.b, 0), 3);
-    np.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    np.type = CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
     CU_IS(cuGraphAddNode(&n, p.g, NULL, NULL, 0, &np), CUDA_ERROR_NOT_SUPPORTED);
     CU_OK(cuGraphExecDestroy(e));
     unbuild(&p);

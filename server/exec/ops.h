@@ -46,6 +46,24 @@ void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e);
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
                                 struct ds_gnode_desc *d, CUlaunchAttribute *attrs);
 
+/* Graph memory (ops_gmem.c).  ds__ops_gmem_new: size bytes of device memory for a memory
+ * allocation node, counted in the tenant's account, one reference held (CUDA_SUCCESS, or
+ * the CUresult that refuses it).  ds__ops_gmem_of: the graph memory whose first byte is
+ * ptr, or NULL.  ds__ops_gmem_release drops a reference, and frees the memory with the
+ * last. */
+CUresult ds__ops_gmem_new(struct ds_tenant *t, uint64_t size, struct ds_gmem **out);
+struct ds_gmem *ds__ops_gmem_of(struct ds_tenant *t, uint64_t ptr);
+void ds__ops_gmem_release(struct ds_tenant *t, struct ds_gmem *m);
+/* Stream-ordered allocation in a capture: ds__ops_gmem_capture makes size bytes of graph
+ * memory for capturing stream `stream`, its address in *ptr; ds__ops_gmem_captured hands
+ * the stream's to g, the graph its capture made, or releases them when g is NULL or they
+ * cannot be handed (CUDA_ERROR_OUT_OF_MEMORY); ds__ops_gmem_drop_captures releases every
+ * capture's. */
+CUresult ds__ops_gmem_capture(struct ds_tenant *t, uint64_t stream, uint64_t size,
+                              uint64_t *ptr);
+CUresult ds__ops_gmem_captured(struct ds_tenant *t, uint64_t stream, struct ds_vgraph *g);
+void ds__ops_gmem_drop_captures(struct ds_tenant *t);
+
 /* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has host
  * nodes, whose functions run in the tenant's process, so that an instantiated graph of
  * it runs in stages.  ds__ops_gstage_make instantiates g (flags: the tenant's) into e's

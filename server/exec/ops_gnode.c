@@ -164,9 +164,12 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
         d->child = child->real;
         return CUDA_SUCCESS;
     case DS_NODE_COND:
-        /* Only added as itself (add_cond): its handle and bodies are its graph's. */
-        ds_warn("a conditional node cannot be copied (clone, child graph) or run in stages "
-                "(with host nodes)");
+    case DS_NODE_MEM_ALLOC:
+    case DS_NODE_MEM_FREE:
+        /* Only added as themselves (add_cond, add_mem): a conditional node's handle and
+         * bodies are its graph's, an allocation node's memory is its own. */
+        ds_warn("conditional and memory nodes cannot be copied (clone, child graph) or run "
+                "in stages (with host nodes)");
         return CUDA_ERROR_NOT_SUPPORTED;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;
@@ -251,6 +254,8 @@ static void drop_node(struct ds_tenant *t, struct ds_vnode *n)
 
     if (n->event != NULL)
         ds__ops_event_release(t, n->event);
+    if (n->gmem != NULL)
+        ds__ops_gmem_release(t, n->gmem);
     if (n->params.kind == DS_NODE_CHILD &&
         (child = ds_handles_remove(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
         ds__ops_graph_free(t, child);
@@ -512,6 +517,39 @@ static CUresult add_cond(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     return rc;
 }
 
+/* Add memory allocation or free node p after deps to graph gh.  An allocation node's
+ * memory is made now, and its address goes into the node's parameters; a free node
+ * names graph memory.  Neither is a conditional body's: a body runs any number of times. */
+static CUresult add_mem(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                        const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    struct ds_gnode_desc d = { .kind = DS_GNODE_EMPTY };
+    ds_node_params own = *p;
+    struct ds_gmem *m = NULL;
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+        return rc;
+    if (g->embedded) {
+        ds_warn("a memory node in a conditional node's body is not served");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (p->kind == DS_NODE_MEM_FREE && ds__ops_gmem_of(t, p->ds_node_params_u.free_ptr) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->kind == DS_NODE_MEM_ALLOC) {
+        if ((rc = ds__ops_gmem_new(t, p->ds_node_params_u.alloc.size, &m)) != CUDA_SUCCESS)
+            return rc;
+        own.ds_node_params_u.alloc.dptr = m->base;
+    }
+    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
+    if (rc == CUDA_SUCCESS)
+        node_of(t, *out, gh)->gmem = m;
+    else if (m != NULL)
+        ds__ops_gmem_release(t, m);
+    return rc;
+}
+
 CUresult ds__ops_graph_cond_create(struct ds_tenant *t, const ds_cond_create_args *a,
                                    ds_hyper_res *r)
 {
@@ -572,6 +610,9 @@ CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
     if (a->params.kind == DS_NODE_COND)
         return add_cond(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                         &r->ds_handle_res_u.handle);
+    if (a->params.kind == DS_NODE_MEM_ALLOC || a->params.kind == DS_NODE_MEM_FREE)
+        return add_mem(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                       &r->ds_handle_res_u.handle);
     return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                     &r->ds_handle_res_u.handle);
 }
@@ -650,6 +691,9 @@ void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
         drop_node(t, ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
     free(g->nodes);
     free(g->conds);
+    for (uint32_t i = 0; i < g->ngmems; i++)
+        ds__ops_gmem_release(t, g->gmems[i]);
+    free(g->gmems);
     t->ops->graph_destroy(t->be, g->real);
     free(g);
 }
@@ -910,17 +954,34 @@ CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v)
     return CUDA_SUCCESS;
 }
 
-/* Child graphs included: the backend's copies use the same events. */
+static CUresult pin_gmem(struct ds_vgraph *e, struct ds_gmem *m)
+{
+    struct ds_gmem **grown = realloc(e->gmems, (e->ngmems + 1) * sizeof(*grown));
+
+    if (grown == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    grown[e->ngmems++] = m;
+    e->gmems = grown;
+    m->refs++;
+    return CUDA_SUCCESS;
+}
+
+/* Child graphs included: the backend's copies use the same events.  Graph memory is
+ * pinned with them. */
 CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g,
                                   struct ds_vgraph *e)
 {
     CUresult rc = CUDA_SUCCESS;
 
+    for (uint32_t i = 0; i < g->ngmems && rc == CUDA_SUCCESS; i++)
+        rc = pin_gmem(e, g->gmems[i]);
     for (uint32_t i = 0; g->built && i < g->nnodes && rc == CUDA_SUCCESS; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
 
         if (n->event != NULL)
             rc = ds__ops_gexec_pin(e, n->event);
+        if (rc == CUDA_SUCCESS && n->gmem != NULL)
+            rc = pin_gmem(e, n->gmem);
         if (rc == CUDA_SUCCESS && n->params.kind == DS_NODE_CHILD)
             rc = ds__ops_gexec_pin_events(
                 t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH), e);

@@ -59,11 +59,19 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
         return CUDA_ERROR_ILLEGAL_STATE;
     s->capturing = 0;
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
+        ds__ops_gmem_captured(t, *h, NULL);
         return rc;
+    }
     rc = add_graph(t, DS_H_GRAPH, s->ctx, g, &r->ds_handle_res_u.handle);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
         t->ops->graph_destroy(t->be, g);
+        ds__ops_gmem_captured(t, *h, NULL);
+        return rc;
+    }
+    rc = ds__ops_gmem_captured(t, *h, ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
+    if (rc != CUDA_SUCCESS)
+        ds__ops_graph_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
     return rc;
 }
 
@@ -193,6 +201,9 @@ void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e)
         t->ops->graph_exec_destroy(t->be, e->real);
     ds__ops_gstage_free(t, e);
     free(e->off);
+    for (uint32_t i = 0; i < e->ngmems; i++)
+        ds__ops_gmem_release(t, e->gmems[i]);
+    free(e->gmems);
     for (uint32_t i = 0; i < e->nevents; i++)
         ds__ops_event_release(t, e->events[i]);
     free(e->events);

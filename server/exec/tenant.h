@@ -29,6 +29,8 @@ enum ds_range_kind {
     DS_RANGE_POOL,      /* a memory pool's allocation: owner = the pool (ops_pool.c) */
     DS_RANGE_MANAGED,   /* managed memory on the arena: owner = its arena offset
                          * (ops_hostreg.c); freed by cuMemFree */
+    DS_RANGE_GRAPH,     /* a memory allocation node's: owner = its struct ds_gmem
+                         * (ops_gmem.c) */
 };
 
 /* What a part of the arena given to the device is (its host_maps entry's kind). */
@@ -98,6 +100,22 @@ struct ds_vgraph {
     uint32_t nconds;
     uint64_t *off;            /* instantiated: its graph's nodes it skips */
     uint32_t noff;
+    struct ds_gmem **gmems;   /* captured: the memory allocated in its capture; instantiated:
+                               * the graph memory its nodes use; one ref each */
+    uint32_t ngmems;
+};
+
+/* Memory a capturing stream allocated (cuMemAllocAsync), for the graph its capture makes. */
+struct ds_gcap {
+    uint64_t stream;
+    struct ds_gmem *m;
+};
+
+/* A memory allocation node's memory: it lives while the node, or an instance made from
+ * its graph, holds a reference (ops_gmem.c). */
+struct ds_gmem {
+    uint64_t base, size;
+    unsigned refs;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
@@ -110,6 +128,7 @@ struct ds_vnode {
     uint32_t ndeps;
     struct ds_bnode *real;
     struct ds_vevent *event; /* an event node's, one ref */
+    struct ds_gmem *gmem;    /* a memory allocation node's, one ref */
     uint64_t origin;         /* in a clone: the node it was copied from */
     uint32_t mark;           /* scratch for walks over the graph (ops_gstage.c) */
 };
@@ -198,6 +217,9 @@ struct ds_tenant {
     uint64_t lost_ns;           /* when it was seen (ds_now_ns) */
     unsigned faults_seen;       /* the control block's faults last acted on */
     struct ds_bulk bulk;        /* buffers for in-band copy chunks (bulk.h) */
+    uint64_t graph_mem, graph_mem_high; /* bytes of graph memory, now and at most */
+    struct ds_gcap *gcap;       /* allocations of captures not yet ended (ops_gmem.c) */
+    uint32_t ngcap;
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
