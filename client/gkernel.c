@@ -4,9 +4,10 @@
  * each node's packed parameters and attributes; an attribute is set by sending the node
  * back with its attribute list changed.
  *
- * The parameter pointers a read hands out point into a copy this library keeps per node
- * (CUDA's point into the driver's): valid until the node is read again or destroyed, or
- * its graph destroyed.
+ * What CUDA hands out as its own memory for a node is kept here per node: the parameter
+ * pointers a read hands out point into a copy (valid until the node is read again or
+ * destroyed, or its graph destroyed), and a conditional node's array of body graphs
+ * (valid as long as the node).
  */
 #include "cuda_api.h"
 #include "gkernel.h"
@@ -24,6 +25,7 @@ struct kept {
     uint64_t node, graph;
     unsigned char *bytes;
     void **ptrs;
+    CUgraph *bodies;
     struct kept *next;
 };
 
@@ -34,6 +36,7 @@ static void free_kept(struct kept *k)
 {
     free(k->bytes);
     free(k->ptrs);
+    free(k->bodies);
     free(k);
 }
 
@@ -71,6 +74,26 @@ void ds__gkernel_node_gone(uint64_t node)
 void ds__gkernel_graph_gone(uint64_t graph)
 {
     forget(0, graph);
+}
+
+CUgraph *ds__gkernel_keep_bodies(uint64_t node, uint64_t graph, const uint64_t *bodies,
+                                 unsigned n)
+{
+    struct kept *c = calloc(1, sizeof(*c));
+
+    if (c == NULL || (c->bodies = calloc(n ? n : 1, sizeof(*c->bodies))) == NULL) {
+        free(c);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++)
+        c->bodies[i] = (CUgraph)(uintptr_t)bodies[i];
+    c->node = node;
+    c->graph = graph;
+    pthread_mutex_lock(&lock);
+    c->next = kept;
+    kept = c;
+    pthread_mutex_unlock(&lock);
+    return c->bodies;
 }
 
 /* Kernel node `node`'s description, in *r (xdr_free it after a success). */

@@ -11,6 +11,7 @@
  * cudaGraphSetConditional), and its body graphs are executor graphs the caller fills.
  */
 #include "cuda_api.h"
+#include "gkernel.h"
 #include "gnode.h"
 
 #include "rpc.h"
@@ -285,16 +286,17 @@ CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *handle, CUgrap
     return rc;
 }
 
-/* A conditional node: added, then its body graphs read back into c->phGraph_out. */
+/* A conditional node: added, then its body graphs read back into an array that the node
+ * owns, as CUDA's does, which c->phGraph_out points to. */
 static CUresult add_cond(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                         size_t ndeps, const CUDA_CONDITIONAL_NODE_PARAMS *c)
+                         size_t ndeps, CUDA_CONDITIONAL_NODE_PARAMS *c)
 {
     ds_node_params p = { .kind = DS_NODE_COND };
     const ds_cond_node *got;
     ds_node_info_res r;
     CUresult rc;
 
-    if (c->phGraph_out == NULL || c->size == 0)
+    if (c->size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     p.ds_node_params_u.cond.handle = c->handle;
     p.ds_node_params_u.cond.type = c->type;
@@ -305,9 +307,12 @@ static CUresult add_cond(CUgraphNode *node, CUgraph graph, const CUgraphNode *de
     got = &r.ds_node_info_res_u.info.params.ds_node_params_u.cond;
     if (r.ds_node_info_res_u.info.params.kind != DS_NODE_COND || got->bodies.bodies_len != c->size)
         rc = CUDA_ERROR_INVALID_VALUE;
-    for (unsigned i = 0; rc == CUDA_SUCCESS && i < c->size; i++)
-        c->phGraph_out[i] = (CUgraph)(uintptr_t)got->bodies.bodies_val[i];
+    else if ((c->phGraph_out = ds__gkernel_keep_bodies(hv(*node), hv(graph),
+                                                       got->bodies.bodies_val, c->size)) == NULL)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
     xdr_free((xdrproc_t)xdr_ds_node_info_res, (char *)&r);
+    if (rc != CUDA_SUCCESS)
+        cuGraphDestroyNode(*node);
     return rc;
 }
 

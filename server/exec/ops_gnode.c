@@ -411,8 +411,9 @@ static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t
 }
 
 /* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
- * graph in p is already the node's own copy.  A conditional body cannot hold a host node:
- * the backend runs the body where it stands. */
+ * graph in p is already the node's own copy.  A conditional body holds what CUDA allows
+ * in one: kernel, memset, memcpy and empty nodes (child graphs and conditionals are added
+ * by add_child and add_cond). */
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
@@ -424,8 +425,10 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
         (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
         return rc;
-    if (p->kind == DS_NODE_HOST && g->embedded) {
-        ds_warn("a host node in a conditional node's body is not served");
+    if (g->embedded && p->kind != DS_NODE_KERNEL && p->kind != DS_NODE_MEMSET &&
+        p->kind != DS_NODE_MEMCPY && p->kind != DS_NODE_EMPTY) {
+        ds_warn("a conditional node's body holds kernel, memset, memcpy, empty, child graph "
+                "and conditional nodes only");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     return add_described(t, g, gh, p, &d, deps, ndeps, out);

@@ -119,28 +119,26 @@ int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsign
     return 0;
 }
 
-/* A conditional node; the driver makes its body graphs, which are lent to d->bodies. */
+/* A conditional node; the driver makes its body graphs, and points phGraph_out at its own
+ * array of them.  They are lent to d->bodies. */
 static CUresult add_cond(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
                          const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
 {
-    CUgraph *bodies = calloc(d->nbodies, sizeof(*bodies));
     CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_CONDITIONAL };
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r;
     unsigned made = 0;
 
-    if (bodies == NULL)
-        return r;
     np.conditional.handle = d->cond->h;
     np.conditional.type = (CUgraphConditionalNodeType)d->cond_type;
     np.conditional.size = d->nbodies;
-    np.conditional.phGraph_out = bodies;
     np.conditional.ctx = b->ctx;
     r = b->cu.cuGraphAddNode(out, g, deps, NULL, ndeps, &np);
     for (; r == CUDA_SUCCESS && made < d->nbodies; made++) {
         if ((d->bodies[made] = calloc(1, sizeof(**d->bodies))) == NULL)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else
-            *d->bodies[made] = (struct ds_bgraph){ .g = bodies[made], .borrowed = 1 };
+            *d->bodies[made] =
+                (struct ds_bgraph){ .g = np.conditional.phGraph_out[made], .borrowed = 1 };
     }
     if (r != CUDA_SUCCESS && made > 0) {
         for (unsigned i = 0; i < made; i++) {
@@ -149,7 +147,6 @@ static CUresult add_cond(struct ds_backend *b, CUgraph g, const struct ds_gnode_
         }
         b->cu.cuGraphDestroyNode(*out);
     }
-    free(bodies);
     return r;
 }
 
