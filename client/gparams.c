@@ -325,7 +325,8 @@ CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphN
     CUresult rc;
 
     DS_NEED_INIT();
-    if (mp == NULL || mp->bytesize == 0 || mp->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+    if (mp == NULL || mp->bytesize == 0 ||
+        mp->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
         mp->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         mp->poolProps.location.id != 0 || mp->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE)
         return CUDA_ERROR_INVALID_VALUE;

@@ -69,7 +69,8 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
         ds__ops_gmem_captured(t, *h, NULL);
         return rc;
     }
-    rc = ds__ops_gmem_captured(t, *h, ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
+    rc = ds__ops_gmem_captured(t, *h,
+                               ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
     if (rc != CUDA_SUCCESS)
         ds__ops_graph_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
     return rc;
@@ -111,7 +112,8 @@ static CUresult instantiate_staged(struct ds_tenant *t, struct ds_vgraph *g,
     rc = ds__ops_gstage_make(t, g, a->flags, x);
     if (rc == CUDA_SUCCESS)
         rc = ds__ops_gexec_pin_events(t, g, x);
-    if (rc == CUDA_SUCCESS && (r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GEXEC, x)) == 0)
+    if (rc == CUDA_SUCCESS &&
+        (r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GEXEC, x)) == 0)
         rc = CUDA_ERROR_OUT_OF_MEMORY;
     if (rc != CUDA_SUCCESS)
         ds__ops_gexec_free(t, x);
