@@ -225,6 +225,49 @@
     EP(cuGraphEventWaitNodeSetEvent, 11010, cuGraphEventWaitNodeSetEvent) \
     EP(cuGraphExecEventRecordNodeSetEvent, 11010, cuGraphExecEventRecordNodeSetEvent) \
     EP(cuGraphExecEventWaitNodeSetEvent, 11010, cuGraphExecEventWaitNodeSetEvent) \
+    EP(cuGraphAddHostNode, 10000, cuGraphAddHostNode)                     \
+    EP(cuGraphHostNodeGetParams, 10000, cuGraphHostNodeGetParams)         \
+    EP(cuGraphHostNodeSetParams, 10000, cuGraphHostNodeSetParams)         \
+    EP(cuGraphExecHostNodeSetParams, 10020, cuGraphExecHostNodeSetParams) \
+    EP(cuGraphAddChildGraphNode, 10000, cuGraphAddChildGraphNode)         \
+    EP(cuGraphChildGraphNodeGetGraph, 10000, cuGraphChildGraphNodeGetGraph) \
+    EP(cuGraphExecChildGraphNodeSetParams, 11010, cuGraphExecChildGraphNodeSetParams) \
+    EP(cuGraphMemcpyNodeGetParams, 10000, cuGraphMemcpyNodeGetParams)     \
+    EP(cuGraphMemcpyNodeSetParams, 10000, cuGraphMemcpyNodeSetParams)     \
+    EP(cuGraphExecMemcpyNodeSetParams, 10020, cuGraphExecMemcpyNodeSetParams) \
+    EP(cuGraphMemsetNodeGetParams, 10000, cuGraphMemsetNodeGetParams)     \
+    EP(cuGraphMemsetNodeSetParams, 10000, cuGraphMemsetNodeSetParams)     \
+    EP(cuGraphExecMemsetNodeSetParams, 10020, cuGraphExecMemsetNodeSetParams) \
+    EP(cuGraphNodeFindInClone, 10000, cuGraphNodeFindInClone)             \
+    EP(cuGraphNodeSetEnabled, 11060, cuGraphNodeSetEnabled)               \
+    EP(cuGraphAddMemAllocNode, 11040, cuGraphAddMemAllocNode)             \
+    EP(cuGraphMemAllocNodeGetParams, 11040, cuGraphMemAllocNodeGetParams) \
+    EP(cuGraphAddMemFreeNode, 11040, cuGraphAddMemFreeNode)               \
+    EP(cuGraphMemFreeNodeGetParams, 11040, cuGraphMemFreeNodeGetParams)   \
+    EP(cuDeviceGraphMemTrim, 11040, cuDeviceGraphMemTrim)                 \
+    EP(cuDeviceGetGraphMemAttribute, 11040, cuDeviceGetGraphMemAttribute) \
+    EP(cuDeviceSetGraphMemAttribute, 11040, cuDeviceSetGraphMemAttribute) \
+    EP(cuGraphNodeGetEnabled, 11060, cuGraphNodeGetEnabled)               \
+    EP(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams) \
+    EP(cuGraphExecGetFlags, 12000, cuGraphExecGetFlags)                   \
+    EP(cuGraphDebugDotPrint, 11030, cuGraphDebugDotPrint)                 \
+    EP(cuGraphAddNode, 12020, cuGraphAddNode)                             \
+    EP(cuGraphAddNode, 12030, cuGraphAddNode_v2)                          \
+    EP(cuGraphNodeSetParams, 12020, cuGraphNodeSetParams)                 \
+    EP(cuGraphExecNodeSetParams, 12020, cuGraphExecNodeSetParams)         \
+    EP(cuGraphConditionalHandleCreate, 12030, cuGraphConditionalHandleCreate) \
+    EP(cuGraphExecUpdate, 10020, cuGraphExecUpdate)                       \
+    EP(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2)                    \
+    EP(cuUserObjectCreate, 11030, cuUserObjectCreate)                     \
+    EP(cuGraphKernelNodeGetParams, 10000, cuGraphKernelNodeGetParams)     \
+    EP(cuGraphKernelNodeGetParams, 12000, cuGraphKernelNodeGetParams_v2)  \
+    EP(cuGraphKernelNodeGetAttribute, 11000, cuGraphKernelNodeGetAttribute) \
+    EP(cuGraphKernelNodeSetAttribute, 11000, cuGraphKernelNodeSetAttribute) \
+    EP(cuGraphKernelNodeCopyAttributes, 11000, cuGraphKernelNodeCopyAttributes) \
+    EP(cuUserObjectRetain, 11030, cuUserObjectRetain)                     \
+    EP(cuUserObjectRelease, 11030, cuUserObjectRelease)                   \
+    EP(cuGraphRetainUserObject, 11030, cuGraphRetainUserObject)           \
+    EP(cuGraphReleaseUserObject, 11030, cuGraphReleaseUserObject)         \
     EP(cuEventCreate, 2000, cuEventCreate)                                \
     EP(cuEventDestroy, 4000, cuEventDestroy_v2)                           \
     EP(cuEventRecord, 2000, cuEventRecord)                                \

@@ -1,14 +1,15 @@
 /*
- * Graphs built node by node (kernel, memset, memcpy, empty and event nodes).  Graphs and
- * nodes are executor handles; every node's description goes to the executor, which
- * checks it and keeps the graph's shape, so every question about a graph is asked of it.  A kernel node's parameters are packed
- * as a launch's are.  Work that would run on this side of the connection is refused:
- * a copy from or to host memory the executor cannot reach when the graph runs (only
- * page-locked memory of the shared arena, at its device address, can be), and host
- * nodes, whose function would have to run in this process while the executor replays
- * the graph.
+ * Graphs built node by node (kernel, memset, memcpy, empty and event nodes; host and
+ * child graph nodes in gparams.c).  Graphs and nodes are executor handles; every node's
+ * description goes to the executor, which checks it and keeps the graph's shape, so
+ * every question about a graph is asked of it.  A kernel node's parameters are packed
+ * as a launch's are.  A copy from or to host memory the executor cannot reach when the
+ * graph runs is refused (only page-locked memory of the shared arena, at its device
+ * address, can be).
  */
 #include "cuda_api.h"
+#include "gkernel.h"
+#include "gnode.h"
 
 #include "ctx.h"
 #include "launch.h"
@@ -16,6 +17,7 @@
 #include "module.h"
 #include "rpc.h"
 #include "unsupported.h"
+#include "userobj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +44,7 @@ CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
     return rc;
 }
 
-/* Add node p after deps; the node's handle in *node. */
-static CUresult add(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+CUresult ds__gnode_add(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
                     const ds_node_params *p)
 {
     ds_graph_add_args a = { .graph = hv(graph), .params = *p };
@@ -74,7 +75,7 @@ CUresult cuGraphAddEmptyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode
     ds_node_params p = { .kind = DS_NODE_EMPTY };
 
     DS_NEED_INIT();
-    return add(node, graph, deps, ndeps, &p);
+    return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
 /* A kernel node's description from CUDA's: the function (or kernel), its shape and its
@@ -118,7 +119,7 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraph
 
     DS_NEED_INIT();
     if ((rc = kernel_node(kp, &p, &buf)) == CUDA_SUCCESS)
-        rc = add(node, graph, deps, ndeps, &p);
+        rc = ds__gnode_add(node, graph, deps, ndeps, &p);
     free(buf);
     return rc;
 }
@@ -135,23 +136,34 @@ CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
     return cuGraphAddKernelNode_v2(node, graph, deps, ndeps, &p);
 }
 
-CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-                              size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *mp, CUcontext ctx)
+CUresult ds__gnode_fill(const CUDA_MEMSET_NODE_PARAMS *mp, ds_node_params *p)
 {
-    ds_node_params p = { .kind = DS_NODE_MEMSET };
-    ds_memset_node *m = &p.ds_node_params_u.fill;
+    ds_memset_node *m = &p->ds_node_params_u.fill;
 
-    DS_NEED_INIT();
-    (void)ctx;
     if (mp == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    memset(p, 0, sizeof(*p));
+    p->kind = DS_NODE_MEMSET;
     m->dst = mp->dst;
     m->pitch = mp->pitch;
     m->value = mp->value;
     m->elem_size = mp->elementSize;
     m->width = mp->width;
     m->height = mp->height;
-    return add(node, graph, deps, ndeps, &p);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                              size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *mp, CUcontext ctx)
+{
+    ds_node_params p;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    (void)ctx;
+    if ((rc = ds__gnode_fill(mp, &p)) != CUDA_SUCCESS)
+        return rc;
+    return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
 /* Where one side of a copy starts, as an address the device reaches, for n bytes: device
@@ -187,10 +199,9 @@ static size_t start(size_t x, size_t y, size_t z, size_t pitch, size_t height)
     return x + y * pitch + z * pitch * height;
 }
 
-/* The copy cp describes as one contiguous range on each side, or NOT_SUPPORTED: graphs
- * served here copy rows that follow one another (a 1-D copy, or 2-D and 3-D copies of
- * whole rows). */
-static CUresult copy_node(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c)
+/* Graphs served here copy rows that follow one another (a 1-D copy, or 2-D and 3-D
+ * copies of whole rows). */
+CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c)
 {
     static atomic_int once;
     size_t n = cp->WidthInBytes * cp->Height * cp->Depth;
@@ -222,9 +233,9 @@ CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
     (void)ctx;
     if (cp == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = copy_node(cp, &p.ds_node_params_u.copy)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_copy(cp, &p.ds_node_params_u.copy)) != CUDA_SUCCESS)
         return rc;
-    return add(node, graph, deps, ndeps, &p);
+    return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
 /* Edges from[i] -> to[i], added or removed. */
@@ -290,9 +301,12 @@ CUresult cuGraphDestroyNode(CUgraphNode node)
 {
     ds_handle h = hv(node);
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_graph_node_destroy(&h, &r);
+    if ((rc = ds_rpc_graph_node_destroy(&h, &r)) == CUDA_SUCCESS)
+        ds__gkernel_node_gone(h);
+    return rc;
 }
 
 /* Ask the executor for a list: nodes, or edges nodes[i] -> to[i]; free with xdr_free. */
@@ -430,16 +444,19 @@ CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
         [DS_NODE_MEMCPY] = CU_GRAPH_NODE_TYPE_MEMCPY,
         [DS_NODE_EVENT_RECORD] = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
         [DS_NODE_EVENT_WAIT] = CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+        [DS_NODE_HOST] = CU_GRAPH_NODE_TYPE_HOST,
+        [DS_NODE_CHILD] = CU_GRAPH_NODE_TYPE_GRAPH,
+        [DS_NODE_COND] = CU_GRAPH_NODE_TYPE_CONDITIONAL,
+        [DS_NODE_MEM_ALLOC] = CU_GRAPH_NODE_TYPE_MEM_ALLOC,
+        [DS_NODE_MEM_FREE] = CU_GRAPH_NODE_TYPE_MEM_FREE,
     };
-    ds_handle h = hv(node);
     ds_node_info_res r;
     CUresult rc;
 
     DS_NEED_INIT();
     if (type == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    memset(&r, 0, sizeof(r));
-    if ((rc = ds_rpc_graph_node_info(&h, &r)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_info(node, &r)) != CUDA_SUCCESS)
         return rc;
     if ((unsigned)r.ds_node_info_res_u.info.params.kind < sizeof(types) / sizeof(types[0]))
         *type = types[r.ds_node_info_res_u.info.params.kind];
@@ -449,17 +466,32 @@ CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
     return rc;
 }
 
+CUresult ds__gnode_info(CUgraphNode node, ds_node_info_res *r)
+{
+    ds_handle h = hv(node);
+
+    memset(r, 0, sizeof(*r));
+    return ds_rpc_graph_node_info(&h, r);
+}
+
+CUresult ds__gnode_set(CUgraphExec exec, CUgraphNode node, const ds_node_params *p)
+{
+    ds_node_set_args a = { .exec = hv(exec), .node = hv(node), .params = *p };
+    ds_void_res r;
+
+    return ds_rpc_graph_node_set(&a, &r);
+}
+
 /* New parameters for a kernel node, in its graph (exec NULL) or in exec. */
 static CUresult set_kernel(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS *kp)
 {
-    ds_node_set_args a = { .exec = hv(exec), .node = hv(node) };
+    ds_node_params p;
     unsigned char *buf;
-    ds_void_res r;
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = kernel_node(kp, &a.params, &buf)) == CUDA_SUCCESS)
-        rc = ds_rpc_graph_node_set(&a, &r);
+    if ((rc = kernel_node(kp, &p, &buf)) == CUDA_SUCCESS)
+        rc = ds__gnode_set(exec, node, &p);
     free(buf);
     return rc;
 }
@@ -511,7 +543,7 @@ static CUresult add_event(CUgraphNode *node, CUgraph graph, const CUgraphNode *d
         p.ds_node_params_u.record = hv(event);
     else
         p.ds_node_params_u.wait = hv(event);
-    return add(node, graph, deps, ndeps, &p);
+    return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
 CUresult cuGraphAddEventRecordNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -529,7 +561,6 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *node, CUgraph graph, const CUgraph
 /* The event of an event node of `kind`; INVALID_VALUE for a node of another kind. */
 static CUresult get_event(CUgraphNode node, CUevent *out, ds_node_kind kind)
 {
-    ds_handle h = hv(node);
     ds_node_info_res r;
     const ds_node_params *p = &r.ds_node_info_res_u.info.params;
     CUresult rc;
@@ -537,8 +568,7 @@ static CUresult get_event(CUgraphNode node, CUevent *out, ds_node_kind kind)
     DS_NEED_INIT();
     if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    memset(&r, 0, sizeof(r));
-    if ((rc = ds_rpc_graph_node_info(&h, &r)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_info(node, &r)) != CUDA_SUCCESS)
         return rc;
     if (p->kind != kind)
         rc = CUDA_ERROR_INVALID_VALUE;
@@ -552,17 +582,16 @@ static CUresult get_event(CUgraphNode node, CUevent *out, ds_node_kind kind)
 /* A new event for an event node of `kind`, in its graph (exec NULL) or in exec. */
 static CUresult set_event(CUgraphExec exec, CUgraphNode node, CUevent event, ds_node_kind kind)
 {
-    ds_node_set_args a = { .exec = hv(exec), .node = hv(node), .params = { .kind = kind } };
-    ds_void_res r;
+    ds_node_params p = { .kind = kind };
 
     DS_NEED_INIT();
     if (event == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (kind == DS_NODE_EVENT_RECORD)
-        a.params.ds_node_params_u.record = hv(event);
+        p.ds_node_params_u.record = hv(event);
     else
-        a.params.ds_node_params_u.wait = hv(event);
-    return ds_rpc_graph_node_set(&a, &r);
+        p.ds_node_params_u.wait = hv(event);
+    return ds__gnode_set(exec, node, &p);
 }
 
 CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event)
@@ -608,8 +637,12 @@ CUresult cuGraphClone(CUgraph *clone, CUgraph graph)
     DS_NEED_INIT();
     if (clone == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = ds_rpc_graph_clone(&h, &r);
-    if (rc == CUDA_SUCCESS)
-        *clone = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;
-    return rc;
+    if ((rc = ds_rpc_graph_clone(&h, &r)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = ds__userobj_share(h, r.ds_handle_res_u.handle)) != CUDA_SUCCESS) {
+        cuGraphDestroy((CUgraph)(uintptr_t)r.ds_handle_res_u.handle);
+        return rc;
+    }
+    *clone = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;
+    return CUDA_SUCCESS;
 }

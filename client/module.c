@@ -37,6 +37,17 @@ struct ds_cfunc *ds__module_func(const void *f)
     return cf != NULL && cf->magic == FUNC_MAGIC ? cf : NULL;
 }
 
+struct ds_cfunc *ds__module_func_of(uint64_t handle)
+{
+    struct ds_cfunc *f;
+
+    pthread_mutex_lock(&lock);
+    for (f = functions; f != NULL && f->handle != handle; f = f->next)
+        ;
+    pthread_mutex_unlock(&lock);
+    return f;
+}
+
 /* A library belongs to no context: a thread with none current may load one (cudart
  * loads a kernel's library lazily, on a new thread's first launch, before it makes the
  * primary context current there).  The executor then keeps it with the primary. */

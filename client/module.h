@@ -25,6 +25,9 @@ struct ds_cfunc {
 /* The function behind a CUfunction or CUkernel value, or NULL when it is none of ours. */
 struct ds_cfunc *ds__module_func(const void *f);
 
+/* The loaded function the executor knows as `handle`, or NULL. */
+struct ds_cfunc *ds__module_func_of(uint64_t handle);
+
 /* Every kernel of `module`, as cuModuleGetFunction hands it out, in a malloc'd array of
  * *count (NULL when there are none). */
 CUresult ds__module_kernels(CUmodule module, CUfunction **out, unsigned *count);

@@ -128,11 +128,18 @@
     S(tex_create, DS_TEX_CREATE, ds_tex_create_args, ds_hyper_res)            \
     S(tex_destroy, DS_TEX_DESTROY, ds_handle, ds_void_res)                    \
     S(surf_create, DS_SURF_CREATE, ds_surf_create_args, ds_hyper_res)         \
-    S(surf_destroy, DS_SURF_DESTROY, ds_handle, ds_void_res)
+    S(surf_destroy, DS_SURF_DESTROY, ds_handle, ds_void_res)                  \
+    S(graph_exec_info, DS_GRAPH_EXEC_INFO, ds_handle, ds_gexec_info_res)      \
+    S(graph_launch_stage, DS_GRAPH_LAUNCH_STAGE, ds_stage_args, ds_stage_res) \
+    S(graph_find_in_clone, DS_GRAPH_FIND_IN_CLONE, ds_find_in_clone_args, ds_handle_res) \
+    S(graph_cond_create, DS_GRAPH_COND_CREATE, ds_cond_create_args, ds_hyper_res) \
+    S(graph_exec_update, DS_GRAPH_EXEC_UPDATE, ds_exec_update_args, ds_exec_update_res) \
+    S(graph_node_enable, DS_GRAPH_NODE_ENABLE, ds_node_enable_args, ds_int_res) \
+    S(graph_mem_attr, DS_GRAPH_MEM_ATTR, ds_graph_mem_attr_args, ds_hyper_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (CUDA arrays and texture objects, 230-249). */
-#define DS_PROC_MAX 249
+ * in detshare.x (graphs, 250-279). */
+#define DS_PROC_MAX 279
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

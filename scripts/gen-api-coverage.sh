@@ -39,6 +39,7 @@ cu(TexRef.*|SurfRef.*|ModuleGetTexRef|ModuleGetSurfRef)@texture and surface refe
 cu(CtxAttach|CtxDetach)@deprecated since CUDA 4.0
 cuLaunchCooperativeKernelMultiDevice@several GPUs; a detshare server serves one
 cu(ArrayGetSparseProperties|MipmappedArrayGetSparseProperties|MemMapArrayAsync)@sparse and deferred-mapping CUDA arrays are not made: their memory would be mapped tile by tile outside the executor's accounting of the tenant's arrays
+cuGraph(Add|Exec)?ExternalSemaphores.*@external semaphores are imported from other APIs (Vulkan, D3D12, NvSci) in the tenant's process, whose objects the executor cannot reach
 cuMemPool(ExportToShareableHandle|ImportFromShareableHandle|ExportPointer|ImportPointer)@a pool's memory belongs to the tenant's executor, and a descriptor of it would hand it to any process; tenants of one user share memory with cuIpcGetMemHandle
 DESIGN
 

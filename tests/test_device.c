@@ -181,7 +181,7 @@ Test(device, unimplemented_entry_points_say_so)
 
     cr_assert_not_null(lib);
     /* A real export (frameworks dlsym such names), answering NOT_SUPPORTED. */
-    fn = (CUresult(*)(void))dlsym(lib, "cuGraphAddHostNode");
+    fn = (CUresult(*)(void))dlsym(lib, "cuGraphAddExternalSemaphoresSignalNode");
     cr_assert_not_null(fn);
     CU_OK(cuInit(0));
     CU_IS(fn(), CUDA_ERROR_NOT_SUPPORTED);

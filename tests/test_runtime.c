@@ -93,6 +93,19 @@ Test(runtime, a_graph_built_node_by_node_runs_and_updates)
     check("graph_nodes", "graph built node by node: 5 nodes, 1 root, 4 launches then 1 updated");
 }
 
+Test(runtime, a_graph_with_a_host_node_and_a_child_graph_runs_in_order)
+{
+    check("graph_host", "graph with a host node and a child graph: 3 launches in order");
+}
+
+/* Kernels set conditional values only on a GPU (DS_TEST_DEVICE=cuda: gpu_runtime). */
+Test(runtime, a_while_loop_node_runs_until_its_kernel_ends_it)
+{
+    if (ds_test_on_sim())
+        cr_skip_test("kernels compute on a GPU only");
+    check("graph_while", "while loop node ran 10 times: sum 55, if node ran its body: flag 1");
+}
+
 Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");

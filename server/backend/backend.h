@@ -29,6 +29,7 @@ struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
 struct ds_bnode;
+struct ds_bcond;
 struct ds_bpmem;
 struct ds_bfence;
 struct ds_bpool;
@@ -145,7 +146,9 @@ enum ds_gnode_kind {
     DS_GNODE_MEMSET,
     DS_GNODE_MEMCPY,
     DS_GNODE_EVENT_RECORD,
-    DS_GNODE_EVENT_WAIT
+    DS_GNODE_EVENT_WAIT,
+    DS_GNODE_CHILD,
+    DS_GNODE_COND
 };
 
 struct ds_gnode_desc {
@@ -157,6 +160,11 @@ struct ds_gnode_desc {
     uint32_t value;
     unsigned elem_size;
     struct ds_bevent *event; /* DS_GNODE_EVENT_*: lives as long as the node */
+    struct ds_bgraph *child; /* DS_GNODE_CHILD: a built graph the node runs a copy of */
+    struct ds_bcond *cond;   /* DS_GNODE_COND: a handle of the node's graph, */
+    int cond_type;           /* CUgraphConditionalNodeType, */
+    unsigned nbodies;        /* and its body graphs, which graph_add_node makes into */
+    struct ds_bgraph **bodies; /* bodies[]: graph_destroy frees each, before or after the node */
 };
 
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy
@@ -362,9 +370,11 @@ struct ds_backend_ops {
      * graph_add_node adds node d to g after deps (ndeps nodes of g); graph_node_destroy
      * takes node n out of g with its edges; graph_edge adds (add != 0) or removes the
      * edge from -> to of g, which the executor has checked exists or not; graph_node_set
-     * gives kernel or event node n of g the description d (of the node's kind), in g itself when
-     * e is NULL, else in e, an instantiated graph of g, from its next launch on.  A graph
-     * with a cycle fails to instantiate.  Nodes go with their graph. */
+     * gives node n of g the description d (of the node's kind: kernel, memset, memcpy,
+     * event, or in e only child graph), in g itself when e is NULL, else in e, an
+     * instantiated graph of g, from its next launch on.  A child graph node runs a copy
+     * of d->child made when it is added or set; a new one in e must have the old one's
+     * shape.  A graph with a cycle fails to instantiate.  Nodes go with their graph. */
     int (*graph_create)(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
     int (*graph_add_node)(struct ds_backend *b, struct ds_bgraph *g,
                           const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
@@ -374,6 +384,18 @@ struct ds_backend_ops {
                       struct ds_bnode *to, int add);
     int (*graph_node_set)(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                           struct ds_bnode *n, const struct ds_gnode_desc *d);
+    /* A conditional handle of g, with its default value and CU_GRAPH_COND_* flags; the
+     * number a kernel names it by in *value.  It goes with g. */
+    int (*graph_cond_create)(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                             unsigned flags, struct ds_bcond **out, uint64_t *value);
+    /* cuGraphExecUpdate: e runs g's work from its next launch on when g has the shape of
+     * the graph e was made from; *result is the CUgraphExecUpdateResult (e unchanged
+     * unless CU_GRAPH_EXEC_UPDATE_SUCCESS).  Nodes of e keep their identity. */
+    int (*graph_exec_update)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                             int *result);
+    /* Node n of e's graph runs (on != 0) or is skipped at e's next launches. */
+    int (*graph_node_enable)(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                             int on);
 
     /* Virtual memory management (cuMemCreate and friends).  A reservation is device
      * address space with nothing behind it; a physical allocation (ds_bpmem) is device

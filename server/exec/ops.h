@@ -1,7 +1,8 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c, ops_array.c, executor.c for hello).  A handler validates all of its
+ * ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c,
+ * ops_array.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
  * for the next synchronous call).
@@ -39,6 +40,45 @@ CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g
                                   struct ds_vgraph *e);
 CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v);
 void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e);
+
+/* The backend's description of node p, every input checked (ops_gnode.c); attrs holds a
+ * kernel's launch attributes for as long as d is used.  A host node is an empty node to
+ * the backend. */
+CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
+                                struct ds_gnode_desc *d, CUlaunchAttribute *attrs);
+
+/* Graph memory (ops_gmem.c).  ds__ops_gmem_new: size bytes of device memory for a memory
+ * allocation node, counted in the tenant's account, one reference held (CUDA_SUCCESS, or
+ * the CUresult that refuses it).  ds__ops_gmem_of: the graph memory whose first byte is
+ * ptr, or NULL.  ds__ops_gmem_release drops a reference, and frees the memory with the
+ * last. */
+CUresult ds__ops_gmem_new(struct ds_tenant *t, uint64_t size, struct ds_gmem **out);
+struct ds_gmem *ds__ops_gmem_of(struct ds_tenant *t, uint64_t ptr);
+void ds__ops_gmem_release(struct ds_tenant *t, struct ds_gmem *m);
+/* Stream-ordered allocation in a capture: ds__ops_gmem_capture makes size bytes of graph
+ * memory for capturing stream `stream`, its address in *ptr; ds__ops_gmem_captured hands
+ * the stream's to g, the graph its capture made, or releases them when g is NULL or they
+ * cannot be handed (CUDA_ERROR_OUT_OF_MEMORY); ds__ops_gmem_drop_captures releases every
+ * capture's. */
+CUresult ds__ops_gmem_capture(struct ds_tenant *t, uint64_t stream, uint64_t size,
+                              uint64_t *ptr);
+CUresult ds__ops_gmem_captured(struct ds_tenant *t, uint64_t stream, struct ds_vgraph *g);
+void ds__ops_gmem_drop_captures(struct ds_tenant *t);
+
+/* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has host
+ * nodes, whose functions run in the tenant's process, so that an instantiated graph of
+ * it runs in stages.  ds__ops_gstage_make instantiates g (flags: the tenant's) into e's
+ * stages.  ds__ops_gstage_set gives node n new parameters p (described as d) in staged
+ * e.  ds__ops_gstage_free frees e's stages. */
+int ds__ops_gstage_needed(struct ds_tenant *t, const struct ds_vgraph *g);
+CUresult ds__ops_gstage_make(struct ds_tenant *t, const struct ds_vgraph *g, uint64_t flags,
+                             struct ds_vgraph *e);
+CUresult ds__ops_gstage_set(struct ds_tenant *t, struct ds_vgraph *e, uint64_t n,
+                            const ds_node_params *p, const struct ds_gnode_desc *d);
+/* The stage of staged e that holds device node n, its index there in *i; NULL when n is
+ * no device node of e. */
+struct ds_gstage *ds__ops_gstage_find(struct ds_vgraph *e, uint64_t n, uint32_t *i);
+void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e);
 
 /* Events (ops_event.c).  ds__ops_event_free: the tenant's event is gone (destroyed, or
  * its context): freed now, or when the last graph using it lets go of it

@@ -27,6 +27,20 @@ static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **
     return CUDA_SUCCESS;
 }
 
+/* A built graph the tenant may change.  A child graph node's graph is not one: the
+ * backend's node holds its own copy of it, made when the node was added, which edits
+ * here would not reach. */
+static CUresult editable_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
+{
+    CUresult rc = built_graph(t, h, out);
+
+    if (rc == CUDA_SUCCESS && (*out)->frozen) {
+        ds_warn("a child graph node's graph cannot be edited; set the node's graph instead");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return rc;
+}
+
 /* Node h when it belongs to graph `graph` (any graph when 0). */
 static struct ds_vnode *node_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
 {
@@ -100,23 +114,63 @@ static struct ds_vevent *event_of(struct ds_tenant *t, const ds_node_params *p)
     return NULL;
 }
 
-static int is_event_node(const ds_node_params *p)
+/* Whether built graph g has a host node, or a child graph that has one. */
+static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
 {
-    return p->kind == DS_NODE_EVENT_RECORD || p->kind == DS_NODE_EVENT_WAIT;
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
+
+        if (n->params.kind == DS_NODE_HOST)
+            return 1;
+        if (n->params.kind == DS_NODE_CHILD &&
+            has_host(t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)))
+            return 1;
+    }
+    return 0;
 }
 
-/* The backend's description of node p, every input checked; attrs holds a kernel's
- * launch attributes for as long as d is used. */
-static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds_gnode_desc *d,
-                         CUlaunchAttribute *attrs)
+/* The graph a child graph node copies: a built graph without host nodes, whose
+ * functions a graph replayed as one piece by the backend could not call back. */
+static CUresult child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
 {
+    CUresult rc = built_graph(t, h, out);
+
+    if (rc == CUDA_SUCCESS && has_host(t, *out)) {
+        ds_warn("a child graph with host nodes is not served");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return rc;
+}
+
+CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
+                                struct ds_gnode_desc *d, CUlaunchAttribute *attrs)
+{
+    struct ds_vgraph *child;
     struct ds_vevent *ev;
+    CUresult rc;
 
     memset(d, 0, sizeof(*d));
     switch (p->kind) {
     case DS_NODE_EMPTY:
         d->kind = DS_GNODE_EMPTY;
         return CUDA_SUCCESS;
+    case DS_NODE_HOST:
+        d->kind = DS_GNODE_EMPTY;
+        return p->ds_node_params_u.host.fn != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case DS_NODE_CHILD:
+        d->kind = DS_GNODE_CHILD;
+        if ((rc = child_of(t, p->ds_node_params_u.child, &child)) != CUDA_SUCCESS)
+            return rc;
+        d->child = child->real;
+        return CUDA_SUCCESS;
+    case DS_NODE_COND:
+    case DS_NODE_MEM_ALLOC:
+    case DS_NODE_MEM_FREE:
+        /* Only added as themselves (add_cond, add_mem): a conditional node's handle and
+         * bodies are its graph's, an allocation node's memory is its own. */
+        ds_warn("conditional and memory nodes cannot be copied (clone, child graph) or run "
+                "in stages (with host nodes)");
+        return CUDA_ERROR_NOT_SUPPORTED;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;
         return check_kernel(t, &p->ds_node_params_u.kernel, d, attrs);
@@ -143,6 +197,8 @@ static void free_params(ds_node_params *p)
         free(p->ds_node_params_u.kernel.params.params_val);
         free(p->ds_node_params_u.kernel.attrs.attrs_val);
     }
+    if (p->kind == DS_NODE_COND)
+        free(p->ds_node_params_u.cond.bodies.bodies_val);
 }
 
 static void *dup_bytes(const void *src, size_t n)
@@ -161,6 +217,16 @@ static int copy_params(const ds_node_params *p, ds_node_params *out)
     ds_kernel_node *o = &out->ds_node_params_u.kernel;
 
     *out = *p;
+    if (p->kind == DS_NODE_COND) {
+        const ds_cond_node *c = &p->ds_node_params_u.cond;
+
+        out->ds_node_params_u.cond.bodies.bodies_val =
+            dup_bytes(c->bodies.bodies_val, c->bodies.bodies_len * sizeof(*c->bodies.bodies_val));
+        if (out->ds_node_params_u.cond.bodies.bodies_val != NULL)
+            return 0;
+        out->kind = DS_NODE_EMPTY;
+        return DS_ENOMEM;
+    }
     if (p->kind != DS_NODE_KERNEL)
         return 0;
     o->params.params_val = dup_bytes(k->params.params_val, k->params.params_len);
@@ -181,11 +247,25 @@ static void free_node(struct ds_vnode *n)
     free(n);
 }
 
-/* Free node n and let go of its event. */
+/* Free node n and let go of its event, or its own copy of a child graph. */
 static void drop_node(struct ds_tenant *t, struct ds_vnode *n)
 {
+    struct ds_vgraph *child;
+
     if (n->event != NULL)
         ds__ops_event_release(t, n->event);
+    if (n->gmem != NULL)
+        ds__ops_gmem_release(t, n->gmem);
+    if (n->params.kind == DS_NODE_CHILD &&
+        (child = ds_handles_remove(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
+        ds__ops_graph_free(t, child);
+    for (u_int i = 0; n->params.kind == DS_NODE_COND &&
+                      i < n->params.ds_node_params_u.cond.bodies.bodies_len; i++) {
+        child = ds_handles_remove(&t->h, n->params.ds_node_params_u.cond.bodies.bodies_val[i],
+                                  DS_H_GRAPH);
+        if (child != NULL)
+            ds__ops_graph_free(t, child);
+    }
     free_node(n);
 }
 
@@ -264,20 +344,54 @@ static struct ds_vnode *new_node(uint64_t graph, const ds_node_params *p, const 
     return n;
 }
 
-/* Add node p after deps to graph gh: checks, backend node, handle. */
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
-                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out);
+
+/* A child graph node's own copy of graph h, as CUDA makes one: its handle in *copy. */
+static CUresult copy_child(struct ds_tenant *t, uint64_t h, uint64_t *copy)
 {
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
-    struct ds_bnode **real;
-    struct ds_gnode_desc d;
     struct ds_vgraph *g;
+    ds_handle_res r;
+    CUresult rc;
+
+    if ((rc = child_of(t, h, &g)) != CUDA_SUCCESS ||
+        (rc = ds__ops_graph_clone(t, &h, &r)) != CUDA_SUCCESS)
+        return rc;
+    *copy = r.ds_handle_res_u.handle;
+    g = ds_handles_get(&t->h, *copy, DS_H_GRAPH);
+    g->embedded = g->frozen = 1;
+    return CUDA_SUCCESS;
+}
+
+/* Add a child graph node for p (whose graph is the tenant's) after deps to graph gh: the
+ * node holds a copy of the graph, which goes with it. */
+static CUresult add_child(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    ds_node_params own = *p;
+    struct ds_vgraph *g, *copy;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = copy_child(t, p->ds_node_params_u.child, &own.ds_node_params_u.child)) !=
+            CUDA_SUCCESS)
+        return rc;
+    rc = add_node(t, gh, &own, deps, ndeps, out);
+    if (rc != CUDA_SUCCESS &&
+        (copy = ds_handles_remove(&t->h, own.ds_node_params_u.child, DS_H_GRAPH)) != NULL)
+        ds__ops_graph_free(t, copy);
+    return rc;
+}
+
+/* Add node p, described as d, after deps to graph g (handle gh): backend node, handle. */
+static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
+                              const ds_node_params *p, const struct ds_gnode_desc *d,
+                              const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    struct ds_bnode **real;
     struct ds_vnode *n;
     CUresult rc;
 
-    if ((rc = built_graph(t, gh, &g)) != CUDA_SUCCESS ||
-        (rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
-        return rc;
     real = malloc((ndeps > 0 ? ndeps : 1) * sizeof(*real));
     n = new_node(gh, p, deps, ndeps);
     if (real == NULL || n == NULL)
@@ -285,7 +399,7 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     else if (!good_deps(t, gh, deps, ndeps, real))
         rc = CUDA_ERROR_INVALID_VALUE;
     else
-        rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, &d, real, ndeps, &n->real));
+        rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, d, real, ndeps, &n->real));
     free(real);
     if (rc == CUDA_SUCCESS && (n->event = event_of(t, p)) != NULL)
         n->event->refs++;
@@ -294,6 +408,174 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     if (n != NULL)
         free_node(n);
     return rc;
+}
+
+/* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
+ * graph in p is already the node's own copy.  A conditional body holds what CUDA allows
+ * in one: kernel, memset, memcpy and empty nodes (child graphs and conditionals are added
+ * by add_child and add_cond). */
+static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_desc d;
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+        (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (g->embedded && p->kind != DS_NODE_KERNEL && p->kind != DS_NODE_MEMSET &&
+        p->kind != DS_NODE_MEMCPY && p->kind != DS_NODE_EMPTY) {
+        ds_warn("a conditional node's body holds kernel, memset, memcpy, empty, child graph "
+                "and conditional nodes only");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    return add_described(t, g, gh, p, &d, deps, ndeps, out);
+}
+
+/* The backend's handle of graph g that the tenant knows as `value`, or NULL. */
+static struct ds_bcond *cond_of(const struct ds_vgraph *g, uint64_t value)
+{
+    for (uint32_t i = 0; i < g->nconds; i++)
+        if (g->conds[i].value == value)
+            return g->conds[i].real;
+    return NULL;
+}
+
+/* Whether conditional node c has a type and a number of bodies CUDA allows. */
+static int good_cond(const ds_cond_node *c)
+{
+    switch (c->type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        return c->size == 1 || c->size == 2;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        return c->size == 1;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+        return c->size >= 1 && c->size <= DS_COND_BODIES_MAX;
+    default:
+        return 0;
+    }
+}
+
+/* Body graph b of conditional node n (handle nh): a built graph of the node's, which the
+ * tenant fills; its handle joins the node's parameters. */
+static CUresult adopt_body(struct ds_tenant *t, struct ds_vnode *n, uint64_t ctx,
+                           struct ds_bgraph *b)
+{
+    ds_cond_node *c = &n->params.ds_node_params_u.cond;
+    struct ds_vgraph *g = calloc(1, sizeof(*g));
+    uint64_t h;
+
+    if (g == NULL) {
+        t->ops->graph_destroy(t->be, b);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *g = (struct ds_vgraph){ .ctx = ctx, .real = b, .built = 1, .embedded = 1 };
+    if ((h = ds_handles_add(&t->h, DS_H_GRAPH, g)) == 0 ||
+        append_handle(&c->bodies.bodies_val, &c->bodies.bodies_len, h) != 0) {
+        if (h != 0)
+            ds_handles_remove(&t->h, h, DS_H_GRAPH);
+        ds__ops_graph_free(t, g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Add conditional node p after deps to graph gh; its body graphs get handles, which the
+ * tenant reads back with the node's parameters. */
+static CUresult add_cond(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    const ds_cond_node *c = &p->ds_node_params_u.cond;
+    ds_node_params own = *p;
+    struct ds_gnode_desc d = { .kind = DS_GNODE_COND };
+    struct ds_vgraph *g;
+    struct ds_vnode *n;
+    ds_void_res vr;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+        return rc;
+    if (!good_cond(c) || c->bodies.bodies_len != 0 || (d.cond = cond_of(g, c->handle)) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    d.cond_type = c->type;
+    d.nbodies = c->size;
+    if ((d.bodies = calloc(c->size, sizeof(*d.bodies))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    own.ds_node_params_u.cond.bodies.bodies_len = 0;
+    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
+    n = rc == CUDA_SUCCESS ? node_of(t, *out, gh) : NULL;
+    /* Bodies the backend made but no handle holds go now; adopt_body frees its own on
+     * failure. */
+    for (unsigned i = 0; i < c->size; i++) {
+        if (rc == CUDA_SUCCESS)
+            rc = adopt_body(t, n, g->ctx, d.bodies[i]);
+        else if (d.bodies[i] != NULL)
+            t->ops->graph_destroy(t->be, d.bodies[i]);
+    }
+    if (rc != CUDA_SUCCESS && n != NULL)
+        ds__ops_graph_node_destroy(t, out, &vr);
+    free(d.bodies);
+    return rc;
+}
+
+/* Add memory allocation or free node p after deps to graph gh.  An allocation node's
+ * memory is made now, and its address goes into the node's parameters; a free node
+ * names graph memory.  Neither is a conditional body's: a body runs any number of times. */
+static CUresult add_mem(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                        const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    struct ds_gnode_desc d = { .kind = DS_GNODE_EMPTY };
+    ds_node_params own = *p;
+    struct ds_gmem *m = NULL;
+    struct ds_vgraph *g;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+        return rc;
+    if (g->embedded) {
+        ds_warn("a memory node in a conditional node's body is not served");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (p->kind == DS_NODE_MEM_FREE && ds__ops_gmem_of(t, p->ds_node_params_u.free_ptr) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p->kind == DS_NODE_MEM_ALLOC) {
+        if ((rc = ds__ops_gmem_new(t, p->ds_node_params_u.alloc.size, &m)) != CUDA_SUCCESS)
+            return rc;
+        own.ds_node_params_u.alloc.dptr = m->base;
+    }
+    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
+    if (rc == CUDA_SUCCESS)
+        node_of(t, *out, gh)->gmem = m;
+    else if (m != NULL)
+        ds__ops_gmem_release(t, m);
+    return rc;
+}
+
+CUresult ds__ops_graph_cond_create(struct ds_tenant *t, const ds_cond_create_args *a,
+                                   ds_hyper_res *r)
+{
+    struct ds_vcond *grown;
+    struct ds_bcond *real;
+    struct ds_vgraph *g;
+    uint64_t value;
+    CUresult rc;
+
+    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+        return rc;
+    if ((a->flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((grown = realloc(g->conds, (g->nconds + 1) * sizeof(*grown))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->conds = grown;
+    rc = ds_error_to_cu(t->ops->graph_cond_create(t->be, g->real, a->dflt, a->flags, &real,
+                                                  &value));
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    g->conds[g->nconds++] = (struct ds_vcond){ .value = value, .real = real };
+    r->ds_hyper_res_u.value = value;
+    return CUDA_SUCCESS;
 }
 
 CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a,
@@ -325,6 +607,15 @@ CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a
 CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
                                 ds_handle_res *r)
 {
+    if (a->params.kind == DS_NODE_CHILD)
+        return add_child(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                         &r->ds_handle_res_u.handle);
+    if (a->params.kind == DS_NODE_COND)
+        return add_cond(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                        &r->ds_handle_res_u.handle);
+    if (a->params.kind == DS_NODE_MEM_ALLOC || a->params.kind == DS_NODE_MEM_FREE)
+        return add_mem(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                       &r->ds_handle_res_u.handle);
     return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                     &r->ds_handle_res_u.handle);
 }
@@ -365,7 +656,7 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
     CUresult rc;
 
     (void)r;
-    if ((rc = built_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
         return rc;
     if (a->from.from_len != a->to.to_len || (a->remove != 0 && a->remove != 1))
         return CUDA_ERROR_INVALID_VALUE;
@@ -376,13 +667,16 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
 
 CUresult ds__ops_graph_node_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
-    struct ds_vnode *n = ds_handles_remove(&t->h, *h, DS_H_NODE);
+    struct ds_vnode *n = node_of(t, *h, 0);
     struct ds_vgraph *g;
+    CUresult rc;
 
     (void)r;
     if (n == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
+    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
+        return rc;
+    ds_handles_remove(&t->h, *h, DS_H_NODE);
     drop_handle(g->nodes, &g->nnodes, *h);
     for (uint32_t i = 0; i < g->nnodes; i++) {
         struct ds_vnode *v = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
@@ -399,6 +693,10 @@ void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
     for (uint32_t i = 0; i < g->nnodes; i++)
         drop_node(t, ds_handles_remove(&t->h, g->nodes[i], DS_H_NODE));
     free(g->nodes);
+    free(g->conds);
+    for (uint32_t i = 0; i < g->ngmems; i++)
+        ds__ops_gmem_release(t, g->gmems[i]);
+    free(g->gmems);
     t->ops->graph_destroy(t->be, g->real);
     free(g);
 }
@@ -487,31 +785,63 @@ CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_nod
     return CUDA_SUCCESS;
 }
 
-/* New parameters for kernel or event node n, in its graph (e NULL) or in e.  An event
- * set in e is pinned by e before the backend may use it, whether the set succeeds or not;
- * one set in the graph moves the node's ref to it. */
-static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgraph *e,
-                         const ds_node_params *p)
+/* Whether a node of kind `kind` takes new parameters: in its graph (exec 0), or in an
+ * instantiated graph (exec 1). */
+static int settable(ds_node_kind kind, int exec)
+{
+    switch (kind) {
+    case DS_NODE_KERNEL:
+    case DS_NODE_MEMSET:
+    case DS_NODE_MEMCPY:
+    case DS_NODE_EVENT_RECORD:
+    case DS_NODE_EVENT_WAIT:
+    case DS_NODE_HOST:
+        return 1;
+    case DS_NODE_CHILD:
+        return exec;
+    default:
+        return 0;
+    }
+}
+
+/* New parameters p in instantiated graph e for node n.  Events set, and those of a new
+ * child graph, are pinned by e before the backend may use them, whether the set
+ * succeeds or not. */
+static CUresult set_in_exec(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
+                            struct ds_vgraph *e, const ds_node_params *p,
+                            const struct ds_gnode_desc *d)
 {
     struct ds_vgraph *g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
     struct ds_vevent *ev = event_of(t, p);
-    struct ds_gnode_desc d;
+    CUresult rc = CUDA_SUCCESS;
+
+    if (ev != NULL)
+        rc = ds__ops_gexec_pin(e, ev);
+    if (rc == CUDA_SUCCESS && p->kind == DS_NODE_CHILD)
+        rc = ds__ops_gexec_pin_events(
+            t, ds_handles_get(&t->h, p->ds_node_params_u.child, DS_H_GRAPH), e);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (e->stages != NULL)
+        return ds__ops_gstage_set(t, e, nh, p, d);
+    return ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e->real, n->real, d));
+}
+
+/* New parameters p for node n in its graph; an event set moves the node's ref to it. */
+static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_node_params *p,
+                             const struct ds_gnode_desc *d)
+{
+    struct ds_vevent *ev = event_of(t, p);
+    struct ds_vgraph *g;
     ds_node_params copy;
     CUresult rc;
 
-    if (n->params.kind != p->kind || (p->kind != DS_NODE_KERNEL && !is_event_node(p)))
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
         return rc;
-    if (e != NULL && ev != NULL && (rc = ds__ops_gexec_pin(e, ev)) != CUDA_SUCCESS)
-        return rc;
-    if (e == NULL && copy_params(p, &copy) != 0)
+    if (copy_params(p, &copy) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e != NULL ? e->real : NULL,
-                                               n->real, &d));
-    if (e != NULL)
-        return rc;
+    if (p->kind != DS_NODE_HOST)
+        rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, NULL, n->real, d));
     if (rc != CUDA_SUCCESS) {
         free_params(&copy);
         return rc;
@@ -524,6 +854,23 @@ static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, struct ds_vgra
         ds__ops_event_release(t, n->event);
     n->event = ev;
     return CUDA_SUCCESS;
+}
+
+/* New parameters for node n (handle nh), of its kind, in its graph (e NULL) or in e. */
+static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
+                         struct ds_vgraph *e, const ds_node_params *p)
+{
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_desc d;
+    CUresult rc;
+
+    if (n->params.kind != p->kind || !settable(p->kind, e != NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        return rc;
+    if (e != NULL)
+        return set_in_exec(t, n, nh, e, p, &d);
+    return set_in_graph(t, n, p, &d);
 }
 
 CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, ds_void_res *r)
@@ -541,7 +888,7 @@ CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, 
         if (e->graph != n->graph)
             return CUDA_ERROR_INVALID_VALUE;
     }
-    return set_node(t, n, e, &a->params);
+    return set_node(t, n, a->node, e, &a->params);
 }
 
 /* Clone's second pass: the edges of every node of g, between the copies in c (whose
@@ -584,7 +931,12 @@ CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_
     for (uint32_t i = 0; i < g->nnodes && rc == CUDA_SUCCESS; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
 
-        rc = add_node(t, ch, &n->params, NULL, 0, &node);
+        if (n->params.kind == DS_NODE_CHILD)
+            rc = add_child(t, ch, &n->params, NULL, 0, &node);
+        else
+            rc = add_node(t, ch, &n->params, NULL, 0, &node);
+        if (rc == CUDA_SUCCESS)
+            ((struct ds_vnode *)ds_handles_get(&t->h, node, DS_H_NODE))->origin = g->nodes[i];
     }
     if (rc == CUDA_SUCCESS)
         rc = clone_edges(t, g, c, ch);
@@ -605,16 +957,122 @@ CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v)
     return CUDA_SUCCESS;
 }
 
+static CUresult pin_gmem(struct ds_vgraph *e, struct ds_gmem *m)
+{
+    struct ds_gmem **grown = realloc(e->gmems, (e->ngmems + 1) * sizeof(*grown));
+
+    if (grown == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    grown[e->ngmems++] = m;
+    e->gmems = grown;
+    m->refs++;
+    return CUDA_SUCCESS;
+}
+
+/* Child graphs included: the backend's copies use the same events.  Graph memory is
+ * pinned with them. */
 CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g,
                                   struct ds_vgraph *e)
 {
     CUresult rc = CUDA_SUCCESS;
 
+    for (uint32_t i = 0; i < g->ngmems && rc == CUDA_SUCCESS; i++)
+        rc = pin_gmem(e, g->gmems[i]);
     for (uint32_t i = 0; g->built && i < g->nnodes && rc == CUDA_SUCCESS; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
 
         if (n->event != NULL)
             rc = ds__ops_gexec_pin(e, n->event);
+        if (rc == CUDA_SUCCESS && n->gmem != NULL)
+            rc = pin_gmem(e, n->gmem);
+        if (rc == CUDA_SUCCESS && n->params.kind == DS_NODE_CHILD)
+            rc = ds__ops_gexec_pin_events(
+                t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH), e);
+        for (u_int j = 0; n->params.kind == DS_NODE_COND && rc == CUDA_SUCCESS &&
+                          j < n->params.ds_node_params_u.cond.bodies.bodies_len; j++)
+            rc = ds__ops_gexec_pin_events(
+                t,
+                ds_handles_get(&t->h, n->params.ds_node_params_u.cond.bodies.bodies_val[j],
+                               DS_H_GRAPH),
+                e);
     }
     return rc;
+}
+
+CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone_args *a,
+                                     ds_handle_res *r)
+{
+    struct ds_vgraph *c;
+    CUresult rc;
+
+    if ((rc = built_graph(t, a->clone, &c)) != CUDA_SUCCESS)
+        return rc;
+    if (node_of(t, a->node, 0) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (uint32_t i = 0; i < c->nnodes; i++) {
+        struct ds_vnode *n = ds_handles_get(&t->h, c->nodes[i], DS_H_NODE);
+
+        if (n->origin == a->node) {
+            r->ds_handle_res_u.handle = c->nodes[i];
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Whether node h is among e's disabled nodes; its index in *at. */
+static int is_off(const struct ds_vgraph *e, uint64_t h, uint32_t *at)
+{
+    for (*at = 0; *at < e->noff; (*at)++)
+        if (e->off[*at] == h)
+            return 1;
+    return 0;
+}
+
+/* Node n (handle nh) of instance e enabled or disabled in the backend. */
+static CUresult enable(struct ds_tenant *t, struct ds_vgraph *e, struct ds_vnode *n, uint64_t nh,
+                       int on)
+{
+    struct ds_gstage *s;
+    uint32_t i;
+
+    if (e->stages == NULL)
+        return ds_error_to_cu(t->ops->graph_node_enable(t->be, e->real, n->real, on));
+    if ((s = ds__ops_gstage_find(e, nh, &i)) == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ds_error_to_cu(t->ops->graph_node_enable(t->be, s->e, s->real[i], on));
+}
+
+/* Kernel, memset and memcpy nodes can be disabled, as CUDA allows. */
+CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_args *a,
+                                   ds_int_res *r)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_vnode *n = node_of(t, a->node, 0);
+    uint32_t at;
+    int off;
+    CUresult rc;
+
+    if (e == NULL || n == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->graph != n->graph || a->enable < -1 || a->enable > 1 ||
+        (n->params.kind != DS_NODE_KERNEL && n->params.kind != DS_NODE_MEMSET &&
+         n->params.kind != DS_NODE_MEMCPY))
+        return CUDA_ERROR_INVALID_VALUE;
+    off = is_off(e, a->node, &at);
+    r->ds_int_res_u.value = !off;
+    if (a->enable == -1 || a->enable == !off)
+        return CUDA_SUCCESS;
+    if (!off && append_handle(&e->off, &e->noff, 0) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((rc = enable(t, e, n, a->node, a->enable)) != CUDA_SUCCESS) {
+        e->noff -= !off;
+        return rc;
+    }
+    if (off)
+        e->off[at] = e->off[--e->noff];
+    else
+        e->off[e->noff - 1] = a->node;
+    r->ds_int_res_u.value = a->enable;
+    return CUDA_SUCCESS;
 }

@@ -59,11 +59,20 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
         return CUDA_ERROR_ILLEGAL_STATE;
     s->capturing = 0;
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
+        ds__ops_gmem_captured(t, *h, NULL);
         return rc;
+    }
     rc = add_graph(t, DS_H_GRAPH, s->ctx, g, &r->ds_handle_res_u.handle);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
         t->ops->graph_destroy(t->be, g);
+        ds__ops_gmem_captured(t, *h, NULL);
+        return rc;
+    }
+    rc = ds__ops_gmem_captured(t, *h,
+                               ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
+    if (rc != CUDA_SUCCESS)
+        ds__ops_graph_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
     return rc;
 }
 
@@ -87,6 +96,30 @@ CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_captur
     return CUDA_SUCCESS;
 }
 
+/* An instantiated graph of built graph g with host nodes: its stages, made before it has
+ * a handle. */
+static CUresult instantiate_staged(struct ds_tenant *t, struct ds_vgraph *g,
+                                   const ds_instantiate_args *a, ds_handle_res *r)
+{
+    struct ds_vgraph *x = calloc(1, sizeof(*x));
+    CUresult rc;
+
+    if (x == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->ctx = g->ctx;
+    x->graph = a->graph;
+    x->flags = a->flags;
+    rc = ds__ops_gstage_make(t, g, a->flags, x);
+    if (rc == CUDA_SUCCESS)
+        rc = ds__ops_gexec_pin_events(t, g, x);
+    if (rc == CUDA_SUCCESS &&
+        (r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GEXEC, x)) == 0)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CUDA_SUCCESS)
+        ds__ops_gexec_free(t, x);
+    return rc;
+}
+
 CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_args *a,
                                    ds_handle_res *r)
 {
@@ -96,6 +129,8 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
 
     if (g == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (g->built && ds__ops_gstage_needed(t, g))
+        return instantiate_staged(t, g, a, r);
     rc = ds_error_to_cu(t->ops->graph_instantiate(t->be, g->real, a->flags, &e));
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -106,6 +141,7 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
     }
     x = ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC);
     x->graph = a->graph;
+    x->flags = a->flags;
     if ((rc = ds__ops_gexec_pin_events(t, g, x)) != CUDA_SUCCESS)
         ds__ops_gexec_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GEXEC));
     return rc;
@@ -119,6 +155,8 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
 
     if (e == NULL || ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (e->stages != NULL)
+        return CUDA_ERROR_INVALID_VALUE;
     ds__tenant_kernel_boundary(t, s);
     if ((rc = t->ops->graph_launch(t->be, e->real, s)) == 0)
         ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
@@ -134,14 +172,17 @@ CUresult ds__ops_graph_node_count(struct ds_tenant *t, const ds_handle *h, ds_hy
     return ds_error_to_cu(t->ops->graph_node_count(t->be, g->real, &r->ds_hyper_res_u.value));
 }
 
+/* A child graph node's graph goes with its node only. */
 CUresult ds__ops_graph_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
-    struct ds_vgraph *g = ds_handles_remove(&t->h, *h, DS_H_GRAPH);
+    struct ds_vgraph *g = ds_handles_get(&t->h, *h, DS_H_GRAPH);
 
     (void)r;
     if (g == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    ds__ops_graph_free(t, g);
+    if (g->embedded)
+        return CUDA_ERROR_INVALID_VALUE;
+    ds__ops_graph_free(t, ds_handles_remove(&t->h, *h, DS_H_GRAPH));
     return CUDA_SUCCESS;
 }
 
@@ -158,9 +199,48 @@ CUresult ds__ops_graph_exec_destroy(struct ds_tenant *t, const ds_handle *h, ds_
 
 void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e)
 {
-    t->ops->graph_exec_destroy(t->be, e->real);
+    if (e->real != NULL)
+        t->ops->graph_exec_destroy(t->be, e->real);
+    ds__ops_gstage_free(t, e);
+    free(e->off);
+    for (uint32_t i = 0; i < e->ngmems; i++)
+        ds__ops_gmem_release(t, e->gmems[i]);
+    free(e->gmems);
     for (uint32_t i = 0; i < e->nevents; i++)
         ds__ops_event_release(t, e->events[i]);
     free(e->events);
     free(e);
+}
+
+CUresult ds__ops_graph_exec_info(struct ds_tenant *t, const ds_handle *h, ds_gexec_info_res *r)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, *h, DS_H_GEXEC);
+
+    if (e == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    r->ds_gexec_info_res_u.info.flags = e->flags;
+    r->ds_gexec_info_res_u.info.stages = e->nstages;
+    return CUDA_SUCCESS;
+}
+
+/* An instance running in stages, or a graph that would, has no one backend graph to
+ * update: refused as the driver refuses what it cannot update. */
+CUresult ds__ops_graph_exec_update(struct ds_tenant *t, const ds_exec_update_args *a,
+                                   ds_exec_update_res *r)
+{
+    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_vgraph *g = ds_handles_get(&t->h, a->graph, DS_H_GRAPH);
+    CUresult rc;
+
+    if (e == NULL || g == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->stages != NULL || (g->built && ds__ops_gstage_needed(t, g))) {
+        ds_warn("cuGraphExecUpdate of a graph with host nodes is not served");
+        r->ds_exec_update_res_u.result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        return CUDA_SUCCESS;
+    }
+    if ((rc = ds__ops_gexec_pin_events(t, g, e)) != CUDA_SUCCESS)
+        return rc;
+    return ds_error_to_cu(
+        t->ops->graph_exec_update(t->be, e->real, g->real, &r->ds_exec_update_res_u.result));
 }

@@ -39,6 +39,9 @@ CUresult ds__ops_mem_free(struct ds_tenant *t, const ds_dptr *p, ds_void_res *r)
     (void)r;
     if (e != NULL && e->base == *p && e->kind == DS_RANGE_POOL)
         return ds__ops_pool_free_now(t, *p);
+    /* Graph memory stays its allocation node's (ops_gmem.c). */
+    if (e != NULL && e->base == *p && e->kind == DS_RANGE_GRAPH)
+        return CUDA_SUCCESS;
     if (e != NULL && e->base == *p && e->kind == DS_RANGE_MANAGED) {
         ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, e->owner, 0));
         return CUDA_SUCCESS;

@@ -296,7 +296,7 @@ CUresult ds__ops_pool_get_access(struct ds_tenant *t, const ds_pool_get_access_a
     return CUDA_SUCCESS;
 }
 
-/* A capture would make the allocation a graph's, which detshare does not build yet. */
+/* Freeing pool memory in a capture would make a graph free memory it does not own. */
 static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
 {
     static int once;
@@ -305,8 +305,7 @@ static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
         return CUDA_SUCCESS;
     if (!once) {
         once = 1;
-        ds_warn("stream-ordered allocation on a capturing stream (a graph's memory node) is "
-                "not served through detshare yet");
+        ds_warn("cuMemFreeAsync of pool memory on a capturing stream is not served");
     }
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
@@ -368,8 +367,11 @@ CUresult ds__ops_mem_alloc_async(struct ds_tenant *t, const ds_alloc_async_args 
         return CUDA_ERROR_INVALID_VALUE;
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = uncapturable(t, a->stream)) != CUDA_SUCCESS)
-        return rc;
+    /* In a capture, the allocation is the graph's: a memory allocation node's (ops_gmem.c). */
+    if (ds__tenant_capturing(t, a->stream)) {
+        r->ds_pool_alloc_res_u.alloc.pool = 0;
+        return ds__ops_gmem_capture(t, a->stream, a->size, &r->ds_pool_alloc_res_u.alloc.ptr);
+    }
     if (h == 0 && (h = t->pool_current) == 0 && (rc = default_pool(t, &h)) != CUDA_SUCCESS)
         return rc;
     if ((p = pool_of(t, h)) == NULL)
@@ -386,6 +388,9 @@ CUresult ds__ops_mem_free_async(struct ds_tenant *t, const ds_free_async_args *a
 
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
+    /* Graph memory stays its allocation node's (ops_gmem.c), in a capture or not. */
+    if (e != NULL && e->base == a->ptr && e->kind == DS_RANGE_GRAPH)
+        return CUDA_SUCCESS;
     if ((rc = uncapturable(t, a->stream)) != CUDA_SUCCESS)
         return rc;
     if (e == NULL || e->base != a->ptr || e->kind != DS_RANGE_POOL)

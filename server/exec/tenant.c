@@ -99,11 +99,14 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
             ds__ops_gexec_free(t, g);
         }
     }
+    if (all)
+        ds__ops_gmem_drop_captures(t);
     cur = 0;
     while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
         struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
 
-        if (all || g->ctx == ctx) {
+        /* A child graph node's graph goes with its node. */
+        if (!g->embedded && (all || g->ctx == ctx)) {
             ds_handles_remove(&t->h, h, DS_H_GRAPH);
             ds__ops_graph_free(t, g);
         }

@@ -29,6 +29,8 @@ enum ds_range_kind {
     DS_RANGE_POOL,      /* a memory pool's allocation: owner = the pool (ops_pool.c) */
     DS_RANGE_MANAGED,   /* managed memory on the arena: owner = its arena offset
                          * (ops_hostreg.c); freed by cuMemFree */
+    DS_RANGE_GRAPH,     /* a memory allocation node's: owner = its struct ds_gmem
+                         * (ops_gmem.c) */
 };
 
 /* What an entry of texobjs is (ops_array.c). */
@@ -60,16 +62,63 @@ struct ds_vstream {
     struct ds_bstream *real;
 };
 
+/* A conditional handle: the number kernels and nodes name it by, and the backend's. */
+struct ds_vcond {
+    uint64_t value;
+    struct ds_bcond *real;
+};
+
+/* One stage of an instantiated graph that has host nodes (ops_gstage.c): the device
+ * nodes of the stage as a graph of their own (NULL when it has none), then the host
+ * functions the tenant runs once the stream has reached the end of it. */
+struct ds_gstage {
+    struct ds_bgraph *g;
+    struct ds_bgexec *e;
+    uint64_t *nodes;        /* the built graph's nodes the stage's device nodes stand for */
+    struct ds_bnode **real; /* and their backend nodes in g */
+    uint32_t n;
+    ds_host_node *calls;
+    uint64_t *call_nodes;   /* the host nodes calls[] come from */
+    uint32_t ncalls;
+};
+
 /* A graph, captured or built node by node, or an instantiated one. */
 struct ds_vgraph {
     uint64_t ctx;
-    void *real;      /* struct ds_bgraph or struct ds_bgexec */
+    void *real;      /* struct ds_bgraph or struct ds_bgexec; NULL when staged */
     int built;       /* made by cuGraphCreate (or cloned from such): its nodes are below */
+    int embedded;    /* built: a node's own (a child graph's copy, a conditional's body),
+                      * which goes with the node */
+    int frozen;      /* embedded: a child graph's copy, which the backend copied in turn,
+                      * so that edits here would not reach it */
     uint64_t *nodes; /* built: its nodes' handles, in the order they were added */
     uint32_t nnodes;
     uint64_t graph;  /* instantiated: the graph it was made from */
+    uint64_t flags;  /* instantiated: the flags it was instantiated with */
     struct ds_vevent **events; /* instantiated: the events its nodes use, one ref each */
     uint32_t nevents;
+    struct ds_gstage *stages; /* instantiated from a graph with host nodes */
+    uint32_t nstages;
+    struct ds_vcond *conds;   /* built: the conditional handles made for it */
+    uint32_t nconds;
+    uint64_t *off;            /* instantiated: its graph's nodes it skips */
+    uint32_t noff;
+    struct ds_gmem **gmems;   /* captured: the memory allocated in its capture; instantiated:
+                               * the graph memory its nodes use; one ref each */
+    uint32_t ngmems;
+};
+
+/* Memory a capturing stream allocated (cuMemAllocAsync), for the graph its capture makes. */
+struct ds_gcap {
+    uint64_t stream;
+    struct ds_gmem *m;
+};
+
+/* A memory allocation node's memory: it lives while the node, or an instance made from
+ * its graph, holds a reference (ops_gmem.c). */
+struct ds_gmem {
+    uint64_t base, size;
+    unsigned refs;
 };
 
 /* A node of a built graph (ops_gnode.c): the tenant's description of it, checked, of
@@ -82,6 +131,9 @@ struct ds_vnode {
     uint32_t ndeps;
     struct ds_bnode *real;
     struct ds_vevent *event; /* an event node's, one ref */
+    struct ds_gmem *gmem;    /* a memory allocation node's, one ref */
+    uint64_t origin;         /* in a clone: the node it was copied from */
+    uint32_t mark;           /* scratch for walks over the graph (ops_gstage.c) */
 };
 
 /* An export in the server's IPC registry (ops_ipc.c): its entry, and the handle the
@@ -170,6 +222,9 @@ struct ds_tenant {
     uint64_t lost_ns;           /* when it was seen (ds_now_ns) */
     unsigned faults_seen;       /* the control block's faults last acted on */
     struct ds_bulk bulk;        /* buffers for in-band copy chunks (bulk.h) */
+    uint64_t graph_mem, graph_mem_high; /* bytes of graph memory, now and at most */
+    struct ds_gcap *gcap;       /* allocations of captures not yet ended (ops_gmem.c) */
+    uint32_t ngcap;
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */

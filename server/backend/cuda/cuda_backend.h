@@ -62,6 +62,16 @@
     X(cuGraphRemoveDependencies, cuGraphRemoveDependencies) \
     X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams) \
     X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams) \
+    X(cuGraphAddChildGraphNode, cuGraphAddChildGraphNode) \
+    X(cuGraphAddNode, cuGraphAddNode) \
+    X(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate) \
+    X(cuGraphExecUpdate, cuGraphExecUpdate) \
+    X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled) \
+    X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams) \
+    X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams) \
+    X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams) \
+    X(cuGraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams) \
+    X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams) \
     X(cuCtxSetLimit, cuCtxSetLimit) \
     X(cuMemAlloc, cuMemAlloc) \
     X(cuMemAllocPitch, cuMemAllocPitch) \
@@ -175,9 +185,18 @@ struct ds_bevent {
 };
 
 /* A graph keeps the nodes handed out of it, which go with it. */
+/* A conditional node's body graph is the driver's, which destroys it with the node
+ * (borrowed). */
 struct ds_bgraph {
     CUgraph g;
+    int borrowed;
     struct ds_bnode *nodes;
+    struct ds_bcond *conds;
+};
+
+struct ds_bcond {
+    CUgraphConditionalHandle h;
+    struct ds_bcond *next;
 };
 
 struct ds_bgexec {
@@ -324,6 +343,12 @@ int ds__cuda_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bno
                         struct ds_bnode *to, int add);
 int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                             struct ds_bnode *n, const struct ds_gnode_desc *d);
+int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                               unsigned flags, struct ds_bcond **out, uint64_t *value);
+int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                               int *result);
+int ds__cuda_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                               int on);
 int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
                          struct ds_bmodule **out);
 int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,

@@ -82,14 +82,72 @@ int ds__cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_
 
 void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
-    b->cu.cuGraphDestroy(g->g);
+    if (!g->borrowed)
+        b->cu.cuGraphDestroy(g->g);
     while (g->nodes != NULL) {
         struct ds_bnode *next = g->nodes->next;
 
         free(g->nodes);
         g->nodes = next;
     }
+    while (g->conds != NULL) {
+        struct ds_bcond *next = g->conds->next;
+
+        free(g->conds);
+        g->conds = next;
+    }
     free(g);
+}
+
+int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                               unsigned flags, struct ds_bcond **out, uint64_t *value)
+{
+    struct ds_bcond *c = calloc(1, sizeof(*c));
+    CUresult r;
+
+    if (c == NULL)
+        return DS_ENOMEM;
+    r = b->cu.cuGraphConditionalHandleCreate(&c->h, g->g, b->ctx, dflt, flags);
+    if (r != CUDA_SUCCESS) {
+        free(c);
+        return ds__cuda_err(r);
+    }
+    c->next = g->conds;
+    g->conds = c;
+    *value = c->h;
+    *out = c;
+    return 0;
+}
+
+/* A conditional node; the driver makes its body graphs, and points phGraph_out at its own
+ * array of them.  They are lent to d->bodies. */
+static CUresult add_cond(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
+                         const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+    CUgraphNodeParams np = { .type = CU_GRAPH_NODE_TYPE_CONDITIONAL };
+    CUresult r;
+    unsigned made = 0;
+
+    np.conditional.handle = d->cond->h;
+    np.conditional.type = (CUgraphConditionalNodeType)d->cond_type;
+    np.conditional.size = d->nbodies;
+    np.conditional.ctx = b->ctx;
+    r = b->cu.cuGraphAddNode(out, g, deps, NULL, ndeps, &np);
+    for (; r == CUDA_SUCCESS && made < d->nbodies; made++) {
+        if ((d->bodies[made] = calloc(1, sizeof(**d->bodies))) == NULL)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            *d->bodies[made] =
+                (struct ds_bgraph){ .g = np.conditional.phGraph_out[made], .borrowed = 1 };
+    }
+    if (r != CUDA_SUCCESS && made > 0) {
+        for (unsigned i = 0; i < made; i++) {
+            free(d->bodies[i]);
+            d->bodies[i] = NULL;
+        }
+        b->cu.cuGraphDestroyNode(*out);
+    }
+    return r;
 }
 
 void ds__cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
@@ -142,15 +200,25 @@ static CUresult add_kernel(struct ds_backend *b, CUgraph g, const struct ds_gnod
     return r;
 }
 
+static CUDA_MEMSET_NODE_PARAMS fill_params(const struct ds_gnode_desc *d)
+{
+    return (CUDA_MEMSET_NODE_PARAMS){ .dst = d->dst, .pitch = d->pitch, .value = d->value,
+                                      .elementSize = d->elem_size, .width = d->width,
+                                      .height = d->height };
+}
+
+static CUDA_MEMCPY3D copy_params(const struct ds_gnode_desc *d)
+{
+    return (CUDA_MEMCPY3D){ .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d->src,
+                            .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d->dst,
+                            .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
+}
+
 static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
                          const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
 {
-    CUDA_MEMSET_NODE_PARAMS ms = { .dst = d->dst, .pitch = d->pitch, .value = d->value,
-                                   .elementSize = d->elem_size, .width = d->width,
-                                   .height = d->height };
-    CUDA_MEMCPY3D mc = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = d->src,
-                         .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d->dst,
-                         .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
+    CUDA_MEMSET_NODE_PARAMS ms = fill_params(d);
+    CUDA_MEMCPY3D mc = copy_params(d);
 
     switch (d->kind) {
     case DS_GNODE_KERNEL:
@@ -163,6 +231,10 @@ static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_
         return b->cu.cuGraphAddEventRecordNode(out, g, deps, ndeps, d->event->e);
     case DS_GNODE_EVENT_WAIT:
         return b->cu.cuGraphAddEventWaitNode(out, g, deps, ndeps, d->event->e);
+    case DS_GNODE_CHILD:
+        return b->cu.cuGraphAddChildGraphNode(out, g, deps, ndeps, d->child->g);
+    case DS_GNODE_COND:
+        return add_cond(b, g, d, deps, ndeps, out);
     default:
         return b->cu.cuGraphAddEmptyNode(out, g, deps, ndeps);
     }
@@ -225,7 +297,8 @@ static CUresult set_event(struct ds_backend *b, struct ds_bgexec *e, struct ds_b
                      : b->cu.cuGraphEventWaitNodeSetEvent(n->n, d->event->e);
 }
 
-/* A kernel node's new parameters, in its graph (e NULL) or in e. */
+/* A kernel node's new parameters, in its graph (e NULL), with its launch attributes, or
+ * in e, where the driver takes no attributes. */
 static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
                            const struct ds_gnode_desc *d)
 {
@@ -233,18 +306,69 @@ static CUresult set_kernel(struct ds_backend *b, struct ds_bgexec *e, struct ds_
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)d->l.params,
                       CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END };
     CUDA_KERNEL_NODE_PARAMS p = kernel_params(b, d, extra);
+    CUresult r;
 
     if (e != NULL)
         return b->cu.cuGraphExecKernelNodeSetParams(e->e, n->n, &p);
-    return b->cu.cuGraphKernelNodeSetParams(n->n, &p);
+    r = b->cu.cuGraphKernelNodeSetParams(n->n, &p);
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < d->l.nattrs; i++)
+        r = b->cu.cuGraphKernelNodeSetAttribute(n->n, d->l.attrs[i].id, &d->l.attrs[i].value);
+    return r;
 }
 
-/* An event node's description has no kernel: its parameters are never read as one's. */
+/* A memset or memcpy node's new range, in its graph (e NULL) or in e. */
+static CUresult set_copy(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                         const struct ds_gnode_desc *d)
+{
+    CUDA_MEMSET_NODE_PARAMS ms = fill_params(d);
+    CUDA_MEMCPY3D mc = copy_params(d);
+
+    if (d->kind == DS_GNODE_MEMSET)
+        return e != NULL ? b->cu.cuGraphExecMemsetNodeSetParams(e->e, n->n, &ms, b->ctx)
+                         : b->cu.cuGraphMemsetNodeSetParams(n->n, &ms);
+    return e != NULL ? b->cu.cuGraphExecMemcpyNodeSetParams(e->e, n->n, &mc, b->ctx)
+                     : b->cu.cuGraphMemcpyNodeSetParams(n->n, &mc);
+}
+
 int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                             struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
     (void)g;
-    if (d->kind == DS_GNODE_EVENT_RECORD || d->kind == DS_GNODE_EVENT_WAIT)
+    switch (d->kind) {
+    case DS_GNODE_EVENT_RECORD:
+    case DS_GNODE_EVENT_WAIT:
         return ds__cuda_err(set_event(b, e, n, d));
-    return ds__cuda_err(set_kernel(b, e, n, d));
+    case DS_GNODE_MEMSET:
+    case DS_GNODE_MEMCPY:
+        return ds__cuda_err(set_copy(b, e, n, d));
+    case DS_GNODE_CHILD:
+        if (e == NULL)
+            return DS_EINVAL;
+        return ds__cuda_err(b->cu.cuGraphExecChildGraphNodeSetParams(e->e, n->n, d->child->g));
+    case DS_GNODE_KERNEL:
+        return ds__cuda_err(set_kernel(b, e, n, d));
+    default:
+        return DS_EINVAL;
+    }
+}
+
+/* The driver's own update; a refusal is a result, not a failure of the call. */
+int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                               int *result)
+{
+    CUgraphExecUpdateResultInfo info = { 0 };
+    CUresult r = b->cu.cuGraphExecUpdate(e->e, g->g, &info);
+
+    *result = (int)info.result;
+    if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+        return 0;
+    if (r == CUDA_SUCCESS)
+        *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return ds__cuda_err(r);
+}
+
+int ds__cuda_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                               int on)
+{
+    return ds__cuda_err(b->cu.cuGraphNodeSetEnabled(e->e, n->n, on != 0));
 }

@@ -40,7 +40,7 @@
  * what capture records into a graph to run later. */
 struct sim_work {
     /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node */
-    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT } kind;
+    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT, W_COND } kind;
     uint64_t dst, src, n;              /* W_COPY */
     struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
@@ -48,7 +48,9 @@ struct sim_work {
     unsigned elem;
     uint64_t kernel_ns;                /* W_KERNEL */
     struct ds_bevent *event;           /* W_RECORD, W_WAIT */
+    struct sim_cond_run *cond;         /* W_COND: its instantiated graph's */
     uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
+    int off;                           /* in an instantiated graph: its node is disabled */
     struct sim_work *next;
 };
 
@@ -62,10 +64,31 @@ struct ds_bstream {
     struct ds_bstream *prev, *next;
 };
 
+/* A conditional handle: kernels compute nothing on the sim, so its value is the one it
+ * starts with, at each launch (CU_GRAPH_COND_ASSIGN_DEFAULT) or once. */
+struct ds_bcond {
+    unsigned dflt, flags;
+    struct ds_bcond *next;
+};
+
+/* A conditional node in an instantiated graph: its value, and its bodies' work. */
+struct sim_cond_run {
+    unsigned value, flags, dflt;
+    int type; /* CUgraphConditionalNodeType */
+    unsigned n;
+    struct sim_work **bodies;
+    struct sim_cond_run *next;
+};
+
 /* A node of a graph built node by node: its work, and the nodes it waits for. */
 struct ds_bnode {
     uint64_t id; /* unique in the backend, so an instantiated graph can name it */
     struct sim_work w;
+    struct sim_work *body; /* a child graph node's: its copy of the graph's work, in order */
+    struct ds_bcond *cond; /* a conditional node's handle, type and body graphs */
+    int cond_type;
+    unsigned nbodies;
+    struct ds_bgraph **bodies;
     struct ds_bnode **deps;
     size_t ndeps;
     int placed; /* instantiation's mark */
@@ -77,10 +100,12 @@ struct ds_bnode {
 struct ds_bgraph {
     struct sim_work *work;
     struct ds_bnode *nodes;
+    struct ds_bcond *conds;
 };
 
 struct ds_bgexec {
     struct sim_work *work;
+    struct sim_cond_run *conds;
 };
 
 /* A memfd that other executors open by its tag (sim_ipc.c). */
@@ -288,5 +313,11 @@ int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnod
                        struct ds_bnode *to, int add);
 int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                            struct ds_bnode *n, const struct ds_gnode_desc *d);
+int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                              unsigned flags, struct ds_bcond **out, uint64_t *value);
+int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                              int *result);
+int ds__sim_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                              int on);
 
 #endif

@@ -68,10 +68,73 @@ static int all_placed(const struct ds_bnode *n)
     return 1;
 }
 
+static int flatten(struct ds_bgraph *g, struct sim_work **out, struct sim_cond_run **runs);
+
+static void free_run(struct sim_cond_run *r)
+{
+    for (unsigned i = 0; i < r->n; i++)
+        ds__sim_free_work(r->bodies[i]);
+    free(r->bodies);
+    free(r);
+}
+
+static void free_runs(struct sim_cond_run *r)
+{
+    while (r != NULL) {
+        struct sim_cond_run *next = r->next;
+
+        free_run(r);
+        r = next;
+    }
+}
+
+/* Conditional node n as it runs in an instantiated graph, its bodies flattened, added
+ * to *runs; its work item in *w.  Without runs (a child graph's copy), DS_EINVAL. */
+static int cond_work(const struct ds_bnode *n, struct sim_cond_run **runs, struct sim_work *w)
+{
+    struct sim_cond_run *r;
+    int rc = 0;
+
+    if (runs == NULL || (r = calloc(1, sizeof(*r))) == NULL)
+        return runs == NULL ? DS_EINVAL : DS_ENOMEM;
+    *r = (struct sim_cond_run){ .value = n->cond->dflt, .dflt = n->cond->dflt,
+                                .flags = n->cond->flags, .type = n->cond_type };
+    if ((r->bodies = calloc(n->nbodies, sizeof(*r->bodies))) == NULL) {
+        free(r);
+        return DS_ENOMEM;
+    }
+    for (; r->n < n->nbodies && rc == 0; r->n++)
+        rc = flatten(n->bodies[r->n], &r->bodies[r->n], runs);
+    r->next = *runs;
+    *runs = r;
+    *w = (struct sim_work){ .kind = W_COND, .cond = r };
+    return rc;
+}
+
+/* Node n's work at *tail; returns the new tail, or NULL with *rc set. */
+static struct sim_work **place(struct ds_bnode *n, struct sim_work **tail,
+                               struct sim_cond_run **runs, int *rc)
+{
+    struct sim_work w;
+
+    if (n->cond != NULL) {
+        if ((*rc = cond_work(n, runs, &w)) != 0)
+            return NULL;
+        return append(tail, &w, n->id);
+    }
+    if (n->w.kind != W_NONE)
+        tail = append(tail, &n->w, n->id);
+    for (const struct sim_work *x = n->body; x != NULL && tail != NULL; x = x->next)
+        tail = append(tail, x, n->id);
+    return tail;
+}
+
 /* A built graph's work in an order that respects every edge (earlier-added nodes first
  * among those ready), or DS_EINVAL when a cycle leaves nodes that can never run. */
-static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
+static int place_nodes(struct ds_bgraph *g, struct sim_work **tail, struct sim_cond_run **runs)
 {
+    int rc = DS_ENOMEM;
+
     size_t left = 0, progress = 1;
 
     for (struct ds_bnode *n = g->nodes; n != NULL; n = n->next, left++)
@@ -84,32 +147,44 @@ static int place_nodes(struct ds_bgraph *g, struct sim_work **tail)
             n->placed = 1;
             left--;
             progress = 1;
-            if (n->w.kind != W_NONE)
-                tail = append(tail, &n->w, n->id);
+            tail = place(n, tail, runs, &rc);
         }
         if (tail == NULL)
-            return DS_ENOMEM;
+            return rc;
     }
     return left > 0 ? DS_ECU(CUDA_ERROR_INVALID_VALUE) : 0;
+}
+
+/* Graph g's work as one list in *out, in an order that respects its edges: captured
+ * work first, then its nodes'.  Its conditional nodes' runs go to *runs. */
+static int flatten(struct ds_bgraph *g, struct sim_work **out, struct sim_cond_run **runs)
+{
+    struct sim_work **tail = out;
+    int rc;
+
+    *out = NULL;
+    for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
+        tail = append(tail, w, 0);
+    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail, runs);
+    if (rc != 0) {
+        ds__sim_free_work(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
                               struct ds_bgexec **out)
 {
     struct ds_bgexec *e = calloc(1, sizeof(*e));
-    struct sim_work **tail;
-    int rc = 0;
+    int rc;
 
     (void)b;
     (void)flags;
     if (e == NULL)
         return DS_ENOMEM;
-    tail = &e->work;
-    for (const struct sim_work *w = g->work; w != NULL && tail != NULL; w = w->next)
-        tail = append(tail, w, 0);
-    rc = tail == NULL ? DS_ENOMEM : place_nodes(g, tail);
-    if (rc != 0) {
-        ds__sim_free_work(e->work);
+    if ((rc = flatten(g, &e->work, &e->conds)) != 0) {
+        free_runs(e->conds);
         free(e);
         return rc;
     }
@@ -117,17 +192,43 @@ int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_
     return 0;
 }
 
-int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+static int run_list(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
+
+/* A conditional node: its value decides which body runs, and how often.  Kernels set
+ * no value on the sim, so a while loop that starts true would never end: refused. */
+static int run_cond(struct ds_backend *b, struct ds_bstream *s, struct sim_cond_run *r)
 {
-    if (s != NULL && s->capturing)
-        return CAPTURE_UNSUPPORTED;
-    for (const struct sim_work *w = e->work; w != NULL; w = w->next) {
-        int rc = ds__sim_work_run(b, s, w);
+    if (r->flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+        r->value = r->dflt;
+    switch (r->type) {
+    case CU_GRAPH_COND_TYPE_IF:
+        if (r->value != 0)
+            return run_list(b, s, r->bodies[0]);
+        return r->n > 1 ? run_list(b, s, r->bodies[1]) : 0;
+    case CU_GRAPH_COND_TYPE_WHILE:
+        return r->value != 0 ? DS_ECU(CUDA_ERROR_NOT_SUPPORTED) : 0;
+    default:
+        return r->value < r->n ? run_list(b, s, r->bodies[r->value]) : 0;
+    }
+}
+
+static int run_list(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
+{
+    for (; w != NULL; w = w->next) {
+        int rc = w->off ? 0 : w->kind == W_COND ? run_cond(b, s, w->cond)
+                                                : ds__sim_work_run(b, s, w);
 
         if (rc != 0)
             return rc;
     }
     return 0;
+}
+
+int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s)
+{
+    if (s != NULL && s->capturing)
+        return CAPTURE_UNSUPPORTED;
+    return run_list(b, s, e->work);
 }
 
 int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n)
@@ -143,6 +244,8 @@ int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t
 
 static void free_node(struct ds_bnode *n)
 {
+    ds__sim_free_work(n->body);
+    free(n->bodies);
     free(n->deps);
     free(n);
 }
@@ -157,13 +260,36 @@ void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
         free_node(g->nodes);
         g->nodes = next;
     }
+    while (g->conds != NULL) {
+        struct ds_bcond *next = g->conds->next;
+
+        free(g->conds);
+        g->conds = next;
+    }
     free(g);
+}
+
+int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
+                              unsigned flags, struct ds_bcond **out, uint64_t *value)
+{
+    struct ds_bcond *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return DS_ENOMEM;
+    c->dflt = dflt;
+    c->flags = flags;
+    c->next = g->conds;
+    g->conds = c;
+    *value = ++b->next_node_id;
+    *out = c;
+    return 0;
 }
 
 void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e)
 {
     (void)b;
     ds__sim_free_work(e->work);
+    free_runs(e->conds);
     free(e);
 }
 
@@ -201,11 +327,34 @@ static void node_work(struct ds_backend *b, const struct ds_gnode_desc *d, struc
     }
 }
 
+/* A conditional node's body graphs, new and empty, in d->bodies; the node keeps them in
+ * its own array but not their ownership (graph_destroy frees each). */
+static int add_bodies(struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    if ((n->bodies = calloc(d->nbodies, sizeof(*n->bodies))) == NULL)
+        return DS_ENOMEM;
+    for (unsigned i = 0; i < d->nbodies; i++) {
+        if ((d->bodies[i] = calloc(1, sizeof(**d->bodies))) == NULL) {
+            while (i-- > 0) {
+                free(d->bodies[i]);
+                d->bodies[i] = NULL;
+            }
+            return DS_ENOMEM;
+        }
+        n->bodies[i] = d->bodies[i];
+    }
+    n->cond = d->cond;
+    n->cond_type = d->cond_type;
+    n->nbodies = d->nbodies;
+    return 0;
+}
+
 int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
                            const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
                            size_t ndeps, struct ds_bnode **out)
 {
     struct ds_bnode *n = calloc(1, sizeof(*n)), **at = &g->nodes;
+    int rc;
 
     if (n == NULL || (ndeps > 0 && (n->deps = malloc(ndeps * sizeof(*deps))) == NULL)) {
         free(n);
@@ -216,6 +365,14 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
     n->ndeps = ndeps;
     n->id = ++b->next_node_id;
     node_work(b, d, &n->w);
+    if (d->kind == DS_GNODE_CHILD && (rc = flatten(d->child, &n->body, NULL)) != 0) {
+        free_node(n);
+        return rc;
+    }
+    if (d->kind == DS_GNODE_COND && (rc = add_bodies(n, d)) != 0) {
+        free_node(n);
+        return rc;
+    }
     while (*at != NULL)
         at = &(*at)->next;
     *at = n;
@@ -266,14 +423,63 @@ int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnod
     return 0;
 }
 
+/* How many work items from `from` on belong to node `id`. */
+static long run_of(const struct sim_work *from, uint64_t id)
+{
+    long n = 0;
+
+    for (; from != NULL && from->node == id; from = from->next)
+        n++;
+    return n;
+}
+
+/* Whether the n items from x on have the kinds of list w's, which has n items. */
+static int same_kinds(const struct sim_work *x, const struct sim_work *w, long n)
+{
+    for (long i = 0; i < n; i++, x = x->next, w = w->next)
+        if (w == NULL || x->kind != w->kind)
+            return 0;
+    return w == NULL;
+}
+
+/* A child graph node's new graph in e: its work replaces the node's, item for item, when
+ * it has the same shape (as CUDA requires of an update). */
+static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    struct sim_work *body, *x = e->work;
+    long have;
+    int rc;
+
+    while (x != NULL && x->node != n->id)
+        x = x->next;
+    if ((rc = flatten(d->child, &body, NULL)) != 0)
+        return rc;
+    have = run_of(x, n->id);
+    if (!same_kinds(x, body, have)) {
+        ds__sim_free_work(body);
+        return DS_ECU(CUDA_ERROR_INVALID_VALUE);
+    }
+    for (const struct sim_work *w = body; w != NULL; w = w->next, x = x->next) {
+        struct sim_work *next = x->next;
+
+        *x = *w;
+        x->node = n->id;
+        x->next = next;
+    }
+    ds__sim_free_work(body);
+    return 0;
+}
+
 /* A kernel node's new launch changes only its modelled time (kernels compute nothing),
- * an event node's only its event. */
+ * an event node's only its event, a fill's or copy's its range. */
 int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
                            struct ds_bnode *n, const struct ds_gnode_desc *d)
 {
     struct sim_work w;
 
     (void)g;
+    if (d->kind == DS_GNODE_CHILD)
+        return e != NULL ? set_child(e, n, d) : DS_EINVAL;
     node_work(b, d, &w);
     if (e == NULL) {
         n->w = w;
@@ -281,10 +487,82 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     }
     for (struct sim_work *x = e->work; x != NULL; x = x->next) {
         if (x->node == n->id) {
-            x->kernel_ns = w.kernel_ns;
-            x->event = w.event;
+            struct sim_work *next = x->next;
+            int off = x->off;
+
+            *x = w;
+            x->node = n->id;
+            x->off = off;
+            x->next = next;
             return 0;
         }
     }
     return DS_ECU(CUDA_ERROR_INVALID_VALUE);
+}
+
+/* Whether lists a and b have as many items, of the same kinds, W_COND items' bodies
+ * included. */
+static int same_shape(const struct sim_work *a, const struct sim_work *b)
+{
+    for (; a != NULL && b != NULL; a = a->next, b = b->next) {
+        if (a->kind != b->kind)
+            return 0;
+        if (a->kind != W_COND)
+            continue;
+        if (a->cond->type != b->cond->type || a->cond->n != b->cond->n)
+            return 0;
+        for (unsigned i = 0; i < a->cond->n; i++)
+            if (!same_shape(a->cond->bodies[i], b->cond->bodies[i]))
+                return 0;
+    }
+    return a == NULL && b == NULL;
+}
+
+/* g's work, flattened as an instantiation would, replaces e's item for item; each item
+ * keeps the node it stood for in e, so that e's nodes can still be named. */
+int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
+                              int *result)
+{
+    struct sim_cond_run *runs = NULL;
+    struct sim_work *work;
+    int rc;
+
+    (void)b;
+    if ((rc = flatten(g, &work, &runs)) != 0) {
+        free_runs(runs);
+        return rc;
+    }
+    if (!same_shape(e->work, work)) {
+        *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        ds__sim_free_work(work);
+        free_runs(runs);
+        return 0;
+    }
+    for (struct sim_work *x = e->work, *w = work; x != NULL; x = x->next, w = w->next) {
+        struct sim_work *next = x->next;
+        uint64_t node = x->node;
+        int off = x->off;
+
+        *x = *w;
+        x->node = node;
+        x->off = off;
+        x->next = next;
+    }
+    ds__sim_free_work(work);
+    free_runs(e->conds);
+    e->conds = runs;
+    *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return 0;
+}
+
+/* A disabled node's work items stay in place, skipped, so that enabling it again puts
+ * it back where it ran. */
+int ds__sim_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
+                              int on)
+{
+    (void)b;
+    for (struct sim_work *x = e->work; x != NULL; x = x->next)
+        if (x->node == n->id)
+            x->off = !on;
+    return 0;
 }

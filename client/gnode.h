@@ -1,0 +1,27 @@
+/* Graph nodes: what gparams.c shares with gnode.c. */
+#ifndef DS_GNODE_H
+#define DS_GNODE_H
+
+#include <cuda.h>
+
+#include "detshare.h"
+
+/* Add node p after deps (ndeps nodes) to graph; the node's handle in *node. */
+CUresult ds__gnode_add(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                       const ds_node_params *p);
+
+/* New parameters p, of the node's kind, for node in its graph (exec NULL) or in exec. */
+CUresult ds__gnode_set(CUgraphExec exec, CUgraphNode node, const ds_node_params *p);
+
+/* What the executor knows of node: its graph and parameters, in *r (free it with
+ * xdr_free(xdr_ds_node_info_res) after a success). */
+CUresult ds__gnode_info(CUgraphNode node, ds_node_info_res *r);
+
+/* A memset node's description from CUDA's. */
+CUresult ds__gnode_fill(const CUDA_MEMSET_NODE_PARAMS *mp, ds_node_params *p);
+
+/* The copy cp describes as one contiguous range on each side, reachable by the device
+ * when the graph runs, or the CUresult that refuses it. */
+CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c);
+
+#endif
