@@ -115,11 +115,13 @@
     B(mem_free_async, DS_MEM_FREE_ASYNC, ds_free_async_args)                  \
     S(host_register, DS_HOST_REGISTER, ds_host_register_args, ds_alloc_res)    \
     S(mem_alloc_managed, DS_MEM_ALLOC_MANAGED, ds_host_register_args, ds_alloc_res) \
-    S(link, DS_LINK, ds_link_args, ds_link_res)
+    S(link, DS_LINK, ds_link_args, ds_link_res)                               \
+    B(stream_memop, DS_STREAM_MEMOP, ds_memop_args)                           \
+    S(dev_query, DS_DEV_QUERY, ds_devq_args, ds_devq_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (JIT linking, 220-229). */
-#define DS_PROC_MAX 229
+ * in detshare.x (small driver calls, 280-309). */
+#define DS_PROC_MAX 309
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 13
+#define DS_SHM_VERSION 14
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024

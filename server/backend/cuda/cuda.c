@@ -746,6 +746,8 @@ const struct ds_backend_ops ds_cuda_backend = {
     .pool_free = ds__cuda_pool_free,
     .pool_attr = ds__cuda_pool_attr,
     .pool_trim = ds__cuda_pool_trim,
+    .memops = ds__cuda_memops,
+    .dev_query = ds__cuda_dev_query,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */
