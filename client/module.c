@@ -144,7 +144,9 @@ static void forget_functions(uint64_t module)
             *p = f->next;
             f->magic = 0;
             free(f->offset);
+            free(f->name);
             f->offset = f->size = NULL;
+            f->name = NULL;
             f->next = retired;
             retired = f;
         } else {
@@ -168,7 +170,7 @@ CUresult cuModuleUnload(CUmodule module)
 }
 
 /* The client's copy of a function the executor described; one per server handle. */
-static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
+static struct ds_cfunc *keep(uint64_t module, const ds_function *fn, const char *name)
 {
     struct ds_cfunc *f;
     uint32_t n = fn->params.params_len;
@@ -179,7 +181,10 @@ static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
             break;
     if (f == NULL && (f = calloc(1, sizeof(*f))) != NULL) {
         f->offset = calloc(2 * (size_t)(n ? n : 1), sizeof(uint32_t));
-        if (f->offset == NULL) {
+        f->name = strdup(name);
+        if (f->offset == NULL || f->name == NULL) {
+            free(f->offset);
+            free(f->name);
             free(f);
             f = NULL;
         } else {
@@ -220,7 +225,7 @@ CUresult cuModuleGetFunction(CUfunction *out, CUmodule module, const char *name)
     rc = ds_rpc_module_get_function(&a, &r);
     if (rc != CUDA_SUCCESS)
         return rc;
-    f = keep(a.module, &r.ds_function_res_u.fn);
+    f = keep(a.module, &r.ds_function_res_u.fn, name);
     ds__rpc_free((xdrproc_t)xdr_ds_function_res, &r);
     if (f == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-/* The answers a well-formed query of kind k gives, or 0 for a malformed one. */
+/* How many answers a well-formed query gives, or 0 for a malformed one. */
 static unsigned answers(const ds_devq_args *a)
 {
     switch (a->kind) {
@@ -14,8 +14,6 @@ static unsigned answers(const ds_devq_args *a)
         return 2;
     case DS_DEVQ_TEX1D_LINEAR_WIDTH:
         return 1;
-    case DS_DEVQ_EXEC_AFFINITY:
-        return a->a >= 0 && a->a < CU_EXEC_AFFINITY_TYPE_MAX ? 1 : 0;
     case DS_DEVQ_HOST_ATOMIC_CAPS:
         for (unsigned i = 0; i < a->ops.ops_len; i++)
             if (a->ops.ops_val[i] < 0 || a->ops.ops_val[i] >= CU_ATOMIC_OPERATION_MAX)

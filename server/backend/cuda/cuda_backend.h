@@ -136,8 +136,7 @@
     X(cuMemPoolTrimTo, cuMemPoolTrimTo) \
     X(cuStreamBatchMemOp, cuStreamBatchMemOp) \
     X(cuDeviceGetLuid, cuDeviceGetLuid) \
-    X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth) \
-    X(cuDeviceGetExecAffinitySupport, cuDeviceGetExecAffinitySupport)
+    X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */

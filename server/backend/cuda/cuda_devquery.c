@@ -39,7 +39,6 @@ static int host_atomics(struct ds_backend *b, const struct ds_devq *q, uint64_t 
 int ds__cuda_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values)
 {
     size_t width = 0;
-    int pi = 0;
     CUresult r;
 
     switch (q->kind) {
@@ -51,10 +50,6 @@ int ds__cuda_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *
         return ds__cuda_err(r);
     case DS_DEVQ_HOST_ATOMIC_CAPS:
         return host_atomics(b, q, values);
-    case DS_DEVQ_EXEC_AFFINITY:
-        r = b->cu.cuDeviceGetExecAffinitySupport(&pi, (CUexecAffinityType)q->a, b->dev);
-        values[0] = (uint64_t)pi;
-        return ds__cuda_err(r);
     default:
         return DS_ENOTSUP;
     }

@@ -217,8 +217,7 @@ int ds__sim_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_m
 }
 
 /* An H100's answers on Linux (docs/sim-device.md): no LUID (a Windows notion), 2^28
- * elements of a 1-D linear texture, no native atomics with the host over PCIe, and an
- * SM-count execution affinity. */
+ * elements of a 1-D linear texture, and no native atomics with the host over PCIe. */
 int ds__sim_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values)
 {
     (void)b;
@@ -228,9 +227,6 @@ int ds__sim_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *v
         return 0;
     case DS_DEVQ_HOST_ATOMIC_CAPS:
         memset(values, 0, q->n * sizeof(*values));
-        return 0;
-    case DS_DEVQ_EXEC_AFFINITY:
-        values[0] = q->a == CU_EXEC_AFFINITY_TYPE_SM_COUNT;
         return 0;
     default:
         return DS_ENOTSUP;
