@@ -1,0 +1,2 @@
+#include "ds_test.h"
+Test(batchcopy, placeholder) {}
