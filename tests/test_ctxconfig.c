@@ -1,2 +1,77 @@
+/* Context and function preferences: the cache preference reads back per context as
+ * set, the bank size is the device's, and bad values are refused as the driver refuses
+ * them. */
 #include "ds_test.h"
-Test(ctxconfig, placeholder) {}
+
+static struct ds_test_server srv;
+
+static void start(void)
+{
+    ds_test_server_start(&srv, 0, NULL);
+    ds_test_ctx();
+}
+
+static void stop(void)
+{
+    ds_test_server_stop(&srv);
+}
+
+TestSuite(ctxconfig, .init = start, .fini = stop);
+
+/* cuda.h marks the shared-memory configuration calls deprecated; programs still call them. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+Test(ctxconfig, cache_preference_is_per_context)
+{
+    CUcontext primary, other;
+    CUfunc_cache c = (CUfunc_cache)-1;
+
+    CU_OK(cuCtxGetCurrent(&primary));
+    CU_OK(cuCtxGetCacheConfig(&c));
+    cr_assert_eq(c, CU_FUNC_CACHE_PREFER_NONE);
+    CU_OK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_SHARED));
+    CU_OK(cuCtxGetCacheConfig(&c));
+    cr_assert_eq(c, CU_FUNC_CACHE_PREFER_SHARED);
+    CU_OK(cuCtxCreate(&other, NULL, 0, 0));
+    CU_OK(cuCtxGetCacheConfig(&c));
+    cr_assert_eq(c, CU_FUNC_CACHE_PREFER_NONE);
+    CU_OK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1));
+    CU_OK(cuCtxSetCurrent(primary));
+    CU_OK(cuCtxGetCacheConfig(&c));
+    cr_assert_eq(c, CU_FUNC_CACHE_PREFER_SHARED);
+    CU_IS(cuCtxSetCacheConfig((CUfunc_cache)7), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuCtxGetCacheConfig(NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuCtxDestroy(other));
+    CU_OK(cuCtxSetCurrent(primary));
+    CU_OK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_NONE));
+}
+
+Test(ctxconfig, bank_size_is_the_devices)
+{
+    CUsharedconfig c = (CUsharedconfig)-1;
+    CUfunction f;
+
+    CU_OK(cuCtxGetSharedMemConfig(&c));
+    cr_assert_eq(c, CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE);
+    CU_OK(cuCtxSetSharedMemConfig(CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE));
+    CU_OK(cuCtxGetSharedMemConfig(&c));
+    cr_assert_eq(c, CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE);
+    CU_IS(cuCtxSetSharedMemConfig((CUsharedconfig)9), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuModuleGetFunction(&f, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    CU_OK(cuFuncSetSharedMemConfig(f, CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE));
+    CU_IS(cuFuncSetSharedMemConfig(f, (CUsharedconfig)9), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuFuncSetSharedMemConfig(NULL, CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE),
+          CUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(ctxconfig, no_current_context_is_refused)
+{
+    CUcontext none = NULL;
+    CUfunc_cache c;
+    CUsharedconfig b;
+
+    CU_OK(cuCtxSetCurrent(none));
+    CU_IS(cuCtxGetCacheConfig(&c), CUDA_ERROR_INVALID_CONTEXT);
+    CU_IS(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1), CUDA_ERROR_INVALID_CONTEXT);
+    CU_IS(cuCtxGetSharedMemConfig(&b), CUDA_ERROR_INVALID_CONTEXT);
+}
