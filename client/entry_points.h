@@ -269,6 +269,9 @@
     EP(cuStreamBatchMemOp, 8000, cuStreamBatchMemOp)                      \
     EP(cuStreamBatchMemOp, 11070, cuStreamBatchMemOp_v2)                  \
     EP(cuStreamGetDevice, 12080, cuStreamGetDevice)                       \
+    EP(cuStreamGetAttribute, 11000, cuStreamGetAttribute)                 \
+    EP(cuStreamSetAttribute, 11000, cuStreamSetAttribute)                 \
+    EP(cuStreamCopyAttributes, 11000, cuStreamCopyAttributes)             \
     EP(cuDeviceCanAccessPeer, 4000, cuDeviceCanAccessPeer)                \
     EP(cuDeviceGetP2PAttribute, 8000, cuDeviceGetP2PAttribute)            \
     EP(cuDeviceGetP2PAtomicCapabilities, 13000, cuDeviceGetP2PAtomicCapabilities) \
