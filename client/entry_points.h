@@ -256,6 +256,7 @@
     EP(cuOccupancyAvailableDynamicSMemPerBlock, 10020,                    \
        cuOccupancyAvailableDynamicSMemPerBlock)                           \
     EP(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters) \
+    EP(cuOccupancyMaxPotentialClusterSize, 11070, cuOccupancyMaxPotentialClusterSize) \
     EP(cuProfilerStart, 4000, cuProfilerStart)                            \
     EP(cuProfilerStop, 4000, cuProfilerStop)                              \
     EP(cuStreamWaitValue32, 8000, cuStreamWaitValue32)                    \

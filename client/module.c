@@ -601,6 +601,35 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *smem, CUfunction fn, in
     return rc;
 }
 
+/* The launch's shape and shared memory; any cluster dimension among its attributes is
+ * what is being asked, so none is sent. */
+CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction fn, const CUlaunchConfig *cfg)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_occupancy_args a = { .query = DS_OCC_CLUSTER_SIZE };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (size == NULL || cfg == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    a.grid[0] = cfg->gridDimX;
+    a.grid[1] = cfg->gridDimY;
+    a.grid[2] = cfg->gridDimZ;
+    a.block[0] = cfg->blockDimX;
+    a.block[1] = cfg->blockDimY;
+    a.block[2] = cfg->blockDimZ;
+    a.block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
+    a.dynamic_smem = cfg->sharedMemBytes;
+    rc = ds_rpc_occupancy(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *size = r.ds_int_res_u.value;
+    return rc;
+}
+
 /* The cluster shape comes from the launch attributes; without one, each block is its own
  * cluster, or the kernel's compiled-in cluster applies (the executor's device decides). */
 CUresult cuOccupancyMaxActiveClusters(int *clusters, CUfunction fn, const CUlaunchConfig *cfg)

@@ -61,3 +61,28 @@ Test(funcquery, kernels_know_their_name_and_library)
     CU_OK(cuLibraryUnload(lib));
     CU_IS(cuKernelGetLibrary(&got, k), CUDA_ERROR_INVALID_HANDLE);
 }
+
+/* The largest cluster a launch could have: on the sim an H100's 8 blocks, 16 once the
+ * kernel allows non-portable sizes; on a GPU what its driver says, never less for the
+ * opt-in. */
+Test(funcquery, potential_cluster_size)
+{
+    CUlaunchConfig cfg = { .gridDimX = 64, .gridDimY = 1, .gridDimZ = 1,
+                           .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1 };
+    int portable = -1, wide = -1;
+    CUfunction f;
+
+    CU_OK(cuModuleGetFunction(&f, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill"));
+    CU_OK(cuOccupancyMaxPotentialClusterSize(&portable, f, &cfg));
+    CU_OK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+    CU_OK(cuOccupancyMaxPotentialClusterSize(&wide, f, &cfg));
+    cr_assert_geq(portable, 1);
+    cr_assert_geq(wide, portable);
+    if (ds_test_on_sim()) {
+        cr_assert_eq(portable, 8);
+        cr_assert_eq(wide, 16);
+    }
+    CU_IS(cuOccupancyMaxPotentialClusterSize(NULL, f, &cfg), CUDA_ERROR_INVALID_VALUE);
+    cfg.blockDimX = 2048;
+    CU_IS(cuOccupancyMaxPotentialClusterSize(&portable, f, &cfg), CUDA_ERROR_INVALID_VALUE);
+}

@@ -295,6 +295,10 @@ struct ds_backend_ops {
     /* l: shape and shared memory of the launch (no parameters); cluster: its cluster. */
     int (*occupancy_clusters)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                               const unsigned cluster[3], int *clusters);
+    /* cuOccupancyMaxPotentialClusterSize: the most blocks a cluster of launch l (shape
+     * and shared memory) could have. */
+    int (*occupancy_cluster_size)(struct ds_backend *b, struct ds_bfunc *f,
+                                  const struct ds_launch *l, int *size);
     /* Physical contexts.  Run this tenant's work, from its next piece on, on the SMs of
      * `groups` (bit i: SM group i of ds_sm_groups; 0: the whole device), with no memory
      * copied and every stream's order kept; work already submitted finishes where it

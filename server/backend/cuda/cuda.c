@@ -710,6 +710,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .occupancy = ds__cuda_occupancy,
     .occupancy_smem = ds__cuda_occupancy_smem,
     .occupancy_clusters = ds__cuda_occupancy_clusters,
+    .occupancy_cluster_size = ds__cuda_occupancy_cluster_size,
     .launch = ds__cuda_launch,
     .capture_begin = ds__cuda_capture_begin,
     .capture_end = ds__cuda_capture_end,

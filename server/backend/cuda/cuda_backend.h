@@ -136,7 +136,8 @@
     X(cuMemPoolTrimTo, cuMemPoolTrimTo) \
     X(cuStreamBatchMemOp, cuStreamBatchMemOp) \
     X(cuDeviceGetLuid, cuDeviceGetLuid) \
-    X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth)
+    X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth) \
+    X(cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxPotentialClusterSize)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */
@@ -354,6 +355,8 @@ int ds__cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_bl
 int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
                                 const struct ds_launch *l, const unsigned cluster[3],
                                 int *clusters);
+int ds__cuda_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                    const struct ds_launch *l, int *size);
 int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                     struct ds_bstream *s);
 int ds__cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);

@@ -1002,6 +1002,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .occupancy = ds__sim_occupancy,
     .occupancy_smem = ds__sim_occupancy_smem,
     .occupancy_clusters = ds__sim_occupancy_clusters,
+    .occupancy_cluster_size = ds__sim_occupancy_cluster_size,
     .launch = ds__sim_launch,
     .capture_begin = ds__sim_capture_begin,
     .capture_end = ds__sim_capture_end,

@@ -280,6 +280,8 @@ int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
                                int *clusters);
 int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                    struct ds_bstream *s);
+int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                   const struct ds_launch *l, int *size);
 /* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
 void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
 
