@@ -285,6 +285,7 @@
     EP(cuDeviceGetExecAffinitySupport, 11040, cuDeviceGetExecAffinitySupport) \
     EP(cuCtxGetExecAffinity, 11040, cuCtxGetExecAffinity)                 \
     EP(cuCtxGetCacheConfig, 3020, cuCtxGetCacheConfig)                    \
+    EP(cuCtxSetFlags, 12010, cuCtxSetFlags)                               \
     EP(cuCtxSetCacheConfig, 3020, cuCtxSetCacheConfig)                    \
     EP(cuCtxGetSharedMemConfig, 4020, cuCtxGetSharedMemConfig)            \
     EP(cuCtxSetSharedMemConfig, 4020, cuCtxSetSharedMemConfig)            \

@@ -75,3 +75,25 @@ Test(ctxconfig, no_current_context_is_refused)
     CU_IS(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1), CUDA_ERROR_INVALID_CONTEXT);
     CU_IS(cuCtxGetSharedMemConfig(&b), CUDA_ERROR_INVALID_CONTEXT);
 }
+
+Test(ctxconfig, set_flags_of_the_current_context)
+{
+    CUcontext primary, other;
+    unsigned flags = 0;
+
+    CU_OK(cuCtxGetCurrent(&primary));
+    CU_OK(cuCtxCreate(&other, NULL, 0, 0));
+    CU_OK(cuCtxSetFlags(CU_CTX_SCHED_BLOCKING_SYNC));
+    CU_OK(cuCtxGetFlags(&flags));
+    cr_assert_eq(flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC);
+    CU_IS(cuCtxSetFlags(0x80000000u), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuCtxSetCurrent(primary));
+    CU_OK(cuCtxGetFlags(&flags));
+    cr_assert_eq(flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_AUTO);
+    CU_OK(cuCtxSetFlags(CU_CTX_SCHED_SPIN));
+    CU_OK(cuCtxGetFlags(&flags));
+    cr_assert_eq(flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_SPIN);
+    CU_OK(cuCtxSetFlags(CU_CTX_SCHED_AUTO));
+    CU_OK(cuCtxDestroy(other));
+    CU_OK(cuCtxSetCurrent(primary));
+}
