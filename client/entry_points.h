@@ -60,6 +60,7 @@
     EP(cuMemHostGetFlags, 2030, cuMemHostGetFlags)                        \
     EP(cuPointerGetAttribute, 4000, cuPointerGetAttribute)                \
     EP(cuPointerGetAttributes, 7000, cuPointerGetAttributes)              \
+    EP(cuPointerSetAttribute, 6000, cuPointerSetAttribute)                \
     EP(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)     \
     EP(cuMemHostRegister, 4000, cuMemHostRegister)                        \
     EP(cuMemHostRegister, 6050, cuMemHostRegister_v2)                     \

@@ -1,6 +1,6 @@
-/* The batched memory calls of CUDA 12.8 and 13: copies between host and device
- * pointers (1-D and 3-D), prefetches and discards of managed memory, with the driver's
- * argument checks. */
+/* The batched memory calls of CUDA 12.8 and 13 (copies between host and device
+ * pointers, 1-D and 3-D, prefetches and discards of managed memory) with the driver's
+ * argument checks, and cuPointerSetAttribute. */
 #include "ds_test.h"
 
 #include <string.h>
@@ -135,4 +135,29 @@ Test(batchcopy, prefetch_and_discard_managed_ranges)
     CU_OK(cuStreamDestroy(s));
     CU_OK(cuMemFree(m));
     CU_OK(cuMemFree(plain));
+}
+
+/* cuPointerSetAttribute's one settable attribute reads back per allocation. */
+Test(batchcopy, sync_memops_reads_back)
+{
+    unsigned one = 1, zero = 0, got = 7;
+    CUdeviceptr a, b;
+
+    CU_OK(cuMemAlloc(&a, 4096));
+    CU_OK(cuMemAlloc(&b, 4096));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a));
+    cr_assert_eq(got, 0);
+    CU_OK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a + 100));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a));
+    cr_assert_eq(got, 1);
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, b));
+    cr_assert_eq(got, 0);
+    CU_OK(cuPointerSetAttribute(&zero, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a));
+    CU_OK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, a));
+    cr_assert_eq(got, 0);
+    CU_IS(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, a), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0x1000),
+          CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
 }
