@@ -287,6 +287,8 @@
     EP(cuCtxGetExecAffinity, 11040, cuCtxGetExecAffinity)                 \
     EP(cuCtxGetCacheConfig, 3020, cuCtxGetCacheConfig)                    \
     EP(cuCtxSetFlags, 12010, cuCtxSetFlags)                               \
+    EP(cuCtxRecordEvent, 12050, cuCtxRecordEvent)                         \
+    EP(cuCtxWaitEvent, 12050, cuCtxWaitEvent)                             \
     EP(cuCtxSetCacheConfig, 3020, cuCtxSetCacheConfig)                    \
     EP(cuCtxGetSharedMemConfig, 4020, cuCtxGetSharedMemConfig)            \
     EP(cuCtxSetSharedMemConfig, 4020, cuCtxSetSharedMemConfig)            \

@@ -118,7 +118,8 @@
     S(link, DS_LINK, ds_link_args, ds_link_res)                               \
     B(stream_memop, DS_STREAM_MEMOP, ds_memop_args)                           \
     S(dev_query, DS_DEV_QUERY, ds_devq_args, ds_devq_res)                    \
-    S(ctx_set_flags, DS_CTX_SET_FLAGS, ds_ctx_flags_args, ds_void_res)
+    S(ctx_set_flags, DS_CTX_SET_FLAGS, ds_ctx_flags_args, ds_void_res)       \
+    B(ctx_event, DS_CTX_EVENT, ds_ctx_event_args)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
  * in detshare.x (small driver calls, 280-309). */

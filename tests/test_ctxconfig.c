@@ -3,6 +3,8 @@
  * them. */
 #include "ds_test.h"
 
+#include <unistd.h>
+
 static struct ds_test_server srv;
 
 static void start(void)
@@ -96,4 +98,59 @@ Test(ctxconfig, set_flags_of_the_current_context)
     CU_OK(cuCtxSetFlags(CU_CTX_SCHED_AUTO));
     CU_OK(cuCtxDestroy(other));
     CU_OK(cuCtxSetCurrent(primary));
+}
+
+/* Read on stream s into page-locked v: the legacy stream waits too after
+ * cuCtxWaitEvent, and freeing page-locked memory may synchronise the device. */
+static uint32_t read32(CUdeviceptr p, CUstream s, uint32_t *v)
+{
+    *v = 0xffffffffu;
+    CU_OK(cuMemcpyDtoHAsync(v, p, sizeof(*v), s));
+    CU_OK(cuStreamSynchronize(s));
+    return *v;
+}
+
+/* cuCtxRecordEvent stands behind every stream of the context, cuCtxWaitEvent holds every
+ * one of them: shown with a stream held by a stream memory wait until released. */
+Test(ctxconfig, context_wide_record_and_wait)
+{
+    CUstream held, other, writer;
+    CUdeviceptr flag, out;
+    CUevent all, first;
+    CUcontext ctx;
+    uint32_t *v;
+
+    CU_OK(cuCtxGetCurrent(&ctx));
+    CU_OK(cuMemAllocHost((void **)&v, sizeof(*v)));
+    CU_OK(cuMemAlloc(&flag, 4));
+    CU_OK(cuMemAlloc(&out, 4));
+    CU_OK(cuMemsetD32(flag, 0, 1));
+    CU_OK(cuMemsetD32(out, 0, 1));
+    CU_OK(cuStreamCreate(&held, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&all, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventCreate(&first, CU_EVENT_DISABLE_TIMING));
+
+    CU_OK(cuStreamWaitValue32(held, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+    CU_OK(cuEventRecord(first, held));
+    CU_OK(cuCtxRecordEvent(ctx, all));
+    CU_OK(cuCtxWaitEvent(NULL, first));
+    CU_OK(cuStreamWriteValue32(other, out, 4, 0));
+    usleep(20000);
+    CU_IS(cuEventQuery(all), CUDA_ERROR_NOT_READY);
+    CU_IS(cuStreamQuery(other), CUDA_ERROR_NOT_READY);
+    /* A stream made after the wait is free: it reads, then releases the held one. */
+    CU_OK(cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING));
+    cr_assert_eq(read32(out, writer, v), 0, "a stream ran past cuCtxWaitEvent");
+    CU_OK(cuStreamWriteValue32(writer, flag, 1, 0));
+    CU_OK(cuEventSynchronize(all));
+    CU_OK(cuStreamSynchronize(other));
+    cr_assert_eq(read32(out, writer, v), 4);
+    CU_IS(cuCtxRecordEvent(ctx, NULL), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuEventDestroy(all));
+    CU_OK(cuEventDestroy(first));
+    CU_OK(cuStreamDestroy(held));
+    CU_OK(cuStreamDestroy(other));
+    CU_OK(cuStreamDestroy(writer));
+    CU_OK(cuMemFreeHost(v));
 }
