@@ -40,7 +40,8 @@ static CUresult check_op(struct ds_tenant *t, const ds_memop *op, struct ds_memo
 
     if (width < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (width > 0 && (op->addr % (uint64_t)width != 0 || ds__tenant_range(t, op->addr, (uint64_t)width) != 0))
+    if (width > 0 && (op->addr % (uint64_t)width != 0 ||
+                      ds__tenant_range(t, op->addr, (uint64_t)width) != 0))
         return CUDA_ERROR_INVALID_VALUE;
     out->kind = (CUstreamBatchMemOpType)op->op;
     out->flags = op->flags;
