@@ -262,3 +262,46 @@ Test(streammem, a_stream_left_waiting_is_freed_with_its_tenant)
     CU_OK(cuEventDestroy(e));
     CU_OK(cuStreamDestroy(s));
 }
+
+/* Another tenant's allocation, its address handed over by the other tenant itself. */
+static int addr_pipe[2];
+
+static int neighbour(void *arg)
+{
+    CUdeviceptr p;
+
+    (void)arg;
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&p, 4096) != CUDA_SUCCESS ||
+        cuMemsetD32(p, 77, 1024) != CUDA_SUCCESS)
+        return 1;
+    return write(addr_pipe[1], &p, sizeof(p)) == (ssize_t)sizeof(p) ? 0 : 1;
+}
+
+static void start_bare(void)
+{
+    ds_test_server_start(&srv, 0, NULL);
+}
+
+TestSuite(streammem_peer, .init = start_bare, .fini = stop);
+
+Test(streammem_peer, another_tenants_memory_is_refused)
+{
+    struct ds_test_peer peer;
+    CUdeviceptr theirs = 0;
+    CUstream s;
+
+    cr_assert_eq(pipe(addr_pipe), 0);
+    ds_test_peer_fork(&peer, neighbour, NULL);
+    ds_test_ctx();
+    ds_test_peer_join(&peer);
+    cr_assert_eq(read(addr_pipe[0], &theirs, sizeof(theirs)), (ssize_t)sizeof(theirs));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamWriteValue32(s, theirs, 1, 0));
+    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamWaitValue32(s, theirs, 77, CU_STREAM_WAIT_VALUE_EQ));
+    CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+    ds_test_peer_leave(&peer);
+    close(addr_pipe[0]);
+    close(addr_pipe[1]);
+}
