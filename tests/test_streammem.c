@@ -305,3 +305,24 @@ Test(streammem_peer, another_tenants_memory_is_refused)
     close(addr_pipe[0]);
     close(addr_pipe[1]);
 }
+
+/* The sim cannot hold the executor inside a synchronous copy while the tenant's other
+ * threads release the stream: it says so rather than hang (docs/sim-device.md). */
+Test(streammem, sim_refuses_a_synchronous_read_behind_a_parked_stream)
+{
+    CUdeviceptr w;
+    CUstream s;
+    uint32_t v;
+
+    DS_SIM_ONLY();
+    CU_OK(cuMemAlloc(&w, 4));
+    CU_OK(cuMemsetD32(w, 0, 1));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamWaitValue32(NULL, w, 1, CU_STREAM_WAIT_VALUE_EQ));
+    CU_IS(cuMemcpyDtoH(&v, w, sizeof(v)), CUDA_ERROR_NOT_READY);
+    CU_OK(cuStreamWriteValue32(s, w, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuMemcpyDtoH(&v, w, sizeof(v)));
+    cr_assert_eq(v, 1);
+    CU_OK(cuStreamDestroy(s));
+}

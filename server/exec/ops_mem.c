@@ -123,6 +123,7 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
 {
     struct ds_bstream *s;
     char *buf;
+    int rc;
 
     if (a->size > DS_CHUNK_MAX)
         return CUDA_ERROR_INVALID_VALUE;
@@ -139,10 +140,10 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
         buf = malloc(a->size ? a->size : 1);
     if (buf == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (a->size > 0 && t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s) != 0) {
+    if (a->size > 0 && (rc = t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s)) != 0) {
         if (!ds__bulk_owns(t, buf))
             free(buf);
-        return CUDA_ERROR_UNKNOWN;
+        return ds_error_to_cu(rc);
     }
     r->ds_bytes_res_u.data.data_val = buf;
     r->ds_bytes_res_u.data.data_len = a->size;
