@@ -438,6 +438,24 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
     return rc;
 }
 
+/* The current context's flags, primary or not; the scheduling part decides how this
+ * process waits, as the primary's does. */
+CUresult cuCtxSetFlags(unsigned int flags)
+{
+    ds_ctx_flags_args a = { .flags = flags };
+    ds_void_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_ctx_set_flags(&a, &r);
+    known_forget();
+    if (rc == CUDA_SUCCESS)
+        ds__rpc_sched_flags(flags);
+    return rc;
+}
+
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     ds_void_res r;

@@ -60,6 +60,7 @@
     EP(cuMemHostGetFlags, 2030, cuMemHostGetFlags)                        \
     EP(cuPointerGetAttribute, 4000, cuPointerGetAttribute)                \
     EP(cuPointerGetAttributes, 7000, cuPointerGetAttributes)              \
+    EP(cuPointerSetAttribute, 6000, cuPointerSetAttribute)                \
     EP(cuMemHostGetDevicePointer, 3020, cuMemHostGetDevicePointer_v2)     \
     EP(cuMemHostRegister, 4000, cuMemHostRegister)                        \
     EP(cuMemHostRegister, 6050, cuMemHostRegister_v2)                     \
@@ -326,5 +327,52 @@
     EP(cuOccupancyAvailableDynamicSMemPerBlock, 10020,                    \
        cuOccupancyAvailableDynamicSMemPerBlock)                           \
     EP(cuOccupancyMaxActiveClusters, 11070, cuOccupancyMaxActiveClusters) \
+    EP(cuOccupancyMaxPotentialClusterSize, 11070, cuOccupancyMaxPotentialClusterSize) \
     EP(cuProfilerStart, 4000, cuProfilerStart)                            \
-    EP(cuProfilerStop, 4000, cuProfilerStop)
+    EP(cuProfilerStop, 4000, cuProfilerStop)                              \
+    EP(cuStreamWaitValue32, 8000, cuStreamWaitValue32)                    \
+    EP(cuStreamWaitValue32, 11070, cuStreamWaitValue32_v2)                \
+    EP(cuStreamWaitValue64, 9000, cuStreamWaitValue64)                    \
+    EP(cuStreamWaitValue64, 11070, cuStreamWaitValue64_v2)                \
+    EP(cuStreamWriteValue32, 8000, cuStreamWriteValue32)                  \
+    EP(cuStreamWriteValue32, 11070, cuStreamWriteValue32_v2)              \
+    EP(cuStreamWriteValue64, 9000, cuStreamWriteValue64)                  \
+    EP(cuStreamWriteValue64, 11070, cuStreamWriteValue64_v2)              \
+    EP(cuStreamBatchMemOp, 8000, cuStreamBatchMemOp)                      \
+    EP(cuStreamBatchMemOp, 11070, cuStreamBatchMemOp_v2)                  \
+    EP(cuStreamGetDevice, 12080, cuStreamGetDevice)                       \
+    EP(cuStreamGetAttribute, 11000, cuStreamGetAttribute)                 \
+    EP(cuStreamSetAttribute, 11000, cuStreamSetAttribute)                 \
+    EP(cuStreamCopyAttributes, 11000, cuStreamCopyAttributes)             \
+    EP(cuDeviceCanAccessPeer, 4000, cuDeviceCanAccessPeer)                \
+    EP(cuDeviceGetP2PAttribute, 8000, cuDeviceGetP2PAttribute)            \
+    EP(cuDeviceGetP2PAtomicCapabilities, 13000, cuDeviceGetP2PAtomicCapabilities) \
+    EP(cuDeviceGetHostAtomicCapabilities, 13000, cuDeviceGetHostAtomicCapabilities) \
+    EP(cuCtxEnablePeerAccess, 4000, cuCtxEnablePeerAccess)                \
+    EP(cuCtxDisablePeerAccess, 4000, cuCtxDisablePeerAccess)              \
+    EP(cuDeviceGetLuid, 10000, cuDeviceGetLuid)                           \
+    EP(cuDeviceGetProperties, 2000, cuDeviceGetProperties)                \
+    EP(cuDeviceGetTexture1DLinearMaxWidth, 11010, cuDeviceGetTexture1DLinearMaxWidth) \
+    EP(cuDeviceGetExecAffinitySupport, 11040, cuDeviceGetExecAffinitySupport) \
+    EP(cuCtxGetExecAffinity, 11040, cuCtxGetExecAffinity)                 \
+    EP(cuCtxGetCacheConfig, 3020, cuCtxGetCacheConfig)                    \
+    EP(cuCtxSetFlags, 12010, cuCtxSetFlags)                               \
+    EP(cuCtxRecordEvent, 12050, cuCtxRecordEvent)                         \
+    EP(cuCtxWaitEvent, 12050, cuCtxWaitEvent)                             \
+    EP(cuCtxSetCacheConfig, 3020, cuCtxSetCacheConfig)                    \
+    EP(cuCtxGetSharedMemConfig, 4020, cuCtxGetSharedMemConfig)            \
+    EP(cuCtxSetSharedMemConfig, 4020, cuCtxSetSharedMemConfig)            \
+    EP(cuFuncSetSharedMemConfig, 4020, cuFuncSetSharedMemConfig)          \
+    EP(cuFuncGetName, 12030, cuFuncGetName)                               \
+    EP(cuFuncGetModule, 11000, cuFuncGetModule)                           \
+    EP(cuFuncIsLoaded, 12040, cuFuncIsLoaded)                             \
+    EP(cuFuncLoad, 12040, cuFuncLoad)                                     \
+    EP(cuKernelGetName, 12030, cuKernelGetName)                           \
+    EP(cuKernelGetLibrary, 12050, cuKernelGetLibrary)                     \
+    EP(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync)                     \
+    EP(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2)                  \
+    EP(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync)                 \
+    EP(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2)              \
+    EP(cuMemPrefetchBatchAsync, 13000, cuMemPrefetchBatchAsync)           \
+    EP(cuMemDiscardBatchAsync, 13000, cuMemDiscardBatchAsync)             \
+    EP(cuMemDiscardAndPrefetchBatchAsync, 13000, cuMemDiscardAndPrefetchBatchAsync)

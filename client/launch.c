@@ -9,6 +9,7 @@
 #include "module.h"
 #include "rpc.h"
 #include "stream.h"
+#include "streamattr.h"
 #include "unsupported.h"
 
 #include <stdlib.h>
@@ -76,6 +77,7 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     ds_launch_args a = { .shared_mem = smem, .stream = ds__stream_of(stream),
                          .attrs = { nattrs, attrs } };
     unsigned char small[1024], *buf = small;
+    ds_launch_attr merged[DS_LAUNCH_ATTRS_MAX];
     const void *given;
     size_t len;
     CUresult rc;
@@ -83,6 +85,10 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     DS_NEED_INIT();
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (nattrs > 0)
+        memcpy(merged, attrs, nattrs * sizeof(*attrs));
+    a.attrs.attrs_len = ds__streamattr_merge(a.stream, merged, nattrs, DS_LAUNCH_ATTRS_MAX);
+    a.attrs.attrs_val = a.attrs.attrs_len > 0 ? merged : NULL;
     a.fn = f->handle;
     memcpy(a.grid, grid, sizeof(a.grid));
     memcpy(a.block, block, sizeof(a.block));

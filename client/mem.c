@@ -458,7 +458,11 @@ struct ptr_info {
     void *host;    /* the host address of this byte, NULL when there is none */
     uint64_t pool; /* the memory pool it was allocated from, 0 when none */
     int managed;
+    unsigned sync_memops; /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS as set */
 };
+
+/* device_mem's kind: what cuPointerSetAttribute set on the allocation. */
+#define KIND_SYNC_MEMOPS 1u
 
 static struct ptr_info ptr_info(uint64_t p)
 {
@@ -494,6 +498,7 @@ static struct ptr_info ptr_info(uint64_t p)
         i.size = e->size;
         i.dev = p;
         i.pool = e->owner;
+        i.sync_memops = (e->kind & KIND_SYNC_MEMOPS) != 0;
     }
     pthread_mutex_unlock(&lock);
     return i;
@@ -523,7 +528,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(unsigned *)data = (unsigned)i->managed;
         break;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        *(unsigned *)data = 0;
+        *(unsigned *)data = i->sync_memops;
         break;
     /* What the H100's driver answered for cuMemAlloc memory and for page-locked host
      * memory (run 50; VMM mappings and module globals are answered as cuMemAlloc
@@ -582,6 +587,30 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr
         return CUDA_ERROR_INVALID_VALUE;
     i = ptr_info(p);
     return one_attribute(&i, attr, data);
+}
+
+/* SYNC_MEMOPS, the one settable attribute, on device memory: detshare's synchronous
+ * copies and fills always complete before they return, so the allocation behaves as the
+ * flag asks either way; what was set reads back. */
+CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attr, CUdeviceptr p)
+{
+    const struct ds_memtab_entry *e;
+    size_t at;
+
+    DS_NEED_INIT();
+    if (value == NULL || attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&device_mem, p, 0);
+    if (e != NULL) {
+        at = (size_t)(e - device_mem.v);
+        if (*(const unsigned *)value)
+            device_mem.v[at].kind |= KIND_SYNC_MEMOPS;
+        else
+            device_mem.v[at].kind &= ~KIND_SYNC_MEMOPS;
+    }
+    pthread_mutex_unlock(&lock);
+    return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Unlike the single form, an address that is none of ours is not an error here: its

@@ -155,7 +155,9 @@ static void forget_functions(uint64_t module)
             *p = f->next;
             f->magic = 0;
             free(f->offset);
+            free(f->name);
             f->offset = f->size = NULL;
+            f->name = NULL;
             f->next = retired;
             retired = f;
         } else {
@@ -179,7 +181,7 @@ CUresult cuModuleUnload(CUmodule module)
 }
 
 /* The client's copy of a function the executor described; one per server handle. */
-static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
+static struct ds_cfunc *keep(uint64_t module, const ds_function *fn, const char *name)
 {
     struct ds_cfunc *f;
     uint32_t n = fn->params.params_len;
@@ -190,7 +192,10 @@ static struct ds_cfunc *keep(uint64_t module, const ds_function *fn)
             break;
     if (f == NULL && (f = calloc(1, sizeof(*f))) != NULL) {
         f->offset = calloc(2 * (size_t)(n ? n : 1), sizeof(uint32_t));
-        if (f->offset == NULL) {
+        f->name = strdup(name);
+        if (f->offset == NULL || f->name == NULL) {
+            free(f->offset);
+            free(f->name);
             free(f);
             f = NULL;
         } else {
@@ -231,7 +236,7 @@ CUresult cuModuleGetFunction(CUfunction *out, CUmodule module, const char *name)
     rc = ds_rpc_module_get_function(&a, &r);
     if (rc != CUDA_SUCCESS)
         return rc;
-    f = keep(a.module, &r.ds_function_res_u.fn);
+    f = keep(a.module, &r.ds_function_res_u.fn, name);
     ds__rpc_free((xdrproc_t)xdr_ds_function_res, &r);
     if (f == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -604,6 +609,35 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *smem, CUfunction fn, in
     rc = ds_rpc_occupancy(&a, &r);
     if (rc == CUDA_SUCCESS)
         *smem = (size_t)r.ds_int_res_u.value;
+    return rc;
+}
+
+/* The launch's shape and shared memory; any cluster dimension among its attributes is
+ * what is being asked, so none is sent. */
+CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction fn, const CUlaunchConfig *cfg)
+{
+    struct ds_cfunc *f = ds__module_func(fn);
+    ds_occupancy_args a = { .query = DS_OCC_CLUSTER_SIZE };
+    ds_int_res r;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (size == NULL || cfg == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (f == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    a.fn = f->handle;
+    a.grid[0] = cfg->gridDimX;
+    a.grid[1] = cfg->gridDimY;
+    a.grid[2] = cfg->gridDimZ;
+    a.block[0] = cfg->blockDimX;
+    a.block[1] = cfg->blockDimY;
+    a.block[2] = cfg->blockDimZ;
+    a.block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
+    a.dynamic_smem = cfg->sharedMemBytes;
+    rc = ds_rpc_occupancy(&a, &r);
+    if (rc == CUDA_SUCCESS)
+        *size = r.ds_int_res_u.value;
     return rc;
 }
 

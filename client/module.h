@@ -12,6 +12,7 @@ struct ds_cfunc {
     uint32_t magic;
     uint64_t handle; /* the executor's */
     uint64_t module;
+    char *name; /* as the tenant asked for it */
     uint32_t nparams;
     uint32_t *offset, *size; /* one allocation: size == offset + nparams */
     uint32_t param_bytes;

@@ -5,6 +5,7 @@
 #include "ctx.h"
 #include "ipc.h"
 #include "rpc.h"
+#include "streamattr.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -171,6 +172,7 @@ CUresult cuStreamDestroy_v2(CUstream s)
 
     DS_NEED_INIT();
     info_forget(h);
+    ds__streamattr_forget(h);
     return ds_rpc_stream_destroy(&h, &r);
 }
 

@@ -135,11 +135,15 @@
     S(graph_cond_create, DS_GRAPH_COND_CREATE, ds_cond_create_args, ds_hyper_res) \
     S(graph_exec_update, DS_GRAPH_EXEC_UPDATE, ds_exec_update_args, ds_exec_update_res) \
     S(graph_node_enable, DS_GRAPH_NODE_ENABLE, ds_node_enable_args, ds_int_res) \
-    S(graph_mem_attr, DS_GRAPH_MEM_ATTR, ds_graph_mem_attr_args, ds_hyper_res)
+    S(graph_mem_attr, DS_GRAPH_MEM_ATTR, ds_graph_mem_attr_args, ds_hyper_res) \
+    B(stream_memop, DS_STREAM_MEMOP, ds_memop_args)                           \
+    S(dev_query, DS_DEV_QUERY, ds_devq_args, ds_devq_res)                    \
+    S(ctx_set_flags, DS_CTX_SET_FLAGS, ds_ctx_flags_args, ds_void_res)       \
+    B(ctx_event, DS_CTX_EVENT, ds_ctx_event_args)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (graphs, 250-279). */
-#define DS_PROC_MAX 279
+ * in detshare.x (small driver calls, 280-309). */
+#define DS_PROC_MAX 309
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

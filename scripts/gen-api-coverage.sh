@@ -41,6 +41,17 @@ cuLaunchCooperativeKernelMultiDevice@several GPUs; a detshare server serves one
 cu(ArrayGetSparseProperties|MipmappedArrayGetSparseProperties|MemMapArrayAsync)@sparse and deferred-mapping CUDA arrays are not made: their memory would be mapped tile by tile outside the executor's accounting of the tenant's arrays
 cuGraph(Add|Exec)?ExternalSemaphores.*@external semaphores are imported from other APIs (Vulkan, D3D12, NvSci) in the tenant's process, whose objects the executor cannot reach
 cuMemPool(ExportToShareableHandle|ImportFromShareableHandle|ExportPointer|ImportPointer)@a pool's memory belongs to the tenant's executor, and a descriptor of it would hand it to any process; tenants of one user share memory with cuIpcGetMemHandle
+cu(MemExportToShareableHandle|MemImportFromShareableHandle|MemGetHandleForAddressRange)@a descriptor (file descriptor or dma-buf) of memory the tenant's executor owns would hand it to any process that gets it; tenants of one user share memory with cuIpcGetMemHandle
+cuFlushGPUDirectRDMAWrites@GPUDirect RDMA reaches device memory through a dma-buf of it (cuMemGetHandleForAddressRange), which is refused: a tenant has no RDMA writes to flush
+cu(ImportExternalMemory|ExternalMemoryGetMappedBuffer|ExternalMemoryGetMappedMipmappedArray|DestroyExternalMemory|ImportExternalSemaphore|SignalExternalSemaphoresAsync|WaitExternalSemaphoresAsync|DestroyExternalSemaphore)@external memory and semaphores are objects of the tenant's other graphics or compute APIs (Vulkan, Direct3D, NvSci) in its own process, which the executor can neither open nor keep in step
+cuCoredump.*@a GPU core dump is written by the process that owns the context, the tenant's executor, on the server's host: its settings and file names are the operator's, not a tenant's
+cuLogs.*@the driver's log is the executor's: it records the executor's own driver calls (green contexts, the MPS client), not the tenant's; detshare logs a tenant's refused calls in the server's log
+cuCtxResetPersistingL2Cache@persisting L2 lines live in the L2 that all tenants share, so a reset would drop other tenants' lines too (access-policy windows on a tenant's own streams are served)
+cu(DeviceRegisterAsyncNotification|DeviceUnregisterAsyncNotification)@device notifications (memory over budget) concern the whole device, which the operator divides among tenants with quotas; a tenant sees its own limit through cuMemGetInfo
+cuLibraryGetUnifiedFunction@a unified function is host code at an address of the process that loaded the library, the executor; the tenant's own host code is in its own binary
+cuLibraryGetManaged@a library's __managed__ variables are placed by the driver in the address space of the process that loads it, the executor, where the tenant's pointers cannot reach them; memory from cuMemAllocManaged is shared with the tenant
+cuMemBatchDecompressAsync@hardware decompression needs the copy engines of Blackwell and later GPUs; detshare serves Hopper (an H100's driver refuses it the same way) and the sim models none
+cuProfilerInitialize@deprecated: since CUDA 12.0 the driver itself always returns CUDA_ERROR_NOT_SUPPORTED (use cuProfilerStart)
 DESIGN
 
 : > "$tmp/refused"

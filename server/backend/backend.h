@@ -207,6 +207,26 @@ struct ds_link_job {
     size_t image_len;
 };
 
+/* One stream memory operation: kind is a CUstreamBatchMemOpType (wait or write of 32 or
+ * 64 bits, barrier or flush of remote writes), flags its CUstreamWaitValue_flags or
+ * CUstreamWriteValue_flags, value the word compared or written. */
+struct ds_memop_desc {
+    CUstreamBatchMemOpType kind;
+    unsigned flags;
+    uint64_t addr;
+    uint64_t value;
+};
+
+/* A device query (rpcgen's ds_devq_kind): its numbers a and b, and for a capability
+ * query n CUatomicOperation values in ops, one answer each. */
+struct ds_devq {
+    int kind;
+    int a;
+    unsigned b;
+    const int *ops;
+    unsigned n;
+};
+
 /* The tenant's immutable view of its device. */
 struct ds_device_view {
     char name[256];
@@ -328,6 +348,10 @@ struct ds_backend_ops {
     /* l: shape and shared memory of the launch (no parameters); cluster: its cluster. */
     int (*occupancy_clusters)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                               const unsigned cluster[3], int *clusters);
+    /* cuOccupancyMaxPotentialClusterSize: the most blocks a cluster of launch l (shape
+     * and shared memory) could have. */
+    int (*occupancy_cluster_size)(struct ds_backend *b, struct ds_bfunc *f,
+                                  const struct ds_launch *l, int *size);
     /* Physical contexts.  Run this tenant's work, from its next piece on, on the SMs of
      * `groups` (bit i: SM group i of ds_sm_groups; 0: the whole device), with no memory
      * copied and every stream's order kept; work already submitted finishes where it
@@ -499,6 +523,16 @@ struct ds_backend_ops {
     void (*tex_destroy)(struct ds_backend *b, uint64_t obj);
     int (*surf_create)(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
     void (*surf_destroy)(struct ds_backend *b, uint64_t obj);
+    /* Stream memory operations (cuStreamBatchMemOp and the wait and write value calls):
+     * n operations, in order, on s.  Each address is a word of the tenant's own memory,
+     * aligned to its size, that the executor checked; op and flags are cuda.h's values,
+     * checked too. */
+    int (*memops)(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
+                  unsigned n);
+    /* A device query the tenant's view cannot answer (struct ds_devq): the answers in
+     * values[0..n), n as the query says.  Returns 0, DS_ENOTSUP or the driver's CUresult
+     * as DS_ECU. */
+    int (*dev_query)(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);
 };
 
 extern const struct ds_backend_ops ds_sim_backend;

@@ -29,6 +29,8 @@ static int runs_ahead(unsigned long proc)
     case DS_PRIMARY_GET_STATE:
     case DS_CTX_GET_INFO:
     case DS_CTX_QUERY:
+    case DS_DEV_QUERY:
+    case DS_CTX_SET_FLAGS:
     case DS_MEM_ALLOC:
     case DS_MEM_ALLOC_PITCH:
     case DS_MEM_GET_INFO:

@@ -104,6 +104,19 @@ CUresult ds__ops_primary_set_flags(struct ds_tenant *t, const ds_pflags_args *a,
     return CUDA_SUCCESS;
 }
 
+CUresult ds__ops_ctx_set_flags(struct ds_tenant *t, const ds_ctx_flags_args *a, ds_void_res *r)
+{
+    struct ds_vctx *c = ds__tenant_ctx(t, a->ctx);
+
+    (void)r;
+    if (c == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((a->flags & ~(unsigned)CTX_FLAGS_ALLOWED) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    c->flags = a->flags;
+    return CUDA_SUCCESS;
+}
+
 CUresult ds__ops_primary_reset(struct ds_tenant *t, const int *dev, ds_void_res *r)
 {
     struct ds_vctx *c = primary_ctx(t);

@@ -104,8 +104,9 @@ static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
         return CUDA_SUCCESS;
     if (ds__tenant_range(t, a->dst, n) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s) != 0)
-        return CUDA_ERROR_UNKNOWN;
+    if ((rc = ds_error_to_cu(t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s))) !=
+        CUDA_SUCCESS)
+        return rc;
     if ((rc = ds_error_to_cu(ds__bulk_htod_queued(t, a->data.data_val, n, s))) != CUDA_SUCCESS)
         return rc;
     return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
@@ -126,6 +127,7 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
 {
     struct ds_bstream *s;
     char *buf;
+    int rc;
 
     if (a->size > DS_CHUNK_MAX)
         return CUDA_ERROR_INVALID_VALUE;
@@ -142,10 +144,10 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
         buf = malloc(a->size ? a->size : 1);
     if (buf == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (a->size > 0 && t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s) != 0) {
+    if (a->size > 0 && (rc = t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s)) != 0) {
         if (!ds__bulk_owns(t, buf))
             free(buf);
-        return CUDA_ERROR_UNKNOWN;
+        return ds_error_to_cu(rc);
     }
     r->ds_bytes_res_u.data.data_val = buf;
     r->ds_bytes_res_u.data.data_len = a->size;
@@ -155,6 +157,7 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
 static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
 {
     struct ds_bstream *s;
+    CUresult rc;
 
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -162,8 +165,9 @@ static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
         return CUDA_SUCCESS;
     if (ds__tenant_range(t, a->dst, a->size) != 0 || ds__tenant_range(t, a->src, a->size) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s) != 0)
-        return CUDA_ERROR_UNKNOWN;
+    if ((rc = ds_error_to_cu(t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s))) !=
+        CUDA_SUCCESS)
+        return rc;
     return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
 

@@ -236,13 +236,16 @@ CUresult ds__ops_occupancy(struct ds_tenant *t, const ds_occupancy_args *a, ds_i
         r->ds_int_res_u.value = (int)smem;
         return ds_error_to_cu(rc);
     }
-    if (a->query == DS_OCC_CLUSTERS) {
+    if (a->query == DS_OCC_CLUSTERS || a->query == DS_OCC_CLUSTER_SIZE) {
         struct ds_launch l = { .shared_mem = (unsigned)a->dynamic_smem };
 
         if (a->dynamic_smem > UINT32_MAX)
             return CUDA_ERROR_INVALID_VALUE;
         memcpy(l.grid, a->grid, sizeof(l.grid));
         memcpy(l.block, a->block, sizeof(l.block));
+        if (a->query == DS_OCC_CLUSTER_SIZE)
+            return ds_error_to_cu(t->ops->occupancy_cluster_size(t->be, f->real, &l,
+                                                                 &r->ds_int_res_u.value));
         return ds_error_to_cu(t->ops->occupancy_clusters(t->be, f->real, &l, a->cluster,
                                                          &r->ds_int_res_u.value));
     }

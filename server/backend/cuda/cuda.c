@@ -712,6 +712,7 @@ const struct ds_backend_ops ds_cuda_backend = {
     .occupancy = ds__cuda_occupancy,
     .occupancy_smem = ds__cuda_occupancy_smem,
     .occupancy_clusters = ds__cuda_occupancy_clusters,
+    .occupancy_cluster_size = ds__cuda_occupancy_cluster_size,
     .launch = ds__cuda_launch,
     .capture_begin = ds__cuda_capture_begin,
     .capture_end = ds__cuda_capture_end,
@@ -763,6 +764,8 @@ const struct ds_backend_ops ds_cuda_backend = {
     .tex_destroy = ds__cuda_tex_destroy,
     .surf_create = ds__cuda_surf_create,
     .surf_destroy = ds__cuda_surf_destroy,
+    .memops = ds__cuda_memops,
+    .dev_query = ds__cuda_dev_query,
 };
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */

@@ -152,12 +152,17 @@
     X(cuTexObjectCreate, cuTexObjectCreate) \
     X(cuTexObjectDestroy, cuTexObjectDestroy) \
     X(cuSurfObjectCreate, cuSurfObjectCreate) \
-    X(cuSurfObjectDestroy, cuSurfObjectDestroy)
+    X(cuSurfObjectDestroy, cuSurfObjectDestroy) \
+    X(cuStreamBatchMemOp, cuStreamBatchMemOp) \
+    X(cuDeviceGetLuid, cuDeviceGetLuid) \
+    X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth) \
+    X(cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxPotentialClusterSize)
 
 /* Functions of drivers newer than the backend needs (CUDA 12.8): NULL where the driver
  * lacks them, and what uses them is then not supported, rather than the whole backend. */
 #define CU_FNS_OPTIONAL(X) \
-    X(cuTensorMapEncodeIm2colWide, cuTensorMapEncodeIm2colWide)
+    X(cuTensorMapEncodeIm2colWide, cuTensorMapEncodeIm2colWide) \
+    X(cuDeviceGetHostAtomicCapabilities, cuDeviceGetHostAtomicCapabilities)
 
 struct driver {
     void *dl;
@@ -334,6 +339,9 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
 
 /* The backend operations of the other files, as backend.h describes them. */
+int ds__cuda_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
+                    unsigned n);
+int ds__cuda_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);
 int ds__cuda_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
 int ds__cuda_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
                             const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
@@ -404,6 +412,8 @@ int ds__cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_bl
 int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
                                 const struct ds_launch *l, const unsigned cluster[3],
                                 int *clusters);
+int ds__cuda_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                    const struct ds_launch *l, int *size);
 int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                     struct ds_bstream *s);
 int ds__cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);

@@ -173,6 +173,18 @@ int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
     return ds__cuda_err(b->cu.cuOccupancyMaxActiveClusters(clusters, (CUfunction)f->k, &cfg));
 }
 
+int ds__cuda_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                    const struct ds_launch *l, int *size)
+{
+    CUlaunchConfig cfg = {
+        .gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+        .blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+        .sharedMemBytes = l->shared_mem,
+    };
+
+    return ds__cuda_err(b->cu.cuOccupancyMaxPotentialClusterSize(size, (CUfunction)f->k, &cfg));
+}
+
 static CUresult launch_on(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                           CUstream st)
 {

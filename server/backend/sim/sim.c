@@ -34,6 +34,8 @@ void ds__sim_free_work(struct sim_work *w)
     while (w != NULL) {
         struct sim_work *next = w->next;
 
+        if (w->kind == W_HTOD)
+            free(w->host);
         free(w);
         w = next;
     }
@@ -70,6 +72,11 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 static struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstream *s)
 {
     return s ? s : &b->legacy;
+}
+
+struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s)
+{
+    return stream_or_legacy(b, s);
 }
 
 /* When work submitted now to s may start, under the legacy default stream's rules. */
@@ -275,9 +282,11 @@ void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s)
 
 static void sim_close(struct ds_backend *b)
 {
+    ds__sim_drop_parked(b, &b->legacy);
     while (b->streams.next != &b->streams) {
         struct ds_bstream *s = b->streams.next;
 
+        ds__sim_drop_parked(b, s);
         s->prev->next = s->next;
         s->next->prev = s->prev;
         ds__sim_free_work(s->captured);
@@ -400,11 +409,33 @@ static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *t
     *free_bytes = used < *total ? *total - used : 0;
 }
 
+/* A host copy behind a parked stream waits there with its bytes (sim_memop.c). */
+static int park_host_copy(struct ds_backend *b, struct ds_bstream *s, int kind, uint64_t dev,
+                          void *host, size_t n)
+{
+    struct sim_work w = { .kind = kind, .dst = dev, .n = n, .host = host };
+    int rc;
+
+    if (stream_or_legacy(b, s)->parked == NULL)
+        return 0;
+    if (kind == W_HTOD && (w.host = malloc(n ? n : 1)) == NULL)
+        return DS_ENOMEM;
+    if (kind == W_HTOD)
+        memcpy(w.host, host, n);
+    rc = ds__sim_park(b, s, &w);
+    if (rc != 1 && kind == W_HTOD)
+        free(w.host);
+    return rc;
+}
+
 static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
                            struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
+    int rc = park_host_copy(b, s, W_HTOD, dst, (void *)src, n);
 
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
     memcpy(ds__sim_host_of(b, dst), src, n);
     stall_from(b, t0);
     ds__sim_submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US));
@@ -427,6 +458,12 @@ static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t
 {
     uint64_t t0 = ds_now_ns();
 
+    /* The executor cannot be held inside a call while the tenant's other threads release
+     * the stream: the sim refuses to wait for a parked stream here. */
+    ds__sim_unpark(b);
+    if (stream_or_legacy(b, s)->parked != NULL)
+        return DS_ECU(CUDA_ERROR_NOT_READY);
+
     memcpy(dst, ds__sim_host_of(b, src), n);
     stall_from(b, t0);
     sleep_until(b, ds__sim_submit(b, s, cost(n, SIM_PCIE_BYTES_PER_US)));
@@ -439,6 +476,10 @@ static int sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, 
                                  struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
+    int rc = park_host_copy(b, s, W_DTOH, src, dst, n);
+
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
 
     memcpy(dst, ds__sim_host_of(b, src), n);
     stall_from(b, t0);
@@ -506,6 +547,10 @@ static int work_valid(const struct ds_backend *b, const struct sim_work *w)
     if (w->kind == W_BOX)
         return allocated(b, w->box.dst, box_extent(&w->box, 1)) &&
                allocated(b, w->box.src, box_extent(&w->box, 0));
+    if (w->kind == W_HTOD || w->kind == W_DTOH)
+        return allocated(b, w->dst, w->n);
+    if (w->kind == W_MEMOP && w->memop.addr != 0)
+        return allocated(b, w->memop.addr, w->elem);
     return 1;
 }
 
@@ -532,6 +577,21 @@ static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
         stall_from(b, t0);
         return cost(2 * w->box.width * w->box.height * w->box.depth, SIM_HBM_BYTES_PER_US);
     }
+    if (w->kind == W_HTOD || w->kind == W_DTOH) {
+        if (w->kind == W_HTOD)
+            memcpy(ds__sim_host_of(b, w->dst), w->host, w->n);
+        else
+            memcpy(w->host, ds__sim_host_of(b, w->dst), w->n);
+        stall_from(b, t0);
+        return cost(w->n, SIM_PCIE_BYTES_PER_US);
+    }
+    if (w->kind == W_MEMOP) {
+        /* A write lands now; a wait that runs holds already (sim_memop.c). */
+        if (w->memop.kind == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
+            w->memop.kind == CU_STREAM_MEM_OP_WRITE_VALUE_64)
+            memcpy(ds__sim_host_of(b, w->memop.addr), &w->memop.value, w->elem);
+        return SIM_OP_NS;
+    }
     return w->kernel_ns;
 }
 
@@ -543,6 +603,7 @@ static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
 {
     struct sim_work *copy;
+    int rc;
 
     /* A graph's event nodes run in the graph's place in its stream; a capturing stream
      * refuses them, as it refuses events. */
@@ -561,9 +622,20 @@ int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct si
         s->captured_tail = &copy->next;
         return 0;
     }
+    rc = ds__sim_park(b, s, w);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    return ds__sim_work_now(b, s, w);
+}
+
+int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
+{
     if (!work_valid(b, w))
         return DS_ECU(CUDA_ERROR_ILLEGAL_ADDRESS);
     ds__sim_submit(b, s, work_apply(b, w));
+    /* What it wrote may be what a parked stream waits for. */
+    if (b->nparked > 0)
+        ds__sim_unpark(b);
     return 0;
 }
 
@@ -614,6 +686,12 @@ static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
     (void)b;
     ds__sim_free_work(s->captured);
+    s->captured = NULL;
+    /* Parked work still runs once its wait holds, as a destroyed stream's work does. */
+    if (s->parked != NULL || s->refs > 0) {
+        s->dead = 1;
+        return;
+    }
     s->prev->next = s->next;
     s->next->prev = s->prev;
     free(s);
@@ -623,6 +701,9 @@ static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ds__sim_unpark(b);
+    if (stream_or_legacy(b, s)->parked != NULL)
+        return DS_ENOTREADY;
     return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
@@ -642,17 +723,28 @@ static int event_at(const struct ds_backend *b, const struct ds_bevent *e, uint6
     return host != 0;
 }
 
-static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                 struct ds_bevent *e)
+void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e)
 {
     uint64_t at;
 
-    if (s != NULL && s->capturing)
-        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     s = stream_or_legacy(b, s);
     if (event_at(b, e, &at))
         s->ready_ns = max_u64(s->ready_ns, at);
-    return 0;
+}
+
+/* A wait for a record still behind a parked stream parks this stream too. */
+static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
+                                 struct ds_bevent *e)
+{
+    struct sim_work w = { .kind = W_WAIT, .event = e };
+    int rc;
+
+    if (s != NULL && s->capturing)
+        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    rc = ds__sim_park(b, s, &w);
+    if (rc == 0)
+        ds__sim_wait_now(b, s, e);
+    return rc < 0 ? rc : 0;
 }
 
 static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
@@ -675,22 +767,35 @@ static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_beve
 static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 {
     (void)b;
+    if (e->refs > 0) {
+        e->dead = 1;
+        return;
+    }
     ds__sim_ipc_event_fini(e);
     free(e);
 }
 
 static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
 {
-    uint64_t at;
+    struct sim_work w = { .kind = W_RECORD, .event = e };
+    int rc;
 
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    at = ds__sim_submit(b, s, 0);
+    rc = ds__sim_park(b, s, &w);
+    if (rc == 0)
+        ds__sim_record_now(b, e, s);
+    return rc < 0 ? rc : 0;
+}
+
+void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
+{
+    uint64_t at = ds__sim_submit(b, s, 0);
+
     if (e->shared != NULL)
         atomic_store(e->shared, at + b->stalled_ns);
     e->at_ns = at;
     e->recorded = 1;
-    return 0;
 }
 
 /* An event never recorded counts as complete, as in CUDA. */
@@ -698,6 +803,9 @@ static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
     uint64_t at;
 
+    ds__sim_unpark(b);
+    if (e->pending > 0)
+        return DS_ENOTREADY;
     return !event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
@@ -749,9 +857,28 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 }
 
 /* A fence is the modelled time at which the work it stands behind ends. */
+/* A fence behind parked work has no time yet: it polls (polling != 0), holding
+ * references on the stream or event it stands at, until the work is unparked. */
 struct ds_bfence {
     uint64_t at_ns;
+    int polling;
+    struct ds_fence_at at;
 };
+
+/* How often a fence behind parked work looks again: the tenant's own host writes to
+ * mapped memory release a wait, and nothing tells the sim of them. */
+#define SIM_PARKED_POLL_NS 100000ull
+
+static void fence_unref(struct ds_backend *b, struct ds_bfence *f)
+{
+    if (!f->polling)
+        return;
+    f->polling = 0;
+    if (f->at.stream != NULL)
+        ds__sim_stream_release(b, f->at.stream);
+    if (f->at.event != NULL)
+        ds__sim_event_release(f->at.event);
+}
 
 static uint64_t fence_time(struct ds_backend *b, const struct ds_fence_at *at)
 {
@@ -777,10 +904,27 @@ static int sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
         return DS_ECU(b->fault);
     if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    ds__sim_unpark(b);
+    if (ds__sim_blocked(b, at)) {
+        *out = calloc(1, sizeof(**out));
+        if (*out == NULL)
+            return DS_ENOMEM;
+        (*out)->polling = 1;
+        (*out)->at = *at;
+        if (at->kind == DS_FENCE_STREAM && at->stream != NULL)
+            at->stream->refs++;
+        else
+            (*out)->at.stream = NULL;
+        if (at->kind == DS_FENCE_EVENT)
+            at->event->refs++;
+        else
+            (*out)->at.event = NULL;
+        return 0;
+    }
     t = fence_time(b, at);
     if (t <= now_ns(b))
         return 0;
-    *out = malloc(sizeof(**out));
+    *out = calloc(1, sizeof(**out));
     if (*out == NULL)
         return DS_ENOMEM;
     (*out)->at_ns = t;
@@ -791,6 +935,13 @@ static int sim_fence_query(struct ds_backend *b, struct ds_bfence *f)
 {
     if (b->fault != 0)
         return DS_ECU(b->fault);
+    if (f->polling) {
+        ds__sim_unpark(b);
+        if (ds__sim_blocked(b, &f->at))
+            return DS_ENOTREADY;
+        f->at_ns = fence_time(b, &f->at);
+        fence_unref(b, f);
+    }
     return f->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
@@ -804,13 +955,13 @@ static int sim_fault(struct ds_backend *b, int probe)
 static int sim_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns)
 {
     (void)efd;
-    *wake_ns = f->at_ns + b->stalled_ns;
+    *wake_ns = f->polling ? ds_now_ns() + SIM_PARKED_POLL_NS : f->at_ns + b->stalled_ns;
     return 0;
 }
 
 static void sim_fence_destroy(struct ds_backend *b, struct ds_bfence *f)
 {
-    (void)b;
+    fence_unref(b, f);
     free(f);
 }
 
@@ -862,6 +1013,7 @@ const struct ds_backend_ops ds_sim_backend = {
     .occupancy = ds__sim_occupancy,
     .occupancy_smem = ds__sim_occupancy_smem,
     .occupancy_clusters = ds__sim_occupancy_clusters,
+    .occupancy_cluster_size = ds__sim_occupancy_cluster_size,
     .launch = ds__sim_launch,
     .capture_begin = ds__sim_capture_begin,
     .capture_end = ds__sim_capture_end,
@@ -913,4 +1065,6 @@ const struct ds_backend_ops ds_sim_backend = {
     .tex_destroy = ds__sim_tex_destroy,
     .surf_create = ds__sim_surf_create,
     .surf_destroy = ds__sim_surf_destroy,
+    .memops = ds__sim_memops,
+    .dev_query = ds__sim_dev_query,
 };

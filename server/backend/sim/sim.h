@@ -39,8 +39,11 @@
 /* A piece of device work with data effects or modelled time: what a stream runs, and
  * what capture records into a graph to run later. */
 struct sim_work {
-    /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node */
-    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT, W_COND } kind;
+    /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node
+     * (or, behind a parked stream, an event's record or wait); W_MEMOP: a stream memory
+     * operation; W_HTOD, W_DTOH: a host copy behind a parked stream (sim_memop.c) */
+    enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT, W_COND, W_MEMOP, W_HTOD,
+           W_DTOH } kind;
     uint64_t dst, src, n;              /* W_COPY */
     struct ds_copy3d box;              /* W_BOX */
     uint64_t pitch, width, height;     /* W_FILL, at dst */
@@ -49,6 +52,8 @@ struct sim_work {
     uint64_t kernel_ns;                /* W_KERNEL */
     struct ds_bevent *event;           /* W_RECORD, W_WAIT */
     struct sim_cond_run *cond;         /* W_COND: its instantiated graph's */
+    struct ds_memop_desc memop;        /* W_MEMOP */
+    void *host;                        /* W_HTOD: n bytes it owns; W_DTOH: the arena's */
     uint64_t node;                     /* in an instantiated graph: its node's id, or 0 */
     int off;                           /* in an instantiated graph: its node is disabled */
     struct sim_work *next;
@@ -61,6 +66,12 @@ struct ds_bstream {
     int capturing;
     uint64_t capture_id;
     struct sim_work *captured, **captured_tail;
+    /* Work behind a stream memory wait whose condition does not hold yet, in order: the
+     * stream is parked until it holds (sim_memop.c).  refs: fences that look at the
+     * stream; dead: destroyed by the tenant, freed once drained and unreferenced. */
+    struct sim_work *parked, **parked_tail;
+    unsigned refs;
+    int dead;
     struct ds_bstream *prev, *next;
 };
 
@@ -124,6 +135,9 @@ struct ds_bevent {
     uint64_t at_ns;
     atomic_uint_fast64_t *shared;
     struct sim_shared *own;
+    unsigned pending; /* records behind parked streams, not yet made */
+    unsigned refs;    /* parked work and fences that name it */
+    int dead;         /* destroyed by the tenant, freed once unreferenced */
 };
 
 struct ds_bfunc {
@@ -165,6 +179,8 @@ struct ds_backend {
     uint64_t bound;        /* its groups, 0 for all */
     const char *fault_kernel; /* DETSHARE_SIM_FAULT: launching it faults the context */
     int fault;                /* the sticky CUresult once faulted, else 0 */
+    unsigned nparked;         /* streams with parked work */
+    int unparking;            /* parked work is running (sim_memop.c) */
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
@@ -182,6 +198,30 @@ int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
 unsigned ds__sim_sms_now(struct ds_backend *b);
 /* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
 void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
+
+/* Work w on s now, whatever is parked (sim.c); event records and waits as they are
+ * made when nothing holds them. */
+int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
+void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
+void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e);
+struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s);
+
+/* sim_memop.c: stream memory operations and the parked streams they make.  park puts a
+ * copy of w behind s when s is parked, or when w is a wait that does not hold yet
+ * (parking s); returns 1 when it did, 0 when w may run now, or DS_ENOMEM.  unpark runs
+ * parked work whose waits hold now, on every stream, as far as it goes; blocked says
+ * whether fence point `at` stands behind parked work.  The release functions drop a
+ * reference and free a dead stream or event with none left. */
+int ds__sim_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
+                   unsigned n);
+int ds__sim_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);
+int ds__sim_park(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
+void ds__sim_unpark(struct ds_backend *b);
+int ds__sim_blocked(struct ds_backend *b, const struct ds_fence_at *at);
+void ds__sim_stream_release(struct ds_backend *b, struct ds_bstream *s);
+void ds__sim_event_release(struct ds_bevent *e);
+/* At close: free s's parked work, letting go of the events it names. */
+void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s);
 
 /* sim_vmm.c: backend.h's vmm_* operations, and whether [addr, addr+n), inside one VMM
  * reservation, is mapped throughout. */
@@ -292,6 +332,8 @@ int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
                                int *clusters);
 int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                    struct ds_bstream *s);
+int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                   const struct ds_launch *l, int *size);
 /* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
 void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
 

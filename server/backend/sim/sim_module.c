@@ -262,6 +262,20 @@ int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
     return 0;
 }
 
+/* An H100's portable limit of 8 blocks, 16 when the kernel opts in, as long as one
+ * block of the launch fits on an SM at all. */
+int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
+                                   const struct ds_launch *l, int *size)
+{
+    int threads = (int)(l->block[0] * l->block[1] * l->block[2]), per_sm = 0;
+
+    if (threads <= 0 || threads > 1024)
+        return DS_EINVAL;
+    ds__sim_occupancy(b, f, threads, l->shared_mem, 0, &per_sm);
+    *size = per_sm == 0 ? 0 : f->attrs[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] ? 16 : 8;
+    return 0;
+}
+
 void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w)
 {
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
