@@ -157,7 +157,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     atomic_store(&t->shm->slots[t->slot].klass, klass);
     snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
     ds_log_set_prefix(prefix);
-    if (ds__devout_log_untaken() != 0)
+    if (t->own_process && ds__devout_log_untaken() != 0)
         ds_warn("its device output goes to the server's own output, untagged");
     ds_info("joined as %s on the %s device%s",
             klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", t->ops->name,
@@ -748,6 +748,7 @@ int ds_executor_main(const char *slot_arg)
     close(DS_EXEC_SHM_FD);
     ds__tenant_init(&tenant, ops, &be);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
+    tenant.own_process = 1;
     /* Opening the device (for CUDA: driver, context, green context, hundreds of
      * milliseconds) happens before the tenant connects, so that its connection does not
      * wait for it.  When the tenant is already there (no pool, or a burst of

@@ -214,6 +214,9 @@ struct ds_tenant {
     uint64_t launches;          /* kernels and graphs launched, published in the control
                                  * block (ds__tenant_launched) */
     int timing;                 /* DETSHARE_LOG=debug: time the backend's launches */
+    int own_process;            /* the process serves this tenant alone (an executor, not
+                                 * a test or fuzz target serving in-process): its fd 1
+                                 * and 2 may become the tenant's (devout.h) */
     uint64_t launch_backend_ns; /* time in the backend's launch, when timing */
     struct ds_bfence *await;    /* left by a synchronising call's handler: its reply
                                  * waits until the device passes this (waits.h) */
