@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Connect to the server (DETSHARE_SERVER or the default socket) and shake hands, once.
  * Returns CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE after one line on stderr saying why. */
@@ -94,10 +95,14 @@ uint64_t ds__rpc_my_last(void);
 /* Free what decoding put into `res` (variable-length fields). */
 void ds__rpc_free(xdrproc_t xres, void *res);
 
-/* Typed stubs, one per procedure: ds_rpc_<name>(&args, &res) or ds_rpc_<name>(&args). */
+/* Typed stubs, one per procedure: ds_rpc_<name>(&args, &res) or ds_rpc_<name>(&args).
+ * The result is zeroed first: TI-RPC's decoders write a variable-length field into the
+ * buffer its pointer names when that is not NULL, so a caller's uninitialised result
+ * would have the reply written through a stray pointer. */
 #define DS_RPC_STUB_S(n, P, A, R)                                             \
     static inline CUresult ds_rpc_##n(A *a, R *r)                             \
     {                                                                         \
+        memset(r, 0, sizeof(*r));                                             \
         return ds__rpc_call(P, (xdrproc_t)xdr_##A, a, (xdrproc_t)xdr_##R, r); \
     }
 #define DS_RPC_STUB_B(n, P, A)                        \

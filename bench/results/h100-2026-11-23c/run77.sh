@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Run 77: the GPU suites the last commits touch (faults, waits, device output), the
-# failing-assert probe (run 76's), and gatemodes-check.sh (host gates against gates
-# relayed by a resident control kernel).
+# Run 77: gatemodes-check.sh (host gates against gates relayed by a resident control
+# kernel), the GPU suites of the last night's and this morning's commits (faults, waits,
+# device output, throttle, crowd), and the failing-assert probe (run 76's).  Run 80 has
+# the suites of the three breadth branches merged this morning.
 set -u
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
 mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main
@@ -10,7 +11,7 @@ r=$out/r77.txt
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > $r
 start=$(date +%s)
 OUT=$out timeout 200 bash bench/sharing/gatemodes-check.sh > $out/gatemodes.txt 2>&1; echo "gatemodes exit $?" >> $r
-for t in ${SUITES:-fault waits devout graph_events launch stream gate}; do
+for t in ${SUITES:-fault waits devout graph_events gate throttle crowd}; do
   [ $(( $(date +%s) - start )) -gt 420 ] && { echo "gpu test $t: not run (time)" >> $r; continue; }
   t0=$(date +%s)
   DS_TEST_DEVICE=cuda timeout 120 ./build-gpu/tests/test_$t --jobs 1 > "$out/gpu-$t.log" 2>&1; rc=$?
