@@ -4,11 +4,13 @@
 #    partition (--policy static with an idle neighbour holding the other half), and two
 #    of them at once on their two disjoint halves: the pair should run at the alone-on-
 #    half speed (on the same SMs they would take twice as long);
+#    the kernel alone on the half again, launched as a graph (a graph launched there
+#    should keep to the half: if it takes the whole-device time, graphs escape);
 # 2. the same pair under --policy shared (both on every SM);
 # 3. PyTorch bit for bit while it migrates: bench/torch_determinism.py through detshare
 #    under --policy static while a neighbour joins and leaves every second, so the tenant
 #    moves between the whole device and half of it mid-run; compared with a native run.
-# Expects build-gpu and .dev/libs; writes under $OUT/partition.
+# Expects build-gpu and .dev/libs; writes under $OUT/partition.  TORCH=0 skips part 3.
 set -u
 out=${OUT:-/tmp/ds-out}/partition
 mkdir -p "$out"
@@ -46,6 +48,7 @@ DETSHARE_TENANT=idle DETSHARE_SERVER="unix:$dir/s" LD_LIBRARY_PATH="$repo/build-
     "$out/burn" idle 30 & idle=$!
 sleep 2
 echo "static, alone on half (idle neighbour): $(tenant half "$out/burn" "$blocks" "$iters" "$repeats")"
+echo "static, alone on half (idle neighbour), as a graph: $(tenant half-graph "$out/burn" "$blocks" "$iters" "$repeats" graph)"
 kill $idle; wait $idle 2> /dev/null
 sleep 1
 pair static-pair
@@ -55,7 +58,8 @@ pair shared-pair
 stop_server
 grep -h "policy static\|now runs" "$out/server-static.log" | cut -c14- | sort | uniq -c
 
-# PyTorch migrating mid-run.
+# PyTorch migrating mid-run (TORCH=0 leaves it out).
+[ "${TORCH:-1}" = 0 ] && exit 0
 export CUBLAS_WORKSPACE_CONFIG=:4096:8 PYTHONUNBUFFERED=1
 timeout 300 python3 bench/torch_determinism.py resnet gpt2 streams graphs > "$out/torch-native.txt" 2> "$out/torch-native.err"
 start_server static
