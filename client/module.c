@@ -612,6 +612,20 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *smem, CUfunction fn, in
     return rc;
 }
 
+/* A cluster query's kernel, launch shape and dynamic shared memory, from cfg. */
+static void launch_shape(ds_occupancy_args *a, const struct ds_cfunc *f, const CUlaunchConfig *cfg)
+{
+    a->fn = f->handle;
+    a->grid[0] = cfg->gridDimX;
+    a->grid[1] = cfg->gridDimY;
+    a->grid[2] = cfg->gridDimZ;
+    a->block[0] = cfg->blockDimX;
+    a->block[1] = cfg->blockDimY;
+    a->block[2] = cfg->blockDimZ;
+    a->block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
+    a->dynamic_smem = cfg->sharedMemBytes;
+}
+
 /* The launch's shape and shared memory; any cluster dimension among its attributes is
  * what is being asked, so none is sent. */
 CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction fn, const CUlaunchConfig *cfg)
@@ -626,15 +640,7 @@ CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction fn, const CUla
         return CUDA_ERROR_INVALID_VALUE;
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    a.fn = f->handle;
-    a.grid[0] = cfg->gridDimX;
-    a.grid[1] = cfg->gridDimY;
-    a.grid[2] = cfg->gridDimZ;
-    a.block[0] = cfg->blockDimX;
-    a.block[1] = cfg->blockDimY;
-    a.block[2] = cfg->blockDimZ;
-    a.block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
-    a.dynamic_smem = cfg->sharedMemBytes;
+    launch_shape(&a, f, cfg);
     rc = ds_rpc_occupancy(&a, &r);
     if (rc == CUDA_SUCCESS)
         *size = r.ds_int_res_u.value;
@@ -662,15 +668,7 @@ CUresult cuOccupancyMaxActiveClusters(int *clusters, CUfunction fn, const CUlaun
         a.cluster[1] = cfg->attrs[i].value.clusterDim.y;
         a.cluster[2] = cfg->attrs[i].value.clusterDim.z;
     }
-    a.fn = f->handle;
-    a.grid[0] = cfg->gridDimX;
-    a.grid[1] = cfg->gridDimY;
-    a.grid[2] = cfg->gridDimZ;
-    a.block[0] = cfg->blockDimX;
-    a.block[1] = cfg->blockDimY;
-    a.block[2] = cfg->blockDimZ;
-    a.block_size = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
-    a.dynamic_smem = cfg->sharedMemBytes;
+    launch_shape(&a, f, cfg);
     rc = ds_rpc_occupancy(&a, &r);
     if (rc == CUDA_SUCCESS)
         *clusters = r.ds_int_res_u.value;
