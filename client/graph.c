@@ -14,6 +14,7 @@
 #include "gkernel.h"
 #include "rpc.h"
 #include "stream.h"
+#include "unsupported.h"
 #include "userobj.h"
 
 #include <pthread.h>
@@ -70,14 +71,12 @@ CUresult ds__graph_refuse_host_work(CUstream s)
     return rc;
 }
 
-CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+/* Begin capturing stream h as send(a) asks the executor, and track it here. */
+static CUresult begin(ds_handle h, CUresult (*send)(void *a), void *a)
 {
-    ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
-    ds_void_res r;
     CUresult rc;
     int i;
 
-    DS_NEED_INIT();
     pthread_mutex_lock(&lock);
     i = find(0);
     for (int j = 0; i < 0 && j < MAX_CAPTURES; j++)
@@ -87,14 +86,103 @@ CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
         pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    rc = ds_rpc_capture_begin(&a, &r);
+    rc = send(a);
     if (rc == CUDA_SUCCESS) {
-        captures[i].stream = a.stream;
+        captures[i].stream = h;
         captures[i].invalidated = 0;
         atomic_fetch_add(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+static CUresult send_begin(void *a)
+{
+    ds_void_res r;
+
+    return ds_rpc_capture_begin(a, &r);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
+
+    DS_NEED_INIT();
+    return begin(a.stream, send_begin, &a);
+}
+
+/* Node handles of deps (n of them), with edge data other than the default refused, as
+ * graph edges are (gnode.c); *out is the caller's to free. */
+static CUresult node_handles(const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n,
+                             ds_handle **out)
+{
+    static atomic_int once;
+
+    *out = NULL;
+    if (n > 0 && deps == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > DS_GRAPH_DEPS_MAX)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    for (size_t i = 0; data != NULL && i < n; i++)
+        if (data[i].from_port != 0 || data[i].to_port != 0 || data[i].type != 0)
+            return ds__unsupported("graph edges with edge data", &once);
+    if ((*out = calloc(n > 0 ? n : 1, sizeof(**out))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        (*out)[i] = hv(deps[i]);
+    return CUDA_SUCCESS;
+}
+
+static CUresult send_to_graph(void *a)
+{
+    ds_void_res r;
+
+    return ds_rpc_capture_to_graph(a, &r);
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode *deps,
+                                     const CUgraphEdgeData *data, size_t ndeps,
+                                     CUstreamCaptureMode mode)
+{
+    ds_capture_to_graph_args a = { .stream = ds__stream_of(s), .graph = hv(graph),
+                                   .mode = mode };
+    ds_handle *d;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = node_handles(deps, data, ndeps, &d)) != CUDA_SUCCESS)
+        return rc;
+    a.deps.deps_len = (u_int)ndeps;
+    a.deps.deps_val = d;
+    rc = begin(a.stream, send_to_graph, &a);
+    free(d);
+    return rc;
+}
+
+/* Only a capture into a graph has nodes the tenant can name (ops_gcapture.c). */
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream s, CUgraphNode *deps,
+                                              const CUgraphEdgeData *data, size_t ndeps,
+                                              unsigned flags)
+{
+    ds_capture_deps_args a = { .stream = ds__stream_of(s), .flags = flags };
+    ds_void_res r;
+    ds_handle *d;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = node_handles(deps, data, ndeps, &d)) != CUDA_SUCCESS)
+        return rc;
+    a.deps.deps_len = (u_int)ndeps;
+    a.deps.deps_val = d;
+    rc = ds_rpc_capture_deps(&a, &r);
+    free(d);
+    return rc;
+}
+
+CUresult cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, size_t ndeps,
+                                           unsigned flags)
+{
+    return cuStreamUpdateCaptureDependencies_v2(s, deps, NULL, ndeps, flags);
 }
 
 /* The pre-10.1 entry point: the mode was always global. */
