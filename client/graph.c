@@ -24,12 +24,13 @@
 
 #define MAX_CAPTURES 64
 
-/* Streams of this process between begin and end, and whether something the capture
- * cannot hold invalidated it. */
+/* Streams of this process between begin and end, whether something the capture cannot
+ * hold invalidated it, and whether it captures into a graph of the caller's. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     ds_handle stream;
     int invalidated;
+    int into;
 } captures[MAX_CAPTURES];
 static atomic_int capturing;
 /* Instantiated graphs of this process that run in stages, and how many stages each has. */
@@ -72,7 +73,7 @@ CUresult ds__graph_refuse_host_work(CUstream s)
 }
 
 /* Begin capturing stream h as send(a) asks the executor, and track it here. */
-static CUresult begin(ds_handle h, CUresult (*send)(void *a), void *a)
+static CUresult begin(ds_handle h, int into, CUresult (*send)(void *a), void *a)
 {
     CUresult rc;
     int i;
@@ -90,6 +91,7 @@ static CUresult begin(ds_handle h, CUresult (*send)(void *a), void *a)
     if (rc == CUDA_SUCCESS) {
         captures[i].stream = h;
         captures[i].invalidated = 0;
+        captures[i].into = into;
         atomic_fetch_add(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
@@ -108,7 +110,7 @@ CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
     ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
 
     DS_NEED_INIT();
-    return begin(a.stream, send_begin, &a);
+    return begin(a.stream, 0, send_begin, &a);
 }
 
 /* Node handles of deps (n of them), with edge data other than the default refused, as
@@ -154,7 +156,7 @@ CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNod
         return rc;
     a.deps.deps_len = (u_int)ndeps;
     a.deps.deps_val = d;
-    rc = begin(a.stream, send_to_graph, &a);
+    rc = begin(a.stream, 1, send_to_graph, &a);
     free(d);
     return rc;
 }
@@ -197,7 +199,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     ds_handle_res r;
     ds_void_res vr;
     CUresult rc;
-    int i, invalidated = 0;
+    int i, invalidated = 0, into = 0;
 
     DS_NEED_INIT();
     if (graph == NULL)
@@ -207,13 +209,16 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     rc = ds_rpc_capture_end(&h, &r);
     if (i >= 0) {
         invalidated = captures[i].invalidated;
+        into = captures[i].into;
         captures[i].stream = 0;
         atomic_fetch_sub(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
     if (rc == CUDA_SUCCESS && invalidated) {
-        /* As CUDA: a capture that met something it cannot hold ends without a graph. */
-        ds_rpc_graph_destroy(&r.ds_handle_res_u.handle, &vr);
+        /* As CUDA: a capture that met something it cannot hold ends without a graph.  A
+         * graph captured into is the caller's, and stays (with what was captured). */
+        if (!into)
+            ds_rpc_graph_destroy(&r.ds_handle_res_u.handle, &vr);
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     if (rc == CUDA_SUCCESS)

@@ -218,3 +218,31 @@ Test(capture_to_graph, an_empty_capture_adds_nothing)
     CU_OK(cuGraphDestroy(g));
     CU_OK(cuStreamDestroy(s));
 }
+
+static void host_fn(void *arg)
+{
+    (void)arg;
+}
+
+/* Work a capture cannot hold invalidates a capture into a graph as any other; the graph
+ * stays the caller's. */
+Test(capture_to_graph, an_invalidated_capture_leaves_the_graph)
+{
+    CUgraph g, ended = NULL;
+    CUdeviceptr buf;
+    CUstream s;
+
+    CU_OK(cuMemAlloc(&buf, 64));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuGraphCreate(&g, 0));
+    fill_node(g, buf, 1, 16);
+    CU_OK(cuStreamBeginCaptureToGraph(s, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_IS(cuLaunchHostFunc(s, host_fn, NULL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_IS(cuStreamEndCapture(s, &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_null(ended);
+    cr_assert_eq(count_nodes(g), 1);
+    run(g, s);
+    expect_words(buf, 1, 16);
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+}
