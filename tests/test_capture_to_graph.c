@@ -175,7 +175,8 @@ Test(capture_to_graph, what_cannot_be_named_is_refused)
     CU_IS(cuStreamBeginCaptureToGraph(s, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL),
           CUDA_ERROR_ILLEGAL_STATE);
     CU_IS(cuStreamUpdateCaptureDependencies(s, &mine, NULL, 1, 7), CUDA_ERROR_INVALID_VALUE);
-    CU_IS(cuStreamUpdateCaptureDependencies(s, &theirs, NULL, 1, CU_STREAM_ADD_CAPTURE_DEPENDENCIES),
+    CU_IS(cuStreamUpdateCaptureDependencies(s, &theirs, NULL, 1,
+                                            CU_STREAM_ADD_CAPTURE_DEPENDENCIES),
           CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuMemsetD32Async(buf, 3, 16, s));
     CU_OK(cuStreamEndCapture(s, &ended));

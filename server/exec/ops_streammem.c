@@ -1,7 +1,8 @@
 /* Stream memory operations: waits on and writes to words of the tenant's own memory,
- * ordered in its streams or run by a graph's batch memory operation node.  Each address is checked against the tenant's ranges, so a
- * tenant can neither read nor write another tenant's memory or the control block (whose
- * gate words the executor itself waits on with the same device operations). */
+ * ordered in its streams or run by a graph's batch memory operation node.  Each address
+ * is checked against the tenant's ranges, so a tenant can neither read nor write another
+ * tenant's memory or the control block (whose gate words the executor itself waits on
+ * with the same device operations). */
 #include "ops.h"
 
 #include "ds_error.h"

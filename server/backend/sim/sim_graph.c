@@ -369,7 +369,8 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
         free_node(n);
         return rc;
     }
-    if (d->kind == DS_GNODE_MEMOP && (rc = ds__sim_memop_list(d->memops, d->nmemops, &n->body)) != 0) {
+    if (d->kind == DS_GNODE_MEMOP &&
+        (rc = ds__sim_memop_list(d->memops, d->nmemops, &n->body)) != 0) {
         free_node(n);
         return rc;
     }
