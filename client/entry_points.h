@@ -184,6 +184,9 @@
     EP(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3)          \
     EP(cuStreamBeginCapture, 10000, cuStreamBeginCapture)                 \
     EP(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2)              \
+    EP(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph)   \
+    EP(cuStreamUpdateCaptureDependencies, 11030, cuStreamUpdateCaptureDependencies) \
+    EP(cuStreamUpdateCaptureDependencies, 12030, cuStreamUpdateCaptureDependencies_v2) \
     EP(cuStreamEndCapture, 10000, cuStreamEndCapture)                     \
     EP(cuThreadExchangeStreamCaptureMode, 10010, cuThreadExchangeStreamCaptureMode) \
     EP(cuGraphInstantiate, 10000, cuGraphInstantiate)                     \
@@ -199,6 +202,10 @@
     EP(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode)                 \
     EP(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2)              \
     EP(cuGraphAddMemsetNode, 10000, cuGraphAddMemsetNode)                 \
+    EP(cuGraphAddBatchMemOpNode, 11070, cuGraphAddBatchMemOpNode)         \
+    EP(cuGraphBatchMemOpNodeGetParams, 11070, cuGraphBatchMemOpNodeGetParams) \
+    EP(cuGraphBatchMemOpNodeSetParams, 11070, cuGraphBatchMemOpNodeSetParams) \
+    EP(cuGraphExecBatchMemOpNodeSetParams, 11070, cuGraphExecBatchMemOpNodeSetParams) \
     EP(cuGraphAddMemcpyNode, 10000, cuGraphAddMemcpyNode)                 \
     EP(cuGraphAddDependencies, 10000, cuGraphAddDependencies)             \
     EP(cuGraphAddDependencies, 12030, cuGraphAddDependencies_v2)          \

@@ -449,6 +449,7 @@ CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
         [DS_NODE_COND] = CU_GRAPH_NODE_TYPE_CONDITIONAL,
         [DS_NODE_MEM_ALLOC] = CU_GRAPH_NODE_TYPE_MEM_ALLOC,
         [DS_NODE_MEM_FREE] = CU_GRAPH_NODE_TYPE_MEM_FREE,
+        [DS_NODE_MEMOP] = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
     };
     ds_node_info_res r;
     CUresult rc;

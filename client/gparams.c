@@ -489,6 +489,9 @@ CUresult cuGraphAddNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *dep
                                       (CUDA_MEM_ALLOC_NODE_PARAMS *)&np->alloc);
     case CU_GRAPH_NODE_TYPE_MEM_FREE:
         return cuGraphAddMemFreeNode(node, graph, deps, ndeps, np->free.dptr);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return cuGraphAddBatchMemOpNode(node, graph, deps, ndeps,
+                                        (const CUDA_BATCH_MEM_OP_NODE_PARAMS *)&np->memOp);
     default:
         return not_served();
     }
@@ -533,6 +536,11 @@ static CUresult set_params(CUgraphExec exec, CUgraphNode node, const CUgraphNode
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return exec != NULL ? cuGraphExecEventWaitNodeSetEvent(exec, node, np->eventWait.event)
                             : cuGraphEventWaitNodeSetEvent(node, np->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+        return exec != NULL ? cuGraphExecBatchMemOpNodeSetParams(
+                                  exec, node, (const CUDA_BATCH_MEM_OP_NODE_PARAMS *)&np->memOp)
+                            : cuGraphBatchMemOpNodeSetParams(
+                                  node, (const CUDA_BATCH_MEM_OP_NODE_PARAMS *)&np->memOp);
     default:
         return not_served();
     }

@@ -14,6 +14,7 @@
 #include "gkernel.h"
 #include "rpc.h"
 #include "stream.h"
+#include "unsupported.h"
 #include "userobj.h"
 
 #include <pthread.h>
@@ -23,12 +24,13 @@
 
 #define MAX_CAPTURES 64
 
-/* Streams of this process between begin and end, and whether something the capture
- * cannot hold invalidated it. */
+/* Streams of this process between begin and end, whether something the capture cannot
+ * hold invalidated it, and whether it captures into a graph of the caller's. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     ds_handle stream;
     int invalidated;
+    int into;
 } captures[MAX_CAPTURES];
 static atomic_int capturing;
 /* Instantiated graphs of this process that run in stages, and how many stages each has. */
@@ -70,14 +72,12 @@ CUresult ds__graph_refuse_host_work(CUstream s)
     return rc;
 }
 
-CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+/* Begin capturing stream h as send(a) asks the executor, and track it here. */
+static CUresult begin(ds_handle h, int into, CUresult (*send)(void *a), void *a)
 {
-    ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
-    ds_void_res r;
     CUresult rc;
     int i;
 
-    DS_NEED_INIT();
     pthread_mutex_lock(&lock);
     i = find(0);
     for (int j = 0; i < 0 && j < MAX_CAPTURES; j++)
@@ -87,14 +87,104 @@ CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
         pthread_mutex_unlock(&lock);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    rc = ds_rpc_capture_begin(&a, &r);
+    rc = send(a);
     if (rc == CUDA_SUCCESS) {
-        captures[i].stream = a.stream;
+        captures[i].stream = h;
         captures[i].invalidated = 0;
+        captures[i].into = into;
         atomic_fetch_add(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+static CUresult send_begin(void *a)
+{
+    ds_void_res r;
+
+    return ds_rpc_capture_begin(a, &r);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
+
+    DS_NEED_INIT();
+    return begin(a.stream, 0, send_begin, &a);
+}
+
+/* Node handles of deps (n of them), with edge data other than the default refused, as
+ * graph edges are (gnode.c); *out is the caller's to free. */
+static CUresult node_handles(const CUgraphNode *deps, const CUgraphEdgeData *data, size_t n,
+                             ds_handle **out)
+{
+    static atomic_int once;
+
+    *out = NULL;
+    if (n > 0 && deps == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > DS_GRAPH_DEPS_MAX)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    for (size_t i = 0; data != NULL && i < n; i++)
+        if (data[i].from_port != 0 || data[i].to_port != 0 || data[i].type != 0)
+            return ds__unsupported("graph edges with edge data", &once);
+    if ((*out = calloc(n > 0 ? n : 1, sizeof(**out))) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++)
+        (*out)[i] = hv(deps[i]);
+    return CUDA_SUCCESS;
+}
+
+static CUresult send_to_graph(void *a)
+{
+    ds_void_res r;
+
+    return ds_rpc_capture_to_graph(a, &r);
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode *deps,
+                                     const CUgraphEdgeData *data, size_t ndeps,
+                                     CUstreamCaptureMode mode)
+{
+    ds_capture_to_graph_args a = { .stream = ds__stream_of(s), .graph = hv(graph),
+                                   .mode = mode };
+    ds_handle *d;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = node_handles(deps, data, ndeps, &d)) != CUDA_SUCCESS)
+        return rc;
+    a.deps.deps_len = (u_int)ndeps;
+    a.deps.deps_val = d;
+    rc = begin(a.stream, 1, send_to_graph, &a);
+    free(d);
+    return rc;
+}
+
+/* Only a capture into a graph has nodes the tenant can name (ops_gcapture.c). */
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream s, CUgraphNode *deps,
+                                              const CUgraphEdgeData *data, size_t ndeps,
+                                              unsigned flags)
+{
+    ds_capture_deps_args a = { .stream = ds__stream_of(s), .flags = flags };
+    ds_void_res r;
+    ds_handle *d;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if ((rc = node_handles(deps, data, ndeps, &d)) != CUDA_SUCCESS)
+        return rc;
+    a.deps.deps_len = (u_int)ndeps;
+    a.deps.deps_val = d;
+    rc = ds_rpc_capture_deps(&a, &r);
+    free(d);
+    return rc;
+}
+
+CUresult cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, size_t ndeps,
+                                           unsigned flags)
+{
+    return cuStreamUpdateCaptureDependencies_v2(s, deps, NULL, ndeps, flags);
 }
 
 /* The pre-10.1 entry point: the mode was always global. */
@@ -109,7 +199,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     ds_handle_res r;
     ds_void_res vr;
     CUresult rc;
-    int i, invalidated = 0;
+    int i, invalidated = 0, into = 0;
 
     DS_NEED_INIT();
     if (graph == NULL)
@@ -119,13 +209,16 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     rc = ds_rpc_capture_end(&h, &r);
     if (i >= 0) {
         invalidated = captures[i].invalidated;
+        into = captures[i].into;
         captures[i].stream = 0;
         atomic_fetch_sub(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
     if (rc == CUDA_SUCCESS && invalidated) {
-        /* As CUDA: a capture that met something it cannot hold ends without a graph. */
-        ds_rpc_graph_destroy(&r.ds_handle_res_u.handle, &vr);
+        /* As CUDA: a capture that met something it cannot hold ends without a graph.  A
+         * graph captured into is the caller's, and stays (with what was captured). */
+        if (!into)
+            ds_rpc_graph_destroy(&r.ds_handle_res_u.handle, &vr);
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     if (rc == CUDA_SUCCESS)

@@ -2,6 +2,7 @@
  * stream order.  They travel batched, like launches; the executor checks every address
  * against the tenant's own memory. */
 #include "cuda_api.h"
+#include "memop.h"
 
 #include "rpc.h"
 #include "stream.h"
@@ -45,8 +46,7 @@ CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value,
     return one(s, CU_STREAM_MEM_OP_WRITE_VALUE_64, addr, value, flags);
 }
 
-/* One operation of a batch in wire form: the union's member is the operation's own. */
-static void to_wire(const CUstreamBatchMemOpParams *p, ds_memop *m)
+void ds__memop_to_wire(const CUstreamBatchMemOpParams *p, ds_memop *m)
 {
     m->op = (int)p->operation;
     m->addr = 0;
@@ -88,7 +88,7 @@ CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpPar
     if (ops == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (unsigned i = 0; i < count; i++)
-        to_wire(&params[i], &ops[i]);
+        ds__memop_to_wire(&params[i], &ops[i]);
     rc = send_ops(s, ops, count);
     free(ops);
     return rc;

@@ -139,11 +139,13 @@
     B(stream_memop, DS_STREAM_MEMOP, ds_memop_args)                           \
     S(dev_query, DS_DEV_QUERY, ds_devq_args, ds_devq_res)                    \
     S(ctx_set_flags, DS_CTX_SET_FLAGS, ds_ctx_flags_args, ds_void_res)       \
-    B(ctx_event, DS_CTX_EVENT, ds_ctx_event_args)
+    B(ctx_event, DS_CTX_EVENT, ds_ctx_event_args)                             \
+    S(capture_to_graph, DS_CAPTURE_TO_GRAPH, ds_capture_to_graph_args, ds_void_res) \
+    S(capture_deps, DS_CAPTURE_DEPS, ds_capture_deps_args, ds_void_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (small driver calls, 280-309). */
-#define DS_PROC_MAX 309
+ * in detshare.x (capture into an existing graph, 310-319). */
+#define DS_PROC_MAX 319
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

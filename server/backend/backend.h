@@ -148,7 +148,8 @@ enum ds_gnode_kind {
     DS_GNODE_EVENT_RECORD,
     DS_GNODE_EVENT_WAIT,
     DS_GNODE_CHILD,
-    DS_GNODE_COND
+    DS_GNODE_COND,
+    DS_GNODE_MEMOP
 };
 
 struct ds_gnode_desc {
@@ -165,6 +166,8 @@ struct ds_gnode_desc {
     int cond_type;           /* CUgraphConditionalNodeType, */
     unsigned nbodies;        /* and its body graphs, which graph_add_node makes into */
     struct ds_bgraph **bodies; /* bodies[]: graph_destroy frees each, before or after the node */
+    const struct ds_memop_desc *memops; /* DS_GNODE_MEMOP: nmemops stream memory operations, */
+    unsigned nmemops;                   /* checked as the memops call's are, run in order */
 };
 
 /* Where a fence stands: at the work submitted so far to one stream (NULL: the legacy

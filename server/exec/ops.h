@@ -41,11 +41,33 @@ CUresult ds__ops_gexec_pin_events(struct ds_tenant *t, const struct ds_vgraph *g
 CUresult ds__ops_gexec_pin(struct ds_vgraph *e, struct ds_vevent *v);
 void ds__ops_gexec_free(struct ds_tenant *t, struct ds_vgraph *e);
 
-/* The backend's description of node p, every input checked (ops_gnode.c); attrs holds a
- * kernel's launch attributes for as long as d is used.  A host node is an empty node to
- * the backend. */
+/* What a node's description points into: a kernel's launch attributes, a batch memory
+ * operation node's operations. */
+struct ds_gnode_scratch {
+    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_memop_desc memops[DS_MEMOPS_MAX];
+};
+
+/* The backend's description of node p, every input checked (ops_gnode.c); sc holds what
+ * it points to for as long as d is used.  A host node is an empty node to the backend. */
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
-                                struct ds_gnode_desc *d, CUlaunchAttribute *attrs);
+                                struct ds_gnode_desc *d, struct ds_gnode_scratch *sc);
+
+/* A batch memory operation node's description from its n operations ops (ops_streammem.c):
+ * each checked as cuStreamBatchMemOp's are (a word of the tenant's own memory, aligned to
+ * its size), into out (DS_MEMOPS_MAX entries). */
+CUresult ds__ops_memop_node(struct ds_tenant *t, const ds_memop *ops, unsigned n,
+                            struct ds_gnode_desc *d, struct ds_memop_desc *out);
+
+/* Capture into a graph (ops_gcapture.c): end stream s's capture (handle sh), its work
+ * since the last dependency change a node of its graph, whose handle goes into r. */
+CUresult ds__ops_capture_end_into(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
+                                  ds_handle_res *r);
+/* Add captured graph `child` (a handle of the tenant's, embedded) as a child graph node of
+ * built graph gh after its nodes deps (ops_gnode.c); the node's handle in *out.  On
+ * failure child is gone, or still the caller's when its handle still names it. */
+CUresult ds__ops_gnode_add_captured(struct ds_tenant *t, uint64_t gh, uint64_t child,
+                                    const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 
 /* Graph memory (ops_gmem.c).  ds__ops_gmem_new: size bytes of device memory for a memory
  * allocation node, counted in the tenant's account, one reference held (CUDA_SUCCESS, or

@@ -143,7 +143,7 @@ static CUresult child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out
 }
 
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
-                                struct ds_gnode_desc *d, CUlaunchAttribute *attrs)
+                                struct ds_gnode_desc *d, struct ds_gnode_scratch *sc)
 {
     struct ds_vgraph *child;
     struct ds_vevent *ev;
@@ -173,11 +173,14 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
         return CUDA_ERROR_NOT_SUPPORTED;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;
-        return check_kernel(t, &p->ds_node_params_u.kernel, d, attrs);
+        return check_kernel(t, &p->ds_node_params_u.kernel, d, sc->attrs);
     case DS_NODE_MEMSET:
         return check_fill(t, &p->ds_node_params_u.fill, d);
     case DS_NODE_MEMCPY:
         return check_copy(t, &p->ds_node_params_u.copy, d);
+    case DS_NODE_MEMOP:
+        return ds__ops_memop_node(t, p->ds_node_params_u.memops.memops_val,
+                                  p->ds_node_params_u.memops.memops_len, d, sc->memops);
     case DS_NODE_EVENT_RECORD:
     case DS_NODE_EVENT_WAIT:
         d->kind = p->kind == DS_NODE_EVENT_RECORD ? DS_GNODE_EVENT_RECORD : DS_GNODE_EVENT_WAIT;
@@ -199,6 +202,8 @@ static void free_params(ds_node_params *p)
     }
     if (p->kind == DS_NODE_COND)
         free(p->ds_node_params_u.cond.bodies.bodies_val);
+    if (p->kind == DS_NODE_MEMOP)
+        free(p->ds_node_params_u.memops.memops_val);
 }
 
 static void *dup_bytes(const void *src, size_t n)
@@ -217,6 +222,16 @@ static int copy_params(const ds_node_params *p, ds_node_params *out)
     ds_kernel_node *o = &out->ds_node_params_u.kernel;
 
     *out = *p;
+    if (p->kind == DS_NODE_MEMOP) {
+        const ds_memop *ops = p->ds_node_params_u.memops.memops_val;
+
+        out->ds_node_params_u.memops.memops_val =
+            dup_bytes(ops, p->ds_node_params_u.memops.memops_len * sizeof(*ops));
+        if (out->ds_node_params_u.memops.memops_val != NULL)
+            return 0;
+        out->kind = DS_NODE_EMPTY;
+        return DS_ENOMEM;
+    }
     if (p->kind == DS_NODE_COND) {
         const ds_cond_node *c = &p->ds_node_params_u.cond;
 
@@ -417,13 +432,13 @@ static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_scratch sc;
     struct ds_gnode_desc d;
     struct ds_vgraph *g;
     CUresult rc;
 
     if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
-        (rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+        (rc = ds__ops_gnode_describe(t, p, &d, &sc)) != CUDA_SUCCESS)
         return rc;
     if (g->embedded && p->kind != DS_NODE_KERNEL && p->kind != DS_NODE_MEMSET &&
         p->kind != DS_NODE_MEMCPY && p->kind != DS_NODE_EMPTY) {
@@ -796,6 +811,7 @@ static int settable(ds_node_kind kind, int exec)
     case DS_NODE_EVENT_RECORD:
     case DS_NODE_EVENT_WAIT:
     case DS_NODE_HOST:
+    case DS_NODE_MEMOP:
         return 1;
     case DS_NODE_CHILD:
         return exec;
@@ -860,13 +876,13 @@ static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_n
 static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
                          struct ds_vgraph *e, const ds_node_params *p)
 {
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_scratch sc;
     struct ds_gnode_desc d;
     CUresult rc;
 
     if (n->params.kind != p->kind || !settable(p->kind, e != NULL))
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__ops_gnode_describe(t, p, &d, attrs)) != CUDA_SUCCESS)
+    if ((rc = ds__ops_gnode_describe(t, p, &d, &sc)) != CUDA_SUCCESS)
         return rc;
     if (e != NULL)
         return set_in_exec(t, n, nh, e, p, &d);
@@ -1075,4 +1091,19 @@ CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_arg
         e->off[e->noff - 1] = a->node;
     r->ds_int_res_u.value = a->enable;
     return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_gnode_add_captured(struct ds_tenant *t, uint64_t gh, uint64_t child,
+                                    const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+{
+    ds_node_params p = { .kind = DS_NODE_CHILD };
+    struct ds_gnode_desc d = { .kind = DS_GNODE_CHILD };
+    struct ds_vgraph *g, *c = ds_handles_get(&t->h, child, DS_H_GRAPH);
+    CUresult rc;
+
+    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+        return rc;
+    p.ds_node_params_u.child = child;
+    d.child = c->real;
+    return add_described(t, g, gh, &p, &d, deps, ndeps, out);
 }

@@ -57,6 +57,8 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
         return CUDA_ERROR_INVALID_HANDLE;
     if (!s->capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
+    if (s->into != 0)
+        return ds__ops_capture_end_into(t, s, *h, r);
     s->capturing = 0;
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
     if (rc != CUDA_SUCCESS) {

@@ -110,7 +110,7 @@ static CUresult add_device(struct ds_tenant *t, struct ds_gstage *s, uint64_t h,
                            const struct ds_vnode *v, const uint32_t *level, uint32_t l,
                            struct ds_bnode **real, uint32_t i)
 {
-    CUlaunchAttribute attrs[DS_LAUNCH_ATTRS_MAX];
+    struct ds_gnode_scratch sc;
     struct ds_bnode **deps = malloc((v->ndeps ? v->ndeps : 1) * sizeof(*deps));
     struct ds_gnode_desc d;
     uint32_t nd = 0;
@@ -124,7 +124,7 @@ static CUresult add_device(struct ds_tenant *t, struct ds_gstage *s, uint64_t h,
         if (level[dv->mark] == l && dv->params.kind != DS_NODE_HOST)
             deps[nd++] = real[dv->mark];
     }
-    rc = ds__ops_gnode_describe(t, &v->params, &d, attrs);
+    rc = ds__ops_gnode_describe(t, &v->params, &d, &sc);
     if (rc == CUDA_SUCCESS && s->g == NULL)
         rc = ds_error_to_cu(t->ops->graph_create(t->be, 0, &s->g));
     if (rc == CUDA_SUCCESS)

@@ -48,6 +48,7 @@ CUresult ds__ops_stream_destroy(struct ds_tenant *t, const ds_handle *h, ds_void
         return CUDA_ERROR_INVALID_HANDLE;
     ds__tenant_stream_gone(t, s->real);
     t->ops->stream_destroy(t->be, s->real);
+    free(s->into_deps);
     free(s);
     return CUDA_SUCCESS;
 }

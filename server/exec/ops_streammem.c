@@ -1,7 +1,8 @@
 /* Stream memory operations: waits on and writes to words of the tenant's own memory,
- * ordered in its streams.  Each address is checked against the tenant's ranges, so a
- * tenant can neither read nor write another tenant's memory or the control block (whose
- * gate words the executor itself waits on with the same device operations). */
+ * ordered in its streams or run by a graph's batch memory operation node.  Each address
+ * is checked against the tenant's ranges, so a tenant can neither read nor write another
+ * tenant's memory or the control block (whose gate words the executor itself waits on
+ * with the same device operations). */
 #include "ops.h"
 
 #include "ds_error.h"
@@ -69,5 +70,20 @@ CUresult ds__ops_stream_memop(struct ds_tenant *t, const ds_memop_args *a)
     if (rc == CUDA_SUCCESS)
         rc = ds_error_to_cu(t->ops->memops(t->be, s, ops, n));
     free(ops);
+    return rc;
+}
+
+CUresult ds__ops_memop_node(struct ds_tenant *t, const ds_memop *ops, unsigned n,
+                            struct ds_gnode_desc *d, struct ds_memop_desc *out)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    if (n == 0 || n > DS_MEMOPS_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n && rc == CUDA_SUCCESS; i++)
+        rc = check_op(t, &ops[i], &out[i]);
+    d->kind = DS_GNODE_MEMOP;
+    d->memops = out;
+    d->nmemops = n;
     return rc;
 }

@@ -127,6 +127,7 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
             ds_handles_remove(&t->h, h, DS_H_STREAM);
             ds__tenant_stream_gone(t, s->real);
             t->ops->stream_destroy(t->be, s->real);
+            free(s->into_deps);
             free(s);
         }
     }

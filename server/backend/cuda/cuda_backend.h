@@ -154,6 +154,9 @@
     X(cuSurfObjectCreate, cuSurfObjectCreate) \
     X(cuSurfObjectDestroy, cuSurfObjectDestroy) \
     X(cuStreamBatchMemOp, cuStreamBatchMemOp) \
+    X(cuGraphAddBatchMemOpNode, cuGraphAddBatchMemOpNode) \
+    X(cuGraphBatchMemOpNodeSetParams, cuGraphBatchMemOpNodeSetParams) \
+    X(cuGraphExecBatchMemOpNodeSetParams, cuGraphExecBatchMemOpNodeSetParams) \
     X(cuDeviceGetLuid, cuDeviceGetLuid) \
     X(cuDeviceGetTexture1DLinearMaxWidth, cuDeviceGetTexture1DLinearMaxWidth) \
     X(cuOccupancyMaxPotentialClusterSize, cuOccupancyMaxPotentialClusterSize)
@@ -339,6 +342,8 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
 
 /* The backend operations of the other files, as backend.h describes them. */
+/* The driver's form of n checked operations: an array the caller frees, or NULL. */
+CUstreamBatchMemOpParams *ds__cuda_memop_params(const struct ds_memop_desc *ops, unsigned n);
 int ds__cuda_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
                     unsigned n);
 int ds__cuda_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);

@@ -214,6 +214,27 @@ static CUDA_MEMCPY3D copy_params(const struct ds_gnode_desc *d)
                             .WidthInBytes = d->n, .Height = 1, .Depth = 1 };
 }
 
+/* A batch memory operation node, in graph g (adding: out set), in its graph (e NULL) or
+ * in e.  The driver copies the operations. */
+static CUresult memop_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
+                           const CUgraphNode *deps, size_t ndeps, CUgraphNode *out,
+                           struct ds_bgexec *e, CUgraphNode n)
+{
+    CUDA_BATCH_MEM_OP_NODE_PARAMS p = { .ctx = b->ctx, .count = d->nmemops };
+    CUresult r;
+
+    if ((p.paramArray = ds__cuda_memop_params(d->memops, d->nmemops)) == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (out != NULL)
+        r = b->cu.cuGraphAddBatchMemOpNode(out, g, deps, ndeps, &p);
+    else if (e != NULL)
+        r = b->cu.cuGraphExecBatchMemOpNodeSetParams(e->e, n, &p);
+    else
+        r = b->cu.cuGraphBatchMemOpNodeSetParams(n, &p);
+    free(p.paramArray);
+    return r;
+}
+
 static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_desc *d,
                          const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
 {
@@ -235,6 +256,8 @@ static CUresult add_node(struct ds_backend *b, CUgraph g, const struct ds_gnode_
         return b->cu.cuGraphAddChildGraphNode(out, g, deps, ndeps, d->child->g);
     case DS_GNODE_COND:
         return add_cond(b, g, d, deps, ndeps, out);
+    case DS_GNODE_MEMOP:
+        return memop_node(b, g, d, deps, ndeps, out, NULL, NULL);
     default:
         return b->cu.cuGraphAddEmptyNode(out, g, deps, ndeps);
     }
@@ -347,6 +370,8 @@ int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds
         return ds__cuda_err(b->cu.cuGraphExecChildGraphNodeSetParams(e->e, n->n, d->child->g));
     case DS_GNODE_KERNEL:
         return ds__cuda_err(set_kernel(b, e, n, d));
+    case DS_GNODE_MEMOP:
+        return ds__cuda_err(memop_node(b, NULL, d, NULL, 0, NULL, e, n->n));
     default:
         return DS_EINVAL;
     }

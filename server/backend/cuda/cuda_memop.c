@@ -1,5 +1,6 @@
 /* Stream memory operations on the real device: the executor checked every address, so
- * the batch goes to the driver as the tenant made it, on the tenant's real stream. */
+ * the batch goes to the driver as the tenant made it, on the tenant's real stream (or
+ * into a batch memory operation node, cuda_graph.c). */
 #include "cuda_backend.h"
 
 #include "ds_error.h"
@@ -33,16 +34,23 @@ static void to_param(const struct ds_memop_desc *d, CUstreamBatchMemOpParams *p)
     }
 }
 
+CUstreamBatchMemOpParams *ds__cuda_memop_params(const struct ds_memop_desc *ops, unsigned n)
+{
+    CUstreamBatchMemOpParams *p = calloc(n, sizeof(*p));
+
+    for (unsigned i = 0; p != NULL && i < n; i++)
+        to_param(&ops[i], &p[i]);
+    return p;
+}
+
 int ds__cuda_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
                     unsigned n)
 {
-    CUstreamBatchMemOpParams *p = calloc(n, sizeof(*p));
+    CUstreamBatchMemOpParams *p = ds__cuda_memop_params(ops, n);
     int rc;
 
     if (p == NULL)
         return DS_ENOMEM;
-    for (unsigned i = 0; i < n; i++)
-        to_param(&ops[i], &p[i]);
     s = ds__cuda_real(b, s);
     rc = ds__cuda_order(b, s);
     if (rc == 0)

@@ -206,6 +206,10 @@ void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bst
 void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e);
 struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s);
 
+/* A batch memory operation node's work: its n operations as a list of W_MEMOP items in
+ * *out (NULL and DS_ENOMEM when it cannot be made), which ds__sim_free_work frees. */
+int ds__sim_memop_list(const struct ds_memop_desc *ops, unsigned n, struct sim_work **out);
+
 /* sim_memop.c: stream memory operations and the parked streams they make.  park puts a
  * copy of w behind s when s is parked, or when w is a wait that does not hold yet
  * (parking s); returns 1 when it did, 0 when w may run now, or DS_ENOMEM.  unpark runs

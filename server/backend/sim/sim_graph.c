@@ -369,6 +369,11 @@ int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
         free_node(n);
         return rc;
     }
+    if (d->kind == DS_GNODE_MEMOP &&
+        (rc = ds__sim_memop_list(d->memops, d->nmemops, &n->body)) != 0) {
+        free_node(n);
+        return rc;
+    }
     if (d->kind == DS_GNODE_COND && (rc = add_bodies(n, d)) != 0) {
         free_node(n);
         return rc;
@@ -442,18 +447,16 @@ static int same_kinds(const struct sim_work *x, const struct sim_work *w, long n
     return w == NULL;
 }
 
-/* A child graph node's new graph in e: its work replaces the node's, item for item, when
- * it has the same shape (as CUDA requires of an update). */
-static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
+/* A child graph node's new graph, or a batch memory operation node's new operations, in
+ * e: the node's new work (body, which is freed) replaces its old, item for item, when it
+ * has the same shape (as CUDA requires of an update). */
+static int set_body(struct ds_bgexec *e, struct ds_bnode *n, struct sim_work *body)
 {
-    struct sim_work *body, *x = e->work;
+    struct sim_work *x = e->work;
     long have;
-    int rc;
 
     while (x != NULL && x->node != n->id)
         x = x->next;
-    if ((rc = flatten(d->child, &body, NULL)) != 0)
-        return rc;
     have = run_of(x, n->id);
     if (!same_kinds(x, body, have)) {
         ds__sim_free_work(body);
@@ -470,6 +473,27 @@ static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gn
     return 0;
 }
 
+static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    struct sim_work *body;
+    int rc = flatten(d->child, &body, NULL);
+
+    return rc != 0 ? rc : set_body(e, n, body);
+}
+
+/* A batch memory operation node's new operations: in its graph, its list replaced. */
+static int set_memops(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gnode_desc *d)
+{
+    struct sim_work *body;
+    int rc = ds__sim_memop_list(d->memops, d->nmemops, &body);
+
+    if (rc != 0 || e != NULL)
+        return rc != 0 ? rc : set_body(e, n, body);
+    ds__sim_free_work(n->body);
+    n->body = body;
+    return 0;
+}
+
 /* A kernel node's new launch changes only its modelled time (kernels compute nothing),
  * an event node's only its event, a fill's or copy's its range. */
 int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
@@ -480,6 +504,8 @@ int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_
     (void)g;
     if (d->kind == DS_GNODE_CHILD)
         return e != NULL ? set_child(e, n, d) : DS_EINVAL;
+    if (d->kind == DS_GNODE_MEMOP)
+        return set_memops(e, n, d);
     node_work(b, d, &w);
     if (e == NULL) {
         n->w = w;

@@ -197,23 +197,48 @@ void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s)
     }
 }
 
+static struct sim_work memop_item(const struct ds_memop_desc *op)
+{
+    struct sim_work w = { .kind = W_MEMOP, .memop = *op };
+
+    if (op->kind == CU_STREAM_MEM_OP_WAIT_VALUE_32 || op->kind == CU_STREAM_MEM_OP_WRITE_VALUE_32)
+        w.elem = 4;
+    else if (op->kind == CU_STREAM_MEM_OP_WAIT_VALUE_64 ||
+             op->kind == CU_STREAM_MEM_OP_WRITE_VALUE_64)
+        w.elem = 8;
+    return w;
+}
+
 int ds__sim_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
                    unsigned n)
 {
     int rc = 0;
 
     for (unsigned i = 0; i < n && rc == 0; i++) {
-        struct sim_work w = { .kind = W_MEMOP, .memop = ops[i] };
+        struct sim_work w = memop_item(&ops[i]);
 
-        if (ops[i].kind == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
-            ops[i].kind == CU_STREAM_MEM_OP_WRITE_VALUE_32)
-            w.elem = 4;
-        else if (ops[i].kind == CU_STREAM_MEM_OP_WAIT_VALUE_64 ||
-                 ops[i].kind == CU_STREAM_MEM_OP_WRITE_VALUE_64)
-            w.elem = 8;
         rc = ds__sim_work_run(b, s, &w);
     }
     return rc;
+}
+
+/* A graph runs the node's items as the stream operations run: a wait that does not hold
+ * parks the launching stream behind it. */
+int ds__sim_memop_list(const struct ds_memop_desc *ops, unsigned n, struct sim_work **out)
+{
+    struct sim_work **tail = out;
+
+    *out = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if ((*tail = malloc(sizeof(**tail))) == NULL) {
+            ds__sim_free_work(*out);
+            *out = NULL;
+            return DS_ENOMEM;
+        }
+        **tail = memop_item(&ops[i]);
+        tail = &(*tail)->next;
+    }
+    return 0;
 }
 
 /* An H100's answers on Linux (docs/sim-device.md): no LUID (a Windows notion), 2^28
