@@ -10,7 +10,7 @@ export LD_LIBRARY_PATH="$PWD/.dev/libs" PATH=/opt/torch/.venv/bin:$PATH
 r=$out/r80.txt
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > $r
 start=$(date +%s)
-for t in ${SUITES:-array textures copy2d graph graph_nodes graph_host graph_child graph_update graph_cond graph_userobj graph_mem runtime streammem devquery ctxconfig funcquery batchcopy streamattr}; do
+for t in ${SUITES:-array textures copy2d graph graph_nodes graph_host graph_child graph_update graph_cond graph_userobj graph_mem graph_memop capture_to_graph runtime streammem devquery ctxconfig funcquery batchcopy streamattr}; do
   [ $(( $(date +%s) - start )) -gt 540 ] && { echo "gpu test $t: not run (time)" >> $r; continue; }
   t0=$(date +%s)
   DS_TEST_DEVICE=cuda timeout 120 ./build-gpu/tests/test_$t --jobs 1 > "$out/gpu-$t.log" 2>&1; rc=$?
