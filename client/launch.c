@@ -85,10 +85,8 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     DS_NEED_INIT();
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (nattrs > 0)
-        memcpy(merged, attrs, nattrs * sizeof(*attrs));
-    a.attrs.attrs_len = ds__streamattr_merge(a.stream, merged, nattrs, DS_LAUNCH_ATTRS_MAX);
-    a.attrs.attrs_val = a.attrs.attrs_len > 0 ? merged : NULL;
+    a.attrs.attrs_val = ds__streamattr_merge(a.stream, attrs, &a.attrs.attrs_len, merged,
+                                             DS_LAUNCH_ATTRS_MAX);
     a.fn = f->handle;
     memcpy(a.grid, grid, sizeof(a.grid));
     memcpy(a.block, block, sizeof(a.block));

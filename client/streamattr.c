@@ -6,6 +6,7 @@
 #include "stream.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* The attributes a stream has (cuda.h: CUstreamAttrID), one bit each in `set`. */
@@ -21,6 +22,7 @@ static struct {
     pthread_mutex_t lock;
     struct attrs e[STREAMS];
     unsigned n;
+    atomic_uint kept; /* n, for launches to read without the lock */
 } tab = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int stream_attr(CUstreamAttrID id)
@@ -41,6 +43,7 @@ static struct attrs *entry(ds_handle h, int make)
         return NULL;
     memset(&tab.e[tab.n], 0, sizeof(tab.e[tab.n]));
     tab.e[tab.n].h = h;
+    atomic_store_explicit(&tab.kept, tab.n + 1, memory_order_release);
     return &tab.e[tab.n++];
 }
 
@@ -49,32 +52,44 @@ void ds__streamattr_forget(ds_handle h)
     struct attrs *a;
 
     pthread_mutex_lock(&tab.lock);
-    if ((a = entry(h, 0)) != NULL)
+    if ((a = entry(h, 0)) != NULL) {
         *a = tab.e[--tab.n];
+        atomic_store_explicit(&tab.kept, tab.n, memory_order_release);
+    }
     pthread_mutex_unlock(&tab.lock);
 }
 
-unsigned ds__streamattr_merge(ds_handle h, ds_launch_attr *attrs, unsigned n, unsigned max)
+ds_launch_attr *ds__streamattr_merge(ds_handle h, ds_launch_attr *given,
+                                     unsigned *n, ds_launch_attr *room, unsigned max)
 {
     struct attrs *a;
+    unsigned k = *n;
 
+    /* Most programs set no stream attribute: their launches take no lock here. */
+    if (atomic_load_explicit(&tab.kept, memory_order_acquire) == 0)
+        return given;
     pthread_mutex_lock(&tab.lock);
-    a = tab.n > 0 ? entry(h, 0) : NULL;
-    for (unsigned id = 0; a != NULL && id <= CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN && n < max; id++) {
+    a = entry(h, 0);
+    for (unsigned id = 0; a != NULL && id <= CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN && k < max; id++) {
         unsigned i = 0;
 
         if (!(a->set & (1u << id)))
             continue;
-        while (i < n && attrs[i].id != (int)id)
+        while (i < *n && given[i].id != (int)id)
             i++;
-        if (i < n)
+        if (i < *n)
             continue;
-        attrs[n].id = (int)id;
-        memcpy(attrs[n].value, &a->value[id], sizeof(attrs[n].value));
-        n++;
+        if (k == *n && k > 0)
+            memcpy(room, given, k * sizeof(*given));
+        room[k].id = (int)id;
+        memcpy(room[k].value, &a->value[id], sizeof(room[k].value));
+        k++;
     }
     pthread_mutex_unlock(&tab.lock);
-    return n;
+    if (k == *n)
+        return given;
+    *n = k;
+    return room;
 }
 
 /* What a stream has before anything is set: CUDA's defaults, and its own priority. */

@@ -7,9 +7,11 @@
 
 #include "detshare.h"
 
-/* Append to attrs (n given, room for max) the attributes set on stream h that the
- * launch does not give itself.  Returns the new count. */
-unsigned ds__streamattr_merge(ds_handle h, ds_launch_attr *attrs, unsigned n, unsigned max);
+/* The launch's attributes with those set on stream h that it does not give itself: the
+ * launch's own `given` (*n of them) when the stream adds none, else `room` (room for max)
+ * holding both, *n their count. */
+ds_launch_attr *ds__streamattr_merge(ds_handle h, ds_launch_attr *given,
+                                     unsigned *n, ds_launch_attr *room, unsigned max);
 
 /* Stream h is gone: its attributes with it. */
 void ds__streamattr_forget(ds_handle h);
