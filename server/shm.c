@@ -90,6 +90,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->gated_ns, 0);
     atomic_store(&s->kernel_ns, 0);
     atomic_store(&s->throttled, 0);
+    atomic_store(&s->metered, 0);
     atomic_store(&s->sim_busy_until, 0);
     for (int p = 0; p <= DS_PROC_MAX; p++) {
         atomic_store(&s->calls[p], 0);

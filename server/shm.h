@@ -81,6 +81,9 @@ struct ds_shm_slot {
      * holds its gate closed (server/control/throttle.h). */
     atomic_uint_fast64_t kernel_ns;
     atomic_uint throttled;
+    /* 1 while a kernel-time quota applies to the tenant: its executor then gates on the
+     * GPU too, whatever the policy (shm.h's gating is the policy's, for every tenant). */
+    atomic_uint metered;
     /* Written by the executor as its tenant launches kernels and graphs (the ones that
      * run now, not those captured into a graph); stamps_off is set when the device
      * could not write stamps, and completions are then unknown. */

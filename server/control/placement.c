@@ -76,17 +76,6 @@ static void class_by_rule(struct control *c, int id)
             now == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", q->name);
 }
 
-/* Executors gate on the GPU too (shm.h) while the policy closes gates or any quota
- * limits kernel time (throttle.h says why). */
-static void set_gating(struct control *c)
-{
-    int throttles = 0;
-
-    for (unsigned i = 0; i < c->nrules; i++)
-        throttles |= c->rules[i].kernel_time != 0;
-    atomic_store(&c->shm->gating, c->policy->gates || throttles ? 1u : 0u);
-}
-
 /* Make rules v[0..n) the quotas in force: executors see them at their next allocation,
  * bindings at once (and, while any rule limits SM shares, as tenants name themselves). */
 void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsigned n)
@@ -96,7 +85,6 @@ void ds__place_set_rules(struct control *c, const struct ds_shm_quota *v, unsign
     memmove(c->rules, v, (size_t)n * sizeof(*v));
     c->nrules = n;
     ds_quota_publish(c->shm, c->rules, n);
-    set_gating(c);
     for (int i = 0; i < c->ntenants; i++)
         class_by_rule(c, c->tenants[i].id);
     for (unsigned i = 0; i < n; i++)
@@ -123,6 +111,8 @@ static int throttle(struct control *c, int id, uint64_t dt)
 
     atomic_store(&s->kernel_ns, c->track[id].p.kernel_ns);
     atomic_store(&s->throttled, (unsigned)held);
+    if (atomic_load(&s->metered) != (pct != 0 && pct < 100))
+        atomic_store(&s->metered, pct != 0 && pct < 100);
     if (held != was)
         ds_debug("tenant #%d %s its kernel-time quota (%u%%)", id,
                  held ? "is held to" : "is back within", pct);
@@ -238,7 +228,7 @@ static void on_tick(uv_timer_t *h)
 /* The sampling clock, the policy's first tick, and whether executors gate on the GPU. */
 void ds__place_start(struct control *c)
 {
-    set_gating(c);
+    atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
     c->next_tick_ns = ds_now_ns() + (uint64_t)c->policy->tick_ms * 1000000u;
     if (!uv_is_active((uv_handle_t *)&c->tick))
         uv_timer_start(&c->tick, on_tick, DS_SCHED_SAMPLE_MS, DS_SCHED_SAMPLE_MS);

@@ -10,9 +10,10 @@
  * The time a tenant is held is not charged, but for the first step after its gate closed:
  * its kernels the gate keeps waiting look in flight but do not run, while those that had
  * started before the close run on, and that first step charges them (too much, when they
- * end sooner: the limit errs towards holding).  So while any such quota exists, executors
- * gate on the GPU as well (shm.h, gating), which stops even work submitted long before
- * at its next kernel.
+ * end sooner: the limit errs towards holding).  So the executor of a tenant under such a
+ * quota gates on the GPU as well (shm.h, metered), which stops even work submitted long
+ * before at its next kernel; other tenants' executors do not, since each wait is a driver
+ * call on the launch path.
  *
  * The limit is meant for best-effort work, but it holds whatever class a tenant claims:
  * the class comes from the tenant's own hello, so an exemption would be its to take.

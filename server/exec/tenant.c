@@ -287,8 +287,9 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
     struct ds_shm_slot *slot = &t->shm->slots[t->slot];
 
     follow_binding(t);
-    if (atomic_load_explicit(&t->shm->gating, memory_order_relaxed) && !t->gate_failed &&
-        t->ops->gate(t->be, s, (const volatile unsigned *)&slot->gate) != 0)
+    if ((atomic_load_explicit(&t->shm->gating, memory_order_relaxed) ||
+         atomic_load_explicit(&slot->metered, memory_order_relaxed)) &&
+        !t->gate_failed && t->ops->gate(t->be, s, (const volatile unsigned *)&slot->gate) != 0)
         t->gate_failed = 1;
 }
 
