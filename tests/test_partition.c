@@ -247,6 +247,40 @@ Test(partition, disjoint_partitions_do_not_slow_each_other_on_the_sim)
     ds_test_server_stop(&srv);
 }
 
+/* A tenant told to give SMs up waits for its partition's context at its next kernel,
+ * even when it takes long to make: kernels launched right after the decision run on the
+ * half, never on the neighbour's SMs (the sim takes DETSHARE_SIM_PCTX_MS to make one; an
+ * H100 took up to 170 ms). */
+Test(partition, a_tenant_giving_sms_up_waits_for_its_new_context)
+{
+    struct ds_test_peer nb;
+    float alone, half;
+    CUfunction fill;
+    CUdeviceptr d;
+
+    DS_SIM_ONLY();
+    setenv("DETSHARE_SIM_PCTX_MS", "300", 1);
+    ds_test_server_start(&srv, 0, "--policy static");
+    unsetenv("DETSHARE_SIM_PCTX_MS");
+    ds_test_peer_fork(&nb, neighbour, NULL);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&fill, load(), "fill"));
+    CU_OK(cuMemAlloc(&d, 4096));
+    alone = wide_kernels_ms(fill, d);
+    ds_test_peer_go(&nb);
+    /* The control process's decision, logged before any executor moves. */
+    wait_log("runs on SM groups 0-7 (64 SMs)");
+    half = wide_kernels_ms(fill, d);
+    cr_expect(ds_test_log_has(&srv, "now runs on SM groups 0-7 (64 SMs)"),
+              "the tenant launched before it moved");
+    cr_expect(half > 1.8f * alone && half < 2.2f * alone,
+              "alone %.3f ms, right after being told to give half the SMs up %.3f",
+              (double)alone, (double)half);
+    ds_test_peer_join(&nb);
+    ds_test_peer_leave(&nb);
+    ds_test_server_stop(&srv);
+}
+
 /* A best-effort tenant that keeps the GPU busy for 3 s with wide kernels, each launched
  * while the one before still runs (so it is never idle, even when the host is slow) and
  * placed where the policy puts it then; it sets *arg once under way, and must finish

@@ -3,10 +3,31 @@
 #include "shm.h"
 #include "tenant.h"
 
+#include "ds_error.h"
+#include "policy.h"
+#include "ds_log.h"
+
 #include <signal.h>
 
 /* How often the thread looks at `stop` while no decision comes. */
 #define BINDER_WAIT_MS 200
+
+/* Make the pCtx for the groups decided now.  The serving thread moves only once it is
+ * made, so a failure here is said here: otherwise the tenant would stay where it runs
+ * without a word. */
+static void prepare(struct ds_tenant *t, struct ds_shm_slot *slot)
+{
+    uint64_t groups = atomic_load(&slot->groups);
+    int rc = t->ops->prepare(t->be, groups);
+    char what[200];
+
+    ds_groups_format(groups, t->shm->sm_group_size, what, sizeof(what));
+    if (rc != 0)
+        ds_warn("cannot make a context for %s: %s; the tenant stays where it runs", what,
+                ds_strerror(rc));
+    else
+        ds_debug("context for %s ready", what);
+}
 
 static void *binder_main(void *arg)
 {
@@ -16,15 +37,14 @@ static void *binder_main(void *arg)
     unsigned seen = atomic_load(&slot->bind_gen);
 
     /* The tenant's first binding was decided before it connected. */
-    t->ops->prepare(t->be, atomic_load(&slot->groups));
+    prepare(t, slot);
     while (!atomic_load(&bd->stop)) {
         unsigned gen = ds_shm_bind_wait(t->shm, t->slot, seen, BINDER_WAIT_MS);
 
         if (gen == seen)
             continue;
         seen = gen;
-        /* A failure shows, and is logged, when the serving thread binds. */
-        t->ops->prepare(t->be, atomic_load(&slot->groups));
+        prepare(t, slot);
     }
     return NULL;
 }

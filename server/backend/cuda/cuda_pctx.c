@@ -5,11 +5,11 @@
  * The device is split once, at open, into groups of the driver's minimum partition size
  * (an H100: 16 groups of 8 SMs and 4 SMs left over); a green context for any set of
  * groups is made from that one split (the driver combines resources of one split only)
- * on first use (2 to 95 ms measured on an H100 under MPS), and kept.  The executor's
- * binder thread makes it (prepare) as soon as the control process decides; the serving
- * thread moves only once it is ready (bind says DS_EBUSY until then), so a tenant never
- * stalls on it: its kernels run where they ran for those milliseconds.  Memory and libraries belong to the
- * process, so moving work copies nothing: each stream gets a new real stream on the new
+ * on first use (2 to 170 ms measured on an H100 under MPS), and kept.  The executor's
+ * binder thread makes it (prepare) as soon as the control process decides; bind never
+ * waits for it (DS_EBUSY until it is ready).  The executor waits for it only where
+ * running on meanwhile would use a neighbour's SMs (server/exec/tenant.c).  Memory and
+ * libraries belong to the process, so moving work copies nothing: each stream gets a new real stream on the new
  * green context that waits for an event at the tail of the old one, and the old one is
  * destroyed (its work still finishes).  An event is recorded only on streams of the
  * context it was made in, as the driver documents, so each tail event is made anew with

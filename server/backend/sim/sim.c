@@ -166,6 +166,7 @@ static void fill_attrs(int *a, int sms)
 static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
+    const char *pctx_ms;
 
     if (b == NULL)
         return DS_ENOMEM;
@@ -187,6 +188,9 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
+    pctx_ms = getenv("DETSHARE_SIM_PCTX_MS");
+    b->pctx_ms = pctx_ms != NULL ? (unsigned)strtoul(pctx_ms, NULL, 10) % 10000 : 0;
+    pthread_mutex_init(&b->pctx_lock, NULL);
     *out = b;
     return 0;
 }
@@ -222,21 +226,52 @@ static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_s
     return 0;
 }
 
-/* A sim partition costs nothing to set up. */
-static int sim_prepare(struct ds_backend *b, uint64_t groups)
+static int pctx_made(const struct ds_backend *b, uint64_t groups)
 {
-    (void)b;
-    (void)groups;
-    return 0;
+    for (int i = 0; i < b->npctx; i++)
+        if (b->pctx[i] == groups)
+            return 1;
+    return groups == 0;
 }
 
-/* A partition's SMs decide how many waves a kernel takes (sim_module.c). */
-static int sim_bind(struct ds_backend *b, uint64_t groups)
+/* Making a partition's context takes time on a GPU (2 to 170 ms measured on an H100
+ * under MPS), and a tenant cannot move before it is made: the sim takes
+ * DETSHARE_SIM_PCTX_MS for each new set of groups, so that what executors do meanwhile
+ * is tested.  Called by the binder thread, beside the serving thread's sim_bind. */
+static int sim_prepare(struct ds_backend *b, uint64_t groups)
 {
-    int n = __builtin_popcountll(groups);
+    struct timespec ts = { b->pctx_ms / 1000, (long)(b->pctx_ms % 1000) * 1000000 };
+    int rc = 0;
 
     if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
         return DS_EINVAL;
+    pthread_mutex_lock(&b->pctx_lock);
+    if (!pctx_made(b, groups)) {
+        if (b->npctx == SIM_PCTX_MAX) {
+            rc = DS_ENOMEM;
+        } else {
+            nanosleep(&ts, NULL);
+            b->pctx[b->npctx++] = groups;
+        }
+    }
+    pthread_mutex_unlock(&b->pctx_lock);
+    return rc;
+}
+
+/* A partition's SMs decide how many waves a kernel takes (sim_module.c).  Never waits
+ * for a context being made: DS_EBUSY until it is, as the cuda backend. */
+static int sim_bind(struct ds_backend *b, uint64_t groups)
+{
+    int n = __builtin_popcountll(groups), made;
+
+    if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
+        return DS_EINVAL;
+    if (pthread_mutex_trylock(&b->pctx_lock) != 0)
+        return DS_EBUSY;
+    made = pctx_made(b, groups);
+    pthread_mutex_unlock(&b->pctx_lock);
+    if (!made)
+        return DS_EBUSY;
     b->sms = groups == 0 ? b->groups.sms : (unsigned)n * b->groups.size;
     b->bound = groups;
     return 0;
@@ -304,6 +339,7 @@ static void sim_close(struct ds_backend *b)
     }
     ds_memtab_destroy(&b->mem);
     ds_memtab_destroy(&b->vmm_maps);
+    pthread_mutex_destroy(&b->pctx_lock);
     free(b);
 }
 

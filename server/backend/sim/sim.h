@@ -10,6 +10,7 @@
 #include "cubin.h"
 #include "ds_memtab.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -26,6 +27,7 @@
 #define SIM_BLOCKS_PER_SM 2ull
 #define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
 
+#define SIM_PCTX_MAX 32 /* partitions' contexts one tenant keeps, as the cuda backend */
 #define SIM_VA_REGION (1ull << 40) /* each tenant's addresses live in their own TiB */
 #define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */
 #define SIM_VMM_VA 2     /* memtab owner of a VMM reservation (sim_vmm.c) */
@@ -179,6 +181,12 @@ struct ds_backend {
     uint64_t bound;        /* its groups, 0 for all */
     const char *fault_kernel; /* DETSHARE_SIM_FAULT: launching it faults the context */
     int fault;                /* the sticky CUresult once faulted, else 0 */
+    /* Partitions' contexts made so far, as in the cuda backend's pool: a move to one not
+     * made yet is refused with DS_EBUSY, as on a GPU.  The binder thread makes them. */
+    pthread_mutex_t pctx_lock;
+    uint64_t pctx[SIM_PCTX_MAX];
+    int npctx;
+    unsigned pctx_ms; /* DETSHARE_SIM_PCTX_MS: what making one takes */
     unsigned nparked;         /* streams with parked work */
     int unparking;            /* parked work is running (sim_memop.c) */
 };
