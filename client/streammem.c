@@ -23,6 +23,11 @@ static CUresult one(CUstream s, int op, CUdeviceptr addr, uint64_t value, unsign
     ds_memop m = { .op = op, .flags = flags, .addr = addr, .value = value };
 
     DS_NEED_INIT();
+    /* Refused at once, as by the driver, rather than at the stream's next
+     * synchronisation: the v2 writes take no flags (no CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER). */
+    if ((op == CU_STREAM_MEM_OP_WRITE_VALUE_32 || op == CU_STREAM_MEM_OP_WRITE_VALUE_64) &&
+        flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
     return send_ops(s, &m, 1);
 }
 

@@ -83,6 +83,9 @@ Test(funcquery, potential_cluster_size)
         cr_assert_eq(wide, 16);
     }
     CU_IS(cuOccupancyMaxPotentialClusterSize(NULL, f, &cfg), CUDA_ERROR_INVALID_VALUE);
+    /* A block no SM can hold is an answer, not an error, for the driver (H100, run 80). */
     cfg.blockDimX = 2048;
-    CU_IS(cuOccupancyMaxPotentialClusterSize(&portable, f, &cfg), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuOccupancyMaxPotentialClusterSize(&portable, f, &cfg));
+    if (ds_test_on_sim())
+        cr_assert_eq(portable, 0);
 }

@@ -49,7 +49,10 @@ Test(streammem, writes_land_in_stream_order)
     CU_OK(cuStreamWriteValue32(s, w, 0xdeadbeefu, 0));
     CU_OK(cuStreamWriteValue64(s, w + 8, 0x0123456789abcdefull, 0));
     /* A fill after the write, on the same stream, wins. */
-    CU_OK(cuStreamWriteValue32(s, w + 16, 7, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+    /* The v2 calls take no NO_MEMORY_BARRIER (the driver refuses it: H100, run 80). */
+    CU_IS(cuStreamWriteValue32(s, w + 16, 7, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER),
+          CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamWriteValue32(s, w + 16, 7, 0));
     CU_OK(cuMemsetD32Async(w + 16, 9, 1, s));
     CU_OK(cuStreamSynchronize(s));
     cr_assert_eq(read32(w), 0xdeadbeefu);
@@ -204,7 +207,8 @@ Test(streammem, addresses_not_the_tenants_own_are_refused)
     refused(s, cuStreamWriteValue32, 0x1000, 0);          /* nobody's */
     refused(s, cuStreamWaitValue32, w + 16, 0);           /* past the end */
     refused(s, cuStreamWaitValue32, w, 0x100);            /* flags cuda.h does not have */
-    refused(s, cuStreamWriteValue32, w, 2);
+    /* A write's flags are refused at once, as by the driver: the v2 writes take none. */
+    CU_IS(cuStreamWriteValue32(s, w, 1, 2), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuStreamWriteValue64(s, w + 12, 1, 0));         /* 8 bytes from 4 before the end */
     CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_VALUE);
     /* Nothing was written, and the stream still works. */

@@ -23,7 +23,9 @@ static int op_width(const ds_memop *op)
         return op->op == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 4 : 8;
     case CU_STREAM_MEM_OP_WRITE_VALUE_32:
     case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-        if ((op->flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
+        /* CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER is not one of the v2 calls' flags: the
+         * driver refuses it (H100, run 80). */
+        if (op->flags != 0)
             return -1;
         return op->op == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 4 : 8;
     case CU_STREAM_MEM_OP_BARRIER:

@@ -449,8 +449,10 @@ static int same_kinds(const struct sim_work *x, const struct sim_work *w, long n
 
 /* A child graph node's new graph, or a batch memory operation node's new operations, in
  * e: the node's new work (body, which is freed) replaces its old, item for item, when it
- * has the same shape (as CUDA requires of an update). */
-static int set_body(struct ds_bgexec *e, struct ds_bnode *n, struct sim_work *body)
+ * has the same shape (as CUDA requires of an update), else `mismatch`: what the driver
+ * answers differs between the two. */
+static int set_body(struct ds_bgexec *e, struct ds_bnode *n, struct sim_work *body,
+                    CUresult mismatch)
 {
     struct sim_work *x = e->work;
     long have;
@@ -460,7 +462,7 @@ static int set_body(struct ds_bgexec *e, struct ds_bnode *n, struct sim_work *bo
     have = run_of(x, n->id);
     if (!same_kinds(x, body, have)) {
         ds__sim_free_work(body);
-        return DS_ECU(CUDA_ERROR_INVALID_VALUE);
+        return DS_ECU(mismatch);
     }
     for (const struct sim_work *w = body; w != NULL; w = w->next, x = x->next) {
         struct sim_work *next = x->next;
@@ -478,7 +480,8 @@ static int set_child(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_gn
     struct sim_work *body;
     int rc = flatten(d->child, &body, NULL);
 
-    return rc != 0 ? rc : set_body(e, n, body);
+    /* As the driver on an H100 (run 80). */
+    return rc != 0 ? rc : set_body(e, n, body, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
 }
 
 /* A batch memory operation node's new operations: in its graph, its list replaced. */
@@ -488,7 +491,7 @@ static int set_memops(struct ds_bgexec *e, struct ds_bnode *n, const struct ds_g
     int rc = ds__sim_memop_list(d->memops, d->nmemops, &body);
 
     if (rc != 0 || e != NULL)
-        return rc != 0 ? rc : set_body(e, n, body);
+        return rc != 0 ? rc : set_body(e, n, body, CUDA_ERROR_INVALID_VALUE);
     ds__sim_free_work(n->body);
     n->body = body;
     return 0;

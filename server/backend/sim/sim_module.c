@@ -269,9 +269,12 @@ int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
 {
     int threads = (int)(l->block[0] * l->block[1] * l->block[2]), per_sm = 0;
 
-    if (threads <= 0 || threads > 1024)
+    /* A block too large for any SM is an answer (no cluster), not an error, as with the
+     * driver (H100, run 80). */
+    if (threads <= 0)
         return DS_EINVAL;
-    ds__sim_occupancy(b, f, threads, l->shared_mem, 0, &per_sm);
+    if (threads <= 1024)
+        ds__sim_occupancy(b, f, threads, l->shared_mem, 0, &per_sm);
     *size = per_sm == 0 ? 0 : f->attrs[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] ? 16 : 8;
     return 0;
 }
