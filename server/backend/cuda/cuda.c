@@ -263,6 +263,7 @@ static void cuda_close(struct ds_backend *b)
         free(s);
     }
     fini_stream(b, &b->legacy);
+    ds__cuda_waker_stop(b);
     ds__cuda_fence_fini(b);
     if (b->spill != NULL) {
         b->cu.cuEventDestroy(b->spill_done);

@@ -93,7 +93,6 @@
     X(cuStreamWaitEvent, cuStreamWaitEvent) \
     X(cuStreamWaitValue32, cuStreamWaitValue32) \
     X(cuStreamWriteValue32, cuStreamWriteValue32) \
-    X(cuLaunchHostFunc, cuLaunchHostFunc) \
     X(cuEventCreate, cuEventCreate) \
     X(cuEventDestroy, cuEventDestroy) \
     X(cuEventRecord, cuEventRecord) \
@@ -270,6 +269,7 @@ struct ds_backend {
     unsigned spin_us;          /* a synchronisation polls this long before blocking */
     const volatile sig_atomic_t *stop; /* the config's: the executor is to stop */
     struct ds_bfence *spare_fences; /* done with, kept for reuse (cuda_fence.c) */
+    struct ds_cuda_waker *waker;    /* made at the first fence armed (cuda_waker.c) */
 };
 
 /* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
@@ -311,6 +311,11 @@ int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f);
 int ds__cuda_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
 void ds__cuda_fence_destroy(struct ds_backend *b, struct ds_bfence *f);
 void ds__cuda_fence_fini(struct ds_backend *b);
+
+/* cuda_waker.c: eventfd efd is written once the device passes what is in stream s now
+ * (started at the first call); stop ends the thread. */
+int ds__cuda_waker_add(struct ds_backend *b, CUstream s, int efd);
+void ds__cuda_waker_stop(struct ds_backend *b);
 
 /* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
 int ds__cuda_pctx_init(struct ds_backend *b);

@@ -1,21 +1,19 @@
 /*
  * Fences on the real device (backend.h): an event recorded where the awaited work ends,
- * queried by the executor's loop while it spins, and, once it would sleep, a host
- * function that writes the loop's eventfd when the device gets there.
+ * queried by the executor's loop while it spins, and, once it would sleep, handed to
+ * the waker (cuda_waker.c), which writes the loop's eventfd when the device gets there.
  *
- * The host function runs on a private stream of the fence's own, never on a tenant
- * stream: a host function holds back everything after it in its stream until it has
- * run, and the tenant's next work must not wait for the executor's wake-up.  Fences of
- * an event or of all the tenant's work need such a stream anyway, to wait on the event
- * or on every stream's tail.  Streams cost tens of microseconds to make, so fences are
- * kept for reuse.
+ * The waker's event is recorded on a private stream of the fence's own, never on a
+ * tenant stream: the tenant's streams carry only the tenant's work.  Fences of an event
+ * or of all the tenant's work need such a stream anyway, to wait on the event or on
+ * every stream's tail.  Streams cost tens of microseconds to make, so fences are kept
+ * for reuse.
  */
 #include "cuda_backend.h"
 
 #include "ds_error.h"
 
 #include <stdlib.h>
-#include <sys/eventfd.h>
 
 struct ds_bfence {
     CUevent done;   /* recorded where the awaited work ends */
@@ -179,28 +177,24 @@ int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f)
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 
-/* Runs on the driver's callback thread. */
-static void CUDA_CB wake(void *efd)
-{
-    eventfd_write((int)(intptr_t)efd, 1);
-}
-
 int ds__cuda_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns)
 {
     CUresult r;
+    int rc;
 
     *wake_ns = 0;
     if (f->armed)
         return 0;
     r = b->cu.cuStreamWaitEvent(f->own, f->done, 0);
-    if (r == CUDA_SUCCESS)
-        r = b->cu.cuLaunchHostFunc(f->own, wake, (void *)(intptr_t)efd);
-    f->armed = r == CUDA_SUCCESS;
-    return ds__cuda_err(r);
+    if (r != CUDA_SUCCESS)
+        return ds__cuda_err(r);
+    rc = ds__cuda_waker_add(b, f->own, efd);
+    f->armed = rc == 0;
+    return rc;
 }
 
-/* A fence still armed goes back to the spares all the same: its host function runs once
- * the device passes the point, and work put on its stream later only waits for that. */
+/* A fence still armed goes back to the spares all the same: the waker has its own event,
+ * and work put on the fence's stream later only waits behind the point it marked. */
 void ds__cuda_fence_destroy(struct ds_backend *b, struct ds_bfence *f)
 {
     fence_put(b, f);
