@@ -20,6 +20,8 @@ enum ds_exec_status {
     DS_EXEC_STOPPED = 3,      /* the server is shutting down */
     DS_EXEC_DEVICE_LOST = 4,  /* the tenant's device context failed for good (a kernel's
                                * fault, or under MPS a neighbour's) */
+    DS_EXEC_STUCK = 5,        /* the tenant left, the executor stayed stuck in the driver,
+                               * and its watchdog ended it (exec/watchdog.h) */
 };
 
 #define DS_EXEC_SHM_FD 3 /* the control block's memfd */

@@ -285,6 +285,8 @@ static const char *exit_reason(int status, char *buf, size_t len)
     case DS_EXEC_DEVICE_LOST:
         return "its device context failed (a kernel's fault, its own or, under MPS, a "
                "neighbour's)";
+    case DS_EXEC_STUCK:
+        return "its executor was stuck in the driver after the tenant left, and was ended";
     default:
         snprintf(buf, len, "executor failed (status %d)", WEXITSTATUS(status));
         return buf;

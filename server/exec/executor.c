@@ -15,6 +15,7 @@
 #include "ds_clock.h"
 #include "held.h"
 #include "waits.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +68,7 @@ static struct ds_tenant tenant;
 static struct ds_conn conn;
 static struct ds_waits waits = { .efd = -1 };
 static struct ds_held held;
+static struct ds_watchdog watchdog;
 static volatile sig_atomic_t stop_requested;
 /* Calls served and, with DETSHARE_LOG=debug, the time spent serving them (decode to
  * reply sent), by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
@@ -663,6 +665,9 @@ static int serve_tenant(int fd, unsigned spin_us)
         return DS_EXEC_FAILED;
     }
     ds__held_init(&held);
+    if ((rc = ds_watchdog_start(&watchdog, fd, DS_EXEC_STUCK)) != 0)
+        ds_warn("cannot start the watchdog thread (%s): a call stuck in the driver after "
+                "the tenant left would keep this executor", strerror(rc));
     rc = take_descriptors(fd);
     if (rc == 0) {
         status = serve_loop(spin_us);
@@ -674,6 +679,7 @@ static int serve_tenant(int fd, unsigned spin_us)
     drop_held();
     if (tenant.be != NULL)
         ds__waits_drop(&waits, tenant.ops, tenant.be);
+    ds_watchdog_stop(&watchdog);
     ds_conn_close(&conn);
     return status;
 }

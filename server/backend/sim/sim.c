@@ -188,6 +188,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
+    b->hang_kernel = getenv("DETSHARE_SIM_HANG");
     pctx_ms = getenv("DETSHARE_SIM_PCTX_MS");
     b->pctx_ms = pctx_ms != NULL ? (unsigned)strtoul(pctx_ms, NULL, 10) % 10000 : 0;
     pthread_mutex_init(&b->pctx_lock, NULL);

@@ -180,6 +180,7 @@ struct ds_backend {
     unsigned sms;          /* of the partition the tenant is bound to */
     uint64_t bound;        /* its groups, 0 for all */
     const char *fault_kernel; /* DETSHARE_SIM_FAULT: launching it faults the context */
+    const char *hang_kernel;  /* DETSHARE_SIM_HANG: launching it never returns */
     int fault;                /* the sticky CUresult once faulted, else 0 */
     /* Partitions' contexts made so far, as in the cuda backend's pool: a move to one not
      * made yet is refused with DS_EBUSY, as on a GPU.  The binder thread makes them. */

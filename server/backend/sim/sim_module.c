@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
 {
@@ -304,6 +305,11 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
     if (b->fault_kernel != NULL && strcmp(f->k->name, b->fault_kernel) == 0 &&
         (s == NULL || !s->capturing))
         b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    /* A driver call that never returns, as a driver bug can make one: the executor's
+     * serving thread stays here for good (exec/watchdog.h). */
+    if (b->hang_kernel != NULL && strcmp(f->k->name, b->hang_kernel) == 0)
+        for (;;)
+            pause();
     ds__sim_kernel_work(b, l, &w);
     rc = ds__sim_work_run(b, s, &w);
     if (rc == 0 && (s == NULL || !s->capturing))
