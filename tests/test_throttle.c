@@ -155,9 +155,11 @@ Test(throttle, a_tenant_that_calls_itself_latency_critical_is_held_all_the_same,
     setenv("DETSHARE_TENANT", "fast-1", 1);
     setenv("DETSHARE_CLASS", "latency", 1);
     setup(&w);
-    /* 2 s at 10% is 200 ms of kernels, and the bucket starts with 50 ms: 12.5%. */
-    share = busy_share(&w, 2000);
-    cr_expect(share < 0.20, "busy %.0f%% of the time under kernel-time=10", share * 100);
+    /* 3 s at 10% is 300 ms of kernels, and the bucket starts with 50 ms: 11.7%.  A
+     * loaded host closes the gate late (21% was seen with a build running beside the
+     * sanitizer suite); free, the tenant keeps the device busy most of the time. */
+    share = busy_share(&w, 3000);
+    cr_expect(share < 0.25, "busy %.0f%% of the time under kernel-time=10", share * 100);
     cr_expect_gt(status_number("fast-1", "gated_ms"), 500);
     unsetenv("DETSHARE_CLASS");
     stop();
