@@ -1,8 +1,11 @@
 """Programs users bring, each printing one line of hashes of what it computed: run once
 natively and once through detshare, the lines must be identical (bench/breadth/run.sh).
-usage: programs.py NAME, NAME one of cupy cupy2 triton compile jax numba loader mp expand
-bf16.  The program's warnings go to stderr; only the last stdout line is compared."""
-import sys, hashlib
+usage: programs.py NAME, NAME one of cupy cupy2 cupyraw triton tritonauto compile
+compiletrain jax numba loader mp expand bf16 bf16train.  The program's warnings go to
+stderr; only the last stdout line is compared."""
+import os, sys, hashlib
+# cuBLAS's deterministic workspaces, for the training programs.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 what = sys.argv[1]
 def h(a):
     import numpy as np
@@ -106,6 +109,67 @@ elif what == "bf16":
         out = m.generate(ids, max_new_tokens=24, do_sample=False, pad_token_id=0)
         logits = m(out).logits[:, -1].float()
     print("bf16", h(out.cpu().numpy()), h(logits.cpu().numpy()))
+elif what == "cupyraw":
+    import cupy as cp
+    k = cp.RawKernel(r"""
+    extern "C" __global__ void axpb(const float *x, float *y, float a, float b, int n) {
+        int i = blockDim.x * blockIdx.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + b;
+    }""", "axpb")
+    x = cp.linspace(0, 1, 1 << 16, dtype=cp.float32); y = cp.empty_like(x)
+    k(((1 << 16) // 256,), (256,), (x, y, cp.float32(3), cp.float32(1), cp.int32(1 << 16)))
+    print("cupyraw", h(cp.asnumpy(y)))
+elif what == "tritonauto":
+    # Autotuning times each configuration with events; the result is the same whichever wins.
+    import torch, triton, triton.language as tl
+    @triton.autotune(configs=[triton.Config({"B": 256}, num_warps=2),
+                              triton.Config({"B": 1024}, num_warps=4)], key=["n"])
+    @triton.jit
+    def scale(x, o, n, B: tl.constexpr):
+        i = tl.program_id(0) * B + tl.arange(0, B)
+        m = i < n
+        tl.store(o + i, tl.load(x + i, mask=m) * 3.0 + 1.0, mask=m)
+    x = torch.linspace(0, 1, 1 << 20, device="cuda"); o = torch.empty_like(x)
+    scale[lambda meta: (triton.cdiv(x.numel(), meta["B"]),)](x, o, x.numel())
+    print("tritonauto", h(o.cpu().numpy()))
+elif what == "compiletrain":
+    import numpy as np, torch
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
+                              torch.nn.Linear(512, 10)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    loss_of = torch.compile(lambda x, y: torch.nn.functional.cross_entropy(net(x), y))
+    x = torch.randn(64, 256, device="cuda"); y = torch.randint(0, 10, (64,), device="cuda")
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = loss_of(x, y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    print("compiletrain", h(np.array(losses)))
+elif what == "bf16train":
+    # Training steps of the bf16 Llama-style model with SDPA attention (its math kernels:
+    # the fused ones' backward passes are not deterministic natively).
+    import numpy as np, torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.backends.cuda.enable_flash_sdp(False)
+    torch.backends.cuda.enable_mem_efficient_sdp(False)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1408,
+                      num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                      attn_implementation="sdpa")
+    m = LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    ids = torch.randint(0, 32000, (4, 128), device="cuda")
+    losses = []
+    for _ in range(4):
+        opt.zero_grad()
+        out = m(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        losses.append(out.loss.float().item())
+    print("bf16train", h(np.array(losses)))
 elif what == "mp":
     import torch, torch.multiprocessing as mp
     def child(q, r):

@@ -2,8 +2,9 @@
 # Programs users bring (CuPy with cuBLAS/cuFFT/cuSOLVER/cuSPARSE, Triton, torch.compile,
 # JAX, numba-cuda, a PyTorch DataLoader with pinned memory and workers, CUDA tensors
 # handed to another process, PyTorch's expandable segments, a bf16 Llama-style model with
-# transformers), each run natively and then through one detshare-server: the hashes each
-# prints must be identical.  GPU box only.
+# transformers), each run natively twice and then through one detshare-server: the hashes
+# each prints must be identical.  A program whose two native runs differ is not
+# deterministic on its own, and is reported so rather than compared.  GPU box only.
 #
 # Environment: BUILD (default build-gpu), OUT (default bench/results), PYTHON (default
 # python3), WHAT (the programs, default all), CAP (seconds per run, default 150), MPS
@@ -19,7 +20,7 @@ out=${OUT:-$repo/bench/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 cap=${CAP:-150}
-what=${WHAT:-cupy cupy2 triton compile jax numba loader mp expand bf16}
+what=${WHAT:-cupy cupy2 cupyraw triton tritonauto compile compiletrain jax numba loader mp expand bf16 bf16train}
 [ -d .dev/libs ] && export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 XLA_FLAGS=--xla_gpu_autotune_level=0
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) || { echo "run.sh: no GPU" >&2; exit 1; }
@@ -53,6 +54,7 @@ run_one() {
 : > "$raw/runs.jsonl"
 for prog in $what; do
     run_one native "$prog" >> "$raw/runs.jsonl"
+    run_one native-again "$prog" >> "$raw/runs.jsonl"
     run_one detshare "$prog" >> "$raw/runs.jsonl"
 done
 "$python" - "$raw/runs.jsonl" "$out/$name" "$gpu" "$driver" "${COMMIT:-$(git rev-parse --short HEAD 2> /dev/null)}" << 'EOF'
@@ -64,21 +66,29 @@ for r in runs:
     by.setdefault(r["program"], {})[r["mode"]] = r
 rows = []
 for prog, m in by.items():
-    n, d = m.get("native", {}), m.get("detshare", {})
-    ok = bool(n.get("line")) and n.get("exit") == 0 and d.get("exit") == 0 and n.get("line") == d.get("line")
-    rows.append({"program": prog, "native": n, "detshare": d, "identical": ok})
+    n, a, d = m.get("native", {}), m.get("native-again", {}), m.get("detshare", {})
+    ran = bool(n.get("line")) and n.get("exit") == 0
+    repeatable = ran and a.get("exit") == 0 and a.get("line") == n.get("line")
+    ok = repeatable and d.get("exit") == 0 and n.get("line") == d.get("line")
+    rows.append({"program": prog, "native": n, "native_again": a, "detshare": d,
+                 "native_repeatable": repeatable, "identical": ok})
 json.dump({"gpu": gpu, "driver": driver, "commit": commit, "programs": rows},
           open(prefix + ".json", "w"), indent=1)
 with open(prefix + ".md", "w") as f:
     f.write(f"# bench/breadth: {gpu}, driver {driver}, commit {commit}\n\n")
-    f.write("| program | native | detshare | native s | detshare s | identical |\n")
-    f.write("| --- | --- | --- | ---: | ---: | --- |\n")
+    f.write("| program | native | detshare | native s | detshare s | native twice the same "
+            "| identical |\n")
+    f.write("| --- | --- | --- | ---: | ---: | --- | --- |\n")
     for r in rows:
         n, d = r["native"], r["detshare"]
         cell = lambda x: (x.get("line") or f"exit {x.get('exit')}").replace("|", "/")
+        same = "yes" if r["native_repeatable"] else "**no**"
+        verdict = "yes" if r["identical"] else "**no**" if r["native_repeatable"] else "-"
         f.write(f"| {r['program']} | {cell(n)} | {cell(d)} | {n.get('seconds', '-')} | "
-                f"{d.get('seconds', '-')} | {'yes' if r['identical'] else '**no**'} |\n")
-    f.write(f"\n{sum(r['identical'] for r in rows)} of {len(rows)} identical.\n")
+                f"{d.get('seconds', '-')} | {same} | {verdict} |\n")
+    f.write(f"\n{sum(r['identical'] for r in rows)} of {len(rows)} identical; "
+            f"{sum(not r['native_repeatable'] for r in rows)} not comparable (a native run "
+            "failed, or two native runs differed).\n")
 print(open(prefix + ".md").read())
 EOF
 tar czf "$out/$name-raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
