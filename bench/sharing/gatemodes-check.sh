@@ -2,7 +2,8 @@
 # Which way gates should go (issue 8, item 4): gatemodes.cu's three modes, ROUNDS times
 # each (default 3) with the order rotated, natively and as the client of a private MPS
 # daemon (as detshare's executors are).  Writes $OUT/gatemodes/results.jsonl, one object
-# per run with "mps" added.  Every run has a time limit.
+# per run with "mps" added, and each run's progress to $OUT/gatemodes/progress.log (where a
+# run that hangs stopped).  Every run has a time limit.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
@@ -18,7 +19,7 @@ run_all() {
     for r in $(seq "$rounds"); do
         for k in 0 1 2; do
             local m=${modes[$(((k + r) % 3))]}
-            timeout -k 5 60 "$out/gatemodes" "$m" "$kernels" "$period" |
+            timeout -k 5 60 "$out/gatemodes" "$m" "$kernels" "$period" 2>> "$out/progress.log" |
                 sed "s/^{/{\"mps\": $1, \"round\": $r, /" >> "$out/results.jsonl" ||
                 echo "{\"mps\": $1, \"round\": $r, \"mode\": \"$m\", \"failed\": true}" >> "$out/results.jsonl"
         done

@@ -9,8 +9,9 @@
 // Part 2: the same launches while a host thread closes and opens the gate every
 // PERIOD_US; each kernel records its start (gputime.cuh puts it on the host clock).
 // For each close: how long after it kernels still started (hold); for each open: how
-// long until the next kernel started (resume).  Prints one JSON object; relay then says
-// whether memory can be freed while the resident kernel runs.
+// long until the next kernel started (resume); and, free of the clock offset these need,
+// the gaps in the kernels' start times against the closed intervals (gaps).  Prints one
+// JSON object; relay then says whether memory can be freed while the resident kernel runs.
 // usage: gatemodes none|host|relay [KERNELS [PERIOD_US]]
 #include "../../rck/relay.cuh"
 #include "gputime.cuh"
@@ -93,7 +94,7 @@ static void latencies(const std::vector<event> &ev, const std::vector<long long>
         auto lo = std::lower_bound(starts.begin(), starts.end(), t);
         auto hi = std::lower_bound(starts.begin(), starts.end(), end);
 
-        if (t < starts.front() || next > starts.back())
+        if (t < starts.front() || next > starts.back() || end <= t)
             continue;
         if (ev[i].closed) {
             hold.push_back(lo == hi ? 0.0 : (double)(*(hi - 1) - t) / 1e3);
@@ -109,6 +110,31 @@ static void latencies(const std::vector<event> &ev, const std::vector<long long>
            hold.size(), pct(hold, 0.5), pct(hold, 0.9), pct(hold, 0.99), pct(hold, 1.0),
            after_max, resume.size(), pct(resume, 0.5), pct(resume, 0.9), pct(resume, 0.99),
            pct(resume, 1.0));
+}
+
+// The same question without the clock offset: a gate that holds leaves a gap in the
+// device's own start times for each closed interval, about as long as the interval (the
+// difference is hold - resume).  Counts the gaps longer than half the shortest closed
+// interval within the kernels' span, against the closed intervals there.
+static void gaps(const std::vector<event> &ev, const std::vector<long long> &starts,
+                 long long offset_guess)
+{
+    std::vector<double> closed, gap;
+    long long lo = starts.front() - offset_guess, hi = starts.back() + offset_guess;
+    double shortest = 0;
+
+    for (size_t i = 0; i + 1 < ev.size(); i++)
+        if (ev[i].closed && ev[i].at > lo && ev[i + 1].at < hi) {
+            closed.push_back((double)(ev[i + 1].at - ev[i].at));
+            shortest = shortest == 0 ? closed.back() : std::min(shortest, closed.back());
+        }
+    for (size_t j = 0; shortest > 0 && j + 1 < starts.size(); j++)
+        if ((double)(starts[j + 1] - starts[j]) > shortest / 2)
+            gap.push_back((double)(starts[j + 1] - starts[j]));
+    printf(", \"closed_intervals\": %zu, \"closed_us_p50\": %.2f, \"gaps\": %zu, "
+           "\"gap_us_p50\": %.2f, \"gap_us_min\": %.2f",
+           closed.size(), pct(closed, 0.5) / 1e3, gap.size(), pct(gap, 0.5) / 1e3,
+           pct(gap, 0.0) / 1e3);
 }
 
 // Whether cuMemFree returns while the resident kernel runs, or waits for it (the driver
@@ -164,8 +190,11 @@ int main(int argc, char **argv)
     }
 
     // Part 1: the gate stays open.  One untimed pass first loads the module and warms up.
+    // Progress goes to stderr, so that a run that hangs says where.
+    fprintf(stderr, "gatemodes %s: set up, part 1\n", mode);
     if (launch_all(g, starts, n / 10) != 0 || cudaStreamSynchronize(g.work) != cudaSuccess)
         return 1;
+    fprintf(stderr, "gatemodes %s: warm\n", mode);
     long long t0 = host_ns();
     if (launch_all(g, starts, n) != 0 || cudaStreamSynchronize(g.work) != cudaSuccess)
         return 1;
@@ -173,16 +202,19 @@ int main(int argc, char **argv)
 
     printf("{\"mode\": \"%s\", \"kernels\": %d, \"period_us\": %lld, \"launches_per_s\": %.0f, "
            "\"clock_spread_us\": %.2f", mode, n, period, rate, spread / 1e3);
+    fflush(stdout);
     if (g.wait_on) {
         std::atomic<int> done(0);
         std::vector<event> ev;
         std::vector<unsigned long long> raw(n);
         std::vector<long long> st(n);
 
+        fprintf(stderr, "gatemodes %s: part 2\n", mode);
         std::thread toggler(toggle, (volatile unsigned *)host_word, period, &done, &ev);
         int rc = launch_all(g, starts, n);
         done.store(1);
         toggler.join();
+        fprintf(stderr, "gatemodes %s: part 2 submitted\n", mode);
         if (rc != 0 || cudaStreamSynchronize(g.work) != cudaSuccess)
             return 1;
         cudaMemcpy(raw.data(), starts, n * sizeof(*starts), cudaMemcpyDeviceToHost);
@@ -192,6 +224,7 @@ int main(int argc, char **argv)
         printf(", ");
         // A kernel starting within the calibration's error before an open is the open's.
         latencies(ev, st, std::max(5000ll, 10 * spread));
+        gaps(ev, st, period * 1000);
     }
     printf("}\n");
     fflush(stdout);
