@@ -15,8 +15,8 @@
 
 /* An armed fence wakes the executor when the device passes it, but not when the device
  * never will: once a kernel faults (an illegal address is sticky, and under MPS a
- * neighbour's fault ends this context too), the host function that would wake it never
- * runs, and the tenant's synchronisation waited forever (seen on the H100, run 65).  So
+ * neighbour's fault ends this context too), the backend's wake-up may never come, and
+ * the tenant's synchronisation waited forever (seen on the H100, run 65).  So
  * a sleep with fences armed ends this soon anyway and asks them again: the tenant gets
  * the fault's error within that time, as a native program gets it at once. */
 #define ARMED_LOOK_NS (20 * 1000 * 1000u)
