@@ -261,7 +261,7 @@ static void follow_binding(struct ds_tenant *t)
     uint64_t want;
     char what[200];
     uint64_t t0;
-    int rc;
+    int rc, must;
 
     if (gen == t->bind_gen)
         return;
@@ -276,9 +276,17 @@ static void follow_binding(struct ds_tenant *t)
      * one that launches all its work at once would never leave them (an H100 took 170 ms
      * to make one, run 82).  One that only gains SMs runs where it ran until the binder
      * has made the context.  Without the binder thread, the move is made here. */
-    if (!t->binder.running || gives_up(atomic_load(&s->bound_groups), want))
+    must = gives_up(atomic_load(&s->bound_groups), want);
+    if (!t->binder.running || must)
         t->ops->prepare(t->be, want);
     rc = t->ops->bind(t->be, want);
+    /* bind only tries the pool's lock, which the binder thread may hold for a moment;
+     * a move that must happen tries again (while a stream captures, it waits for a later
+     * kernel). */
+    for (int i = 0; rc == DS_EBUSY && must && i < 3; i++) {
+        t->ops->prepare(t->be, want);
+        rc = t->ops->bind(t->be, want);
+    }
     if (rc == DS_EBUSY)
         return;
     t->bind_gen = gen;
