@@ -166,7 +166,6 @@ static void fill_attrs(int *a, int sms)
 static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
-    const char *pctx_ms;
 
     if (b == NULL)
         return DS_ENOMEM;
@@ -189,9 +188,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
     b->hang_kernel = getenv("DETSHARE_SIM_HANG");
-    pctx_ms = getenv("DETSHARE_SIM_PCTX_MS");
-    b->pctx_ms = pctx_ms != NULL ? (unsigned)strtoul(pctx_ms, NULL, 10) % 10000 : 0;
-    pthread_mutex_init(&b->pctx_lock, NULL);
+    ds__sim_pctx_init(b);
     *out = b;
     return 0;
 }
@@ -227,95 +224,6 @@ static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_s
     return 0;
 }
 
-static int pctx_made(const struct ds_backend *b, uint64_t groups)
-{
-    for (int i = 0; i < b->npctx; i++)
-        if (b->pctx[i] == groups)
-            return 1;
-    return groups == 0;
-}
-
-/* Making a partition's context takes time on a GPU (2 to 170 ms measured on an H100
- * under MPS), and a tenant cannot move before it is made: the sim takes
- * DETSHARE_SIM_PCTX_MS for each new set of groups, so that what executors do meanwhile
- * is tested.  Called by the binder thread, beside the serving thread's sim_bind. */
-static int sim_prepare(struct ds_backend *b, uint64_t groups)
-{
-    struct timespec ts = { b->pctx_ms / 1000, (long)(b->pctx_ms % 1000) * 1000000 };
-    int rc = 0;
-
-    if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
-        return DS_EINVAL;
-    pthread_mutex_lock(&b->pctx_lock);
-    if (!pctx_made(b, groups)) {
-        if (b->npctx == SIM_PCTX_MAX) {
-            rc = DS_ENOMEM;
-        } else {
-            nanosleep(&ts, NULL);
-            b->pctx[b->npctx++] = groups;
-        }
-    }
-    pthread_mutex_unlock(&b->pctx_lock);
-    return rc;
-}
-
-/* A partition's SMs decide how many waves a kernel takes (sim_module.c).  Never waits
- * for a context being made: DS_EBUSY until it is, as the cuda backend. */
-static int sim_bind(struct ds_backend *b, uint64_t groups)
-{
-    int n = __builtin_popcountll(groups), made;
-
-    if (b->groups.count < 64 && (groups >> b->groups.count) != 0)
-        return DS_EINVAL;
-    if (pthread_mutex_trylock(&b->pctx_lock) != 0)
-        return DS_EBUSY;
-    made = pctx_made(b, groups);
-    pthread_mutex_unlock(&b->pctx_lock);
-    if (!made)
-        return DS_EBUSY;
-    b->sms = groups == 0 ? b->groups.sms : (unsigned)n * b->groups.size;
-    b->bound = groups;
-    return 0;
-}
-
-static uint64_t all_groups(const struct ds_backend *b)
-{
-    return b->groups.count >= 64 ? ~0ull : (1ull << b->groups.count) - 1;
-}
-
-/* Contention: two tenants whose kernels are on the same SMs at once each get half of
- * them.  Other tenants are seen through the control block: their groups and until when
- * their queued kernels run. */
-unsigned ds__sim_sms_now(struct ds_backend *b)
-{
-    const struct ds_shm *shm = b->cfg.shm;
-    uint64_t mine = b->bound ? b->bound : all_groups(b), now = ds_now_ns();
-    unsigned shared = 0;
-
-    for (int i = 0; i < (int)shm->nslots; i++) {
-        const struct ds_shm_slot *o = &shm->slots[i];
-        uint64_t theirs;
-
-        if (i == b->cfg.slot || atomic_load(&o->state) == 0 ||
-            atomic_load(&o->sim_busy_until) <= now)
-            continue;
-        theirs = atomic_load(&o->bound_groups);
-        shared += (unsigned)__builtin_popcountll(mine & (theirs ? theirs : all_groups(b))) *
-                  b->groups.size;
-    }
-    shared = shared > b->sms ? b->sms : shared;
-    return b->sms - shared / 2;
-}
-
-void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s)
-{
-    atomic_uint_fast64_t *until = &b->cfg.shm->slots[b->cfg.slot].sim_busy_until;
-    uint64_t end = stream_or_legacy(b, s)->ready_ns + b->stalled_ns;
-
-    if (end > atomic_load(until))
-        atomic_store(until, end);
-}
-
 static void sim_close(struct ds_backend *b)
 {
     ds__sim_drop_parked(b, &b->legacy);
@@ -340,7 +248,7 @@ static void sim_close(struct ds_backend *b)
     }
     ds_memtab_destroy(&b->mem);
     ds_memtab_destroy(&b->vmm_maps);
-    pthread_mutex_destroy(&b->pctx_lock);
+    ds__sim_pctx_fini(b);
     free(b);
 }
 
@@ -1007,8 +915,8 @@ const struct ds_backend_ops ds_sim_backend = {
     .open = sim_open,
     .close = sim_close,
     .describe = sim_describe,
-    .bind = sim_bind,
-    .prepare = sim_prepare,
+    .bind = ds__sim_bind,
+    .prepare = ds__sim_prepare,
     .gate = sim_gate,
     .stamp = sim_stamp,
     .dev_alloc = ds__sim_mem_alloc,

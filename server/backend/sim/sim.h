@@ -193,8 +193,9 @@ struct ds_backend {
 };
 
 /* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
- * kernels), sim_graph.c (capture and graphs), sim_vmm.c (virtual memory),
- * sim_tensormap.c (tensor maps), sim_ipc.c (IPC) and sim_pool.c (memory pools).  Each
+ * kernels), sim_pctx.c (partitions and contention), sim_graph.c (capture and graphs),
+ * sim_vmm.c (virtual memory), sim_tensormap.c (tensor maps), sim_ipc.c (IPC) and
+ * sim_pool.c (memory pools).  Each
  * returns what its sim_* counterpart in the backend interface (backend.h) returns. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
@@ -202,6 +203,11 @@ int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct si
 void ds__sim_free_work(struct sim_work *w);
 int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
 int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
+/* sim_pctx.c: partitions' contexts (DETSHARE_SIM_PCTX_MS), backend.h's prepare and bind. */
+void ds__sim_pctx_init(struct ds_backend *b);
+void ds__sim_pctx_fini(struct ds_backend *b);
+int ds__sim_prepare(struct ds_backend *b, uint64_t groups);
+int ds__sim_bind(struct ds_backend *b, uint64_t groups);
 /* SMs a kernel launched now gets: its partition's, less half of those other tenants'
  * queued kernels occupy too. */
 unsigned ds__sim_sms_now(struct ds_backend *b);
