@@ -115,12 +115,13 @@ static void latencies(const std::vector<event> &ev, const std::vector<long long>
 // The same question without the clock offset: a gate that holds leaves a gap in the
 // device's own start times for each closed interval, about as long as the interval (the
 // difference is hold - resume).  Counts the gaps longer than half the shortest closed
-// interval within the kernels' span, against the closed intervals there.
+// interval within the kernels' span, against the closed intervals there (the span widened
+// by `margin` on the host clock, whose offset from the device's is what is not trusted).
 static void gaps(const std::vector<event> &ev, const std::vector<long long> &starts,
-                 long long offset_guess)
+                 long long margin)
 {
     std::vector<double> closed, gap;
-    long long lo = starts.front() - offset_guess, hi = starts.back() + offset_guess;
+    long long lo = starts.front() - margin, hi = starts.back() + margin;
     double shortest = 0;
 
     for (size_t i = 0; i + 1 < ev.size(); i++)
