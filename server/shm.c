@@ -116,11 +116,28 @@ static void futex(atomic_uint *word, int op, unsigned val, const struct timespec
     syscall(SYS_futex, word, op, val, timeout, NULL, 0);
 }
 
+/* Only the control process writes the list; an executor reading it mid-shift may see
+ * a set twice or miss one for a moment, which costs nothing but an early or late make. */
+static void remember_hot(struct ds_shm *shm, uint64_t groups)
+{
+    if (groups == 0)
+        return;
+    for (int i = 0; i < DS_SHM_HOT; i++)
+        if (atomic_load(&shm->hot_groups[i]) == groups)
+            return;
+    for (int i = 0; i + 1 < DS_SHM_HOT; i++)
+        atomic_store(&shm->hot_groups[i], atomic_load(&shm->hot_groups[i + 1]));
+    atomic_store(&shm->hot_groups[DS_SHM_HOT - 1], groups);
+}
+
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups)
 {
     struct ds_shm_slot *s = &shm->slots[idx];
 
+    remember_hot(shm, groups);
+
     atomic_store(&s->groups, groups);
+    atomic_store(&s->bind_at_ns, ds_now_ns());
     atomic_fetch_add_explicit(&s->bind_gen, 1, memory_order_release);
     futex(&s->bind_gen, FUTEX_WAKE, INT32_MAX, NULL);
 }

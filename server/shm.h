@@ -17,11 +17,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 14
+#define DS_SHM_VERSION 15
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
 #define DS_SHM_IPC_BLOB 64
+/* SM-group sets remembered for warm executors (hot_groups). */
+#define DS_SHM_HOT 4
 /* Quota rules the control process publishes (server/quota.h). */
 #define DS_SHM_QUOTAS 64
 
@@ -49,14 +51,16 @@ struct ds_shm_stamp {
 };
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
- * device), then bumps `bind_gen`; the executor reads both at its next kernel boundary,
- * rebinds, and reports what it runs on in `bound_groups`. */
+ * device) and the time it decided (`bind_at_ns`, ds_now_ns clock), then bumps
+ * `bind_gen`; the executor reads them at its next kernel boundary, rebinds, and reports
+ * what it runs on in `bound_groups`. */
 struct ds_shm_slot {
     atomic_uint state; /* 0 free, 1 taken */
     pid_t pid;
     char tenant[DS_NAME_MAX + 1];
     atomic_uint_fast64_t sim_mem_used;
     atomic_uint_fast64_t groups;
+    atomic_uint_fast64_t bind_at_ns;
     atomic_uint bind_gen;
     atomic_uint migrations;
     atomic_uint_fast64_t bound_groups;
@@ -156,6 +160,9 @@ struct ds_shm {
      * context failed (DS_EXEC_DEVICE_LOST): under MPS a fault ends every client's
      * context, so each executor then asks its device whether its own has failed too. */
     atomic_uint faults;
+    /* SM-group sets the control process bound tenants to lately, newest last (0: none):
+     * warm executors make their contexts before a tenant needs one (server/exec/binder.h). */
+    atomic_uint_fast64_t hot_groups[DS_SHM_HOT];
     uint64_t reserved[4];
     /* The quota rules, written only by the control process under a sequence lock:
      * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */
@@ -191,7 +198,7 @@ int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size);
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
 
 /* Ask slot idx's executor to run on SM groups `groups` from its next kernel on (and
- * wake whoever waits in ds_shm_bind_wait). */
+ * wake whoever waits in ds_shm_bind_wait); `groups` joins hot_groups. */
 void ds_shm_bind(struct ds_shm *shm, int idx, uint64_t groups);
 
 /* Wake whoever waits in ds_shm_bind_wait on slot idx, with nothing new. */

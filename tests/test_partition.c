@@ -281,6 +281,64 @@ Test(partition, a_tenant_giving_sms_up_waits_for_its_new_context)
     ds_test_server_stop(&srv);
 }
 
+/* How long the last move logged with `needle` took, in microseconds (-1: none). */
+static long last_move_us(const char *needle)
+{
+    char line[1024];
+    FILE *f = fopen(srv.log, "r");
+    long us = -1;
+
+    cr_assert_not_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *m = strstr(line, needle);
+
+        if (m != NULL && (m = strstr(m, "(moved in ")) != NULL)
+            us = strtol(m + strlen("(moved in "), NULL, 10);
+    }
+    fclose(f);
+    return us;
+}
+
+Test(partition, a_warm_executor_makes_the_contexts_of_groups_used_before)
+{
+    const char *upper = "now runs on SM groups 8-15 (64 SMs)";
+    struct ds_test_peer nb, late;
+    CUfunction step;
+    CUdeviceptr x;
+    int k = 0;
+    long first, second;
+
+    DS_SIM_ONLY();
+    setenv("DETSHARE_SIM_PCTX_MS", "300", 1);
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 0, "--policy static --warm 1");
+    unsetenv("DETSHARE_SIM_PCTX_MS");
+    unsetenv("DETSHARE_LOG");
+    ds_test_peer_fork(&nb, neighbour, NULL);
+    ds_test_peer_fork(&late, neighbour, NULL);
+    ds_test_ctx();
+    CU_OK(cuModuleGetFunction(&step, load(), "step"));
+    CU_OK(cuMemAlloc(&x, sizeof(int)));
+    CU_OK(cuMemsetD32(x, 0, 1));
+    /* The first neighbour's executor makes the upper half's context when it is told to
+     * go there (300 ms on this sim); the executor started after it, while both halves
+     * were in use, makes them ahead of its tenant. */
+    ds_test_peer_join(&nb);
+    chain_until(step, x, &k, 0, "now runs on SM groups 0-7 (64 SMs)");
+    wait_log(upper);
+    first = last_move_us(upper);
+    ds_test_peer_leave(&nb);
+    wait_log("SM groups 8-15 (64 SMs) made ahead of the tenant");
+    ds_test_peer_join(&late);
+    wait_log_after(1, upper);
+    second = last_move_us(upper);
+    cr_expect(first >= 100000, "the first move to the upper half took %ld us", first);
+    cr_expect(second >= 0 && second < 100000,
+              "a move to a context made ahead took %ld us (the first: %ld us)", second, first);
+    ds_test_peer_leave(&late);
+    ds_test_server_stop(&srv);
+}
+
 /* A best-effort tenant that keeps the GPU busy for 3 s with wide kernels, each launched
  * while the one before still runs (so it is never idle, even when the host is slow) and
  * placed where the policy puts it then; it sets *arg once under way, and must finish

@@ -10,6 +10,8 @@
 #          after an open they resumed;
 #   fault  wild.cu writes through a wild pointer while steady.cu runs beside it; then a
 #          new tenant runs: both must get right answers and the server must go on.
+# MPS (default start) is the server's --mps for every part: `off` shows what a fault does
+# to a neighbour when tenants time-slice instead of sharing one MPS server.
 # Expects build-gpu (and .dev/libs where the box lacks libraries); writes $OUT/mechanism:
 # mechanism_report.py's JSON and Markdown, and raw.tar.gz (logs, raw figures).  Every
 # tenant runs under a time limit (TENANT_LIMIT, default 120 s).
@@ -36,7 +38,7 @@ serve() {
     case $2 in fixed | flip | gate) ;; *) policy=$2 ;; esac
     rm -f "$dir/s"
     DS_PULSE=$2 DS_PULSE_MS=$pulse_ms ./build-gpu/server/detshare-server --device cuda \
-        --mps start --mps-dir "$dir/mps-$1" --policy "$policy" --listen "unix:$dir/s" \
+        --mps "${MPS:-start}" --mps-dir "$dir/mps-$1" --policy "$policy" --listen "unix:$dir/s" \
         2> "$out/server-$1.log" &
     srv=$!
     for _ in $(seq 400); do [ -S "$dir/s" ] && break; sleep 0.05; done

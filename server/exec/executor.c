@@ -761,9 +761,13 @@ int ds_executor_main(const char *slot_arg)
      * connections), the device opens at its hello instead, so that a connection that
      * never says hello (a liveness probe) costs no device context.  A failure is
      * reported to the tenant at its hello. */
-    if (!tenant_waiting() && ds__tenant_open(&tenant) != 0)
-        ds_debug("the device did not open ahead of the tenant; trying again at its hello");
+    if (!tenant_waiting()) {
+        ds_binder_ahead(&tenant.binder, 1);
+        if (ds__tenant_open(&tenant) != 0)
+            ds_debug("the device did not open ahead of the tenant; trying again at its hello");
+    }
     fd = ds_spawn_await_tenant();
+    ds_binder_ahead(&tenant.binder, 0);
     close(DS_EXEC_CTL_FD);
     status = serve_and_free(fd, shm->spin_us);
     ds_shm_unmap(shm);

@@ -198,6 +198,7 @@ int ds__cuda_stream_init(struct ds_backend *b, struct ds_bstream *s, int blockin
 
 static void fini_stream(struct ds_backend *b, struct ds_bstream *s)
 {
+    ds__cuda_unpark_all(b, s);
     b->cu.cuEventDestroy(s->tail);
     b->cu.cuStreamDestroy(s->s);
 }

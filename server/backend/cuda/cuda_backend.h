@@ -174,6 +174,16 @@ struct driver {
 #undef CU_FIELD
 };
 
+/* A stream's real streams on pCtxs it ran on before (cuda_pctx.c): moving back to one
+ * reuses it, as making a stream costs tens of microseconds on the move's path. */
+#define DS_PARKED_MAX 3
+
+struct ds_parked {
+    CUstream s; /* NULL: a free slot */
+    CUevent tail;
+    uint64_t mask;
+};
+
 struct ds_bstream {
     CUstream s;
     int blocking;       /* a tenant stream created without CU_STREAM_NON_BLOCKING */
@@ -184,6 +194,7 @@ struct ds_bstream {
     uint64_t legacy_given; /* blocking: own seq the legacy stream already waits for */
     int capturing;         /* its work goes into a graph, not to the device */
     int prio;
+    struct ds_parked parked[DS_PARKED_MAX]; /* oldest first */
     struct ds_bstream *prev, *next;
 };
 
@@ -330,6 +341,7 @@ CUresult ds__cuda_sm_groups(struct driver *cu, CUdevice dev, CUdevResource *sms,
 
 /* Set a stream up on green context g (non-blocking, as green-context streams are). */
 int ds__cuda_stream_init(struct ds_backend *b, struct ds_bstream *s, int blocking, int prio);
+void ds__cuda_unpark_all(struct ds_backend *b, struct ds_bstream *s);
 
 /* Record s's tail event after its last work, unless it already is. */
 int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s);

@@ -9,11 +9,13 @@
  * binder thread makes it (prepare) as soon as the control process decides; bind never
  * waits for it (DS_EBUSY until it is ready).  The executor waits for it only where
  * running on meanwhile would use a neighbour's SMs (server/exec/tenant.c).  Memory and
- * libraries belong to the process, so moving work copies nothing: each stream gets a new real stream on the new
- * green context that waits for an event at the tail of the old one, and the old one is
- * destroyed (its work still finishes).  An event is recorded only on streams of the
- * context it was made in, as the driver documents, so each tail event is made anew with
- * its stream.
+ * libraries belong to the process, so moving work copies nothing: each stream continues
+ * on a real stream of the new green context that waits for an event at the tail of the
+ * old one.  The old real stream is parked, not destroyed, and taken up again when the
+ * tenant comes back (moves back and forth are what policies do): a move that made new
+ * streams took 50 µs at the median on an H100 (run 65).  An event is recorded only on
+ * streams of the context it was made in, as the driver documents, so each real stream
+ * has its own tail event.
  */
 #include "cuda_backend.h"
 
@@ -21,6 +23,7 @@
 #include "ds_log.h"
 
 #include <pthread.h>
+#include <string.h>
 
 int ds__cuda_pctx_init(struct ds_backend *b)
 {
@@ -106,28 +109,72 @@ int ds__cuda_prepare(struct ds_backend *b, uint64_t groups)
     return pctx_get(b, groups, 1, &g);
 }
 
-/* Continue stream s on the pCtx bound now, after everything already submitted to it. */
-static int move_stream(struct ds_backend *b, struct ds_bstream *s)
+/* The slot of s's real stream parked on pCtx `mask`, or -1. */
+static int parked_find(const struct ds_bstream *s, uint64_t mask)
+{
+    for (int i = 0; i < DS_PARKED_MAX; i++)
+        if (s->parked[i].s != NULL && s->parked[i].mask == mask)
+            return i;
+    return -1;
+}
+
+/* Park s's current real stream, which ran on pCtx `mask`, in `slot` (one just emptied),
+ * or after the others, destroying the oldest when all slots are taken (its work still
+ * finishes). */
+static void park(struct ds_backend *b, struct ds_bstream *s, uint64_t mask, int slot)
+{
+    if (slot < 0) {
+        if (s->parked[0].s != NULL) {
+            b->cu.cuEventDestroy(s->parked[0].tail);
+            b->cu.cuStreamDestroy(s->parked[0].s);
+        }
+        memmove(&s->parked[0], &s->parked[1], (DS_PARKED_MAX - 1) * sizeof(s->parked[0]));
+        slot = DS_PARKED_MAX - 1;
+    }
+    s->parked[slot].s = s->s;
+    s->parked[slot].tail = s->tail;
+    s->parked[slot].mask = mask;
+}
+
+void ds__cuda_unpark_all(struct ds_backend *b, struct ds_bstream *s)
+{
+    for (int i = 0; i < DS_PARKED_MAX; i++)
+        if (s->parked[i].s != NULL) {
+            b->cu.cuEventDestroy(s->parked[i].tail);
+            b->cu.cuStreamDestroy(s->parked[i].s);
+            s->parked[i].s = NULL;
+        }
+}
+
+/* Continue stream s, which ran on pCtx `from`, on pCtx `to` (bound now), after
+ * everything already submitted to it: on its stream parked there, or a new one. */
+static int move_stream(struct ds_backend *b, struct ds_bstream *s, uint64_t from, uint64_t to)
 {
     struct ds_bstream next = *s;
+    int slot = parked_find(s, to);
     CUresult r;
     int rc = ds__cuda_record_tail(b, s);
 
-    if (rc == 0)
+    if (rc == 0 && slot >= 0) {
+        next.s = s->parked[slot].s;
+        next.tail = s->parked[slot].tail;
+    } else if (rc == 0) {
         rc = ds__cuda_stream_init(b, &next, s->blocking, s->prio);
+    }
     if (rc != 0)
         return rc;
     if (s->seq != 0 && (r = b->cu.cuStreamWaitEvent(next.s, s->tail, 0)) != CUDA_SUCCESS) {
-        b->cu.cuEventDestroy(next.tail);
-        b->cu.cuStreamDestroy(next.s);
+        if (slot < 0) {
+            b->cu.cuEventDestroy(next.tail);
+            b->cu.cuStreamDestroy(next.s);
+        }
         return ds__cuda_err(r);
     }
     /* The new tail stands for the same work as the old one (through the wait just
      * made), so streams that waited for the old tail keep their bookkeeping. */
     if (s->seq != 0)
         b->cu.cuEventRecord(next.tail, next.s);
-    b->cu.cuEventDestroy(s->tail);
-    b->cu.cuStreamDestroy(s->s);
+    park(b, s, from, slot);
     s->s = next.s;
     s->tail = next.tail;
     return 0;
@@ -136,6 +183,7 @@ static int move_stream(struct ds_backend *b, struct ds_bstream *s)
 int ds__cuda_bind(struct ds_backend *b, uint64_t groups)
 {
     CUgreenCtx was = b->pc.bound;
+    uint64_t from = b->pc.bound_mask;
     int rc;
 
     if (b->pc.sm.count < 64 && (groups >> b->pc.sm.count) != 0)
@@ -147,9 +195,9 @@ int ds__cuda_bind(struct ds_backend *b, uint64_t groups)
             return DS_EBUSY;
     rc = pctx_get(b, groups, 0, &b->pc.bound);
     if (rc == 0)
-        rc = move_stream(b, &b->legacy);
+        rc = move_stream(b, &b->legacy, from, groups);
     for (struct ds_bstream *s = b->streams.next; s != &b->streams && rc == 0; s = s->next)
-        rc = move_stream(b, s);
+        rc = move_stream(b, s, from, groups);
     if (rc != 0) {
         /* Streams that moved run on the new pCtx, the others on the old one, each in
          * order; the binding is tried again when the control process next asks. */
