@@ -114,23 +114,22 @@ static void latencies(const std::vector<event> &ev, const std::vector<long long>
 
 // The same question without the clock offset: a gate that holds leaves a gap in the
 // device's own start times for each closed interval, about as long as the interval (the
-// difference is hold - resume).  Counts the gaps longer than half the shortest closed
-// interval within the kernels' span, against the closed intervals there (the span widened
-// by `margin` on the host clock, whose offset from the device's is what is not trusted).
+// difference is hold - resume).  Counts the gaps longer than half a period against the
+// closed intervals of at least that length within the kernels' span (the span widened by
+// `margin` on the host clock, whose offset from the device's is what is not trusted; the
+// toggler's last close, opened at once when the launches end, is not one).
 static void gaps(const std::vector<event> &ev, const std::vector<long long> &starts,
-                 long long margin)
+                 long long margin, long long period_ns)
 {
     std::vector<double> closed, gap;
     long long lo = starts.front() - margin, hi = starts.back() + margin;
-    double shortest = 0;
 
     for (size_t i = 0; i + 1 < ev.size(); i++)
-        if (ev[i].closed && ev[i].at > lo && ev[i + 1].at < hi) {
+        if (ev[i].closed && ev[i].at > lo && ev[i + 1].at < hi &&
+            ev[i + 1].at - ev[i].at >= period_ns / 2)
             closed.push_back((double)(ev[i + 1].at - ev[i].at));
-            shortest = shortest == 0 ? closed.back() : std::min(shortest, closed.back());
-        }
-    for (size_t j = 0; shortest > 0 && j + 1 < starts.size(); j++)
-        if ((double)(starts[j + 1] - starts[j]) > shortest / 2)
+    for (size_t j = 0; j + 1 < starts.size(); j++)
+        if (starts[j + 1] - starts[j] > period_ns / 2)
             gap.push_back((double)(starts[j + 1] - starts[j]));
     printf(", \"closed_intervals\": %zu, \"closed_us_p50\": %.2f, \"gaps\": %zu, "
            "\"gap_us_p50\": %.2f, \"gap_us_min\": %.2f",
@@ -183,6 +182,15 @@ int main(int argc, char **argv)
         return 1;
     }
     *(volatile unsigned *)host_word = 0;
+    // Load `stamp` before the resident kernel starts: with lazy loading (the default
+    // since CUDA 12.2) its first launch would load it then, which may wait for the
+    // context's kernels to finish, and the resident one never does (CUDA C Programming
+    // Guide, "Lazy Loading", concurrent execution).
+    stamp<<<1, 1, 0, g.work>>>(starts, 0);
+    if (cudaStreamSynchronize(g.work) != cudaSuccess) {
+        fprintf(stderr, "gatemodes: cannot run a kernel\n");
+        return 1;
+    }
     if (!strcmp(mode, "host"))
         g.wait_on = (CUdeviceptr)host_word;
     if (!strcmp(mode, "relay")) {
@@ -225,7 +233,7 @@ int main(int argc, char **argv)
         printf(", ");
         // A kernel starting within the calibration's error before an open is the open's.
         latencies(ev, st, std::max(5000ll, 10 * spread));
-        gaps(ev, st, period * 1000);
+        gaps(ev, st, period * 1000, period * 1000);
     }
     printf("}\n");
     fflush(stdout);

@@ -62,7 +62,10 @@ def moves(out):
 def gate(out):
     """For each close inside the tenant's launches: how long kernels still started after
     it; for each open: how long until the next kernel started."""
-    text = lines(os.path.join(out, "gate-starts.txt"))
+    path = os.path.join(out, "gate-starts.txt")
+    if not os.path.exists(path):
+        return {"not_run": True}
+    text = lines(path)
     if not text or not text[0].startswith("offset_ns"):
         return {"failed": True}
     spread = int(text[0].split()[3])
@@ -123,7 +126,9 @@ def main():
           f"for the tenant's next kernel included): p50 {mv['decision_us_p50']} us, "
           f"p90 {mv['decision_us_p90']} us, max {mv['decision_us_max']} us", "",
           "## Gate", ""]
-    if g.get("failed"):
+    if g.get("not_run"):
+        md.append("not run")
+    elif g.get("failed"):
         md.append("the gate tenant failed")
     else:
         md += [f"closes inside the tenant's launches: {g['closes']}; kernels still starting after a close: "
