@@ -153,6 +153,9 @@ struct ds_shm {
     int32_t sim_sms;
     uint32_t spin_us;
     uint32_t sm_group_size, sm_groups; /* ds_sm_groups of the device */
+    /* 1 when executors should be MPS clients (--mps start or external): one that is not
+     * says so loudly, since its tenant then takes turns instead of sharing SMs. */
+    uint32_t mps_expected;
     /* 1 while the policy in force uses gates: executors then also make the GPU wait on
      * the gate before each kernel (backend gate), which costs a driver call. */
     atomic_uint gating;

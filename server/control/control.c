@@ -587,6 +587,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->spin_us = cfg->spin_us;
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
+    c.shm->mps_expected = cfg->mps_mode != NULL && (strcmp(cfg->mps_mode, "started") == 0 ||
+                                                    strcmp(cfg->mps_mode, "external") == 0);
     c.authing.tokens = cfg->tokens;
     failed = start_signals(&c) != 0;
     /* The rules need the timers start_signals made; the admin socket and metrics come

@@ -701,6 +701,7 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
     be->shm = shm;
     be->slot = slot;
     be->spin_us = shm->spin_us;
+    be->mps_expected = shm->mps_expected != 0;
     be->stop = &stop_requested;
     return 0;
 }
