@@ -47,7 +47,7 @@ srv= mpsdir=
 stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; srv=; mps_gone; }
 # The daemon's MPS server outlives `quit` for a moment; a server started meanwhile ran its
 # tenants without MPS (run 98), so each scenario starts once the last one is gone.
-mps_gone() { for _ in $(seq 100); do pgrep -x nvidia-cuda-mps-server > /dev/null || return 0; sleep 0.1; done; echo "run.sh: an MPS server is still running" >&2; }
+mps_gone() { for _ in $(seq 100); do pgrep -f nvidia-cuda-mps-server > /dev/null || return 0; sleep 0.1; done; echo "run.sh: an MPS server is still running" >&2; }
 stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; mps_gone; }
 trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
 {
