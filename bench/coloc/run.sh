@@ -45,10 +45,13 @@ rm -rf "$raw" && mkdir -p "$raw" || exit 1
 tmp=$(mktemp -d)
 srv= mpsdir=
 stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; srv=; mps_gone; }
-# The daemon's MPS server outlives `quit` for a moment; a server started meanwhile ran its
-# tenants without MPS (run 98), so each scenario starts once the last one is gone.
+# Each scenario starts once the last MPS server is gone.  After the native MPS daemon's
+# `quit`, executors of a server started within a second or two still ran without MPS,
+# even once its MPS server had exited (runs 98-100: the next scenario's executors warned
+# that they were no MPS clients), so the native daemon's end is also waited out
+# (MPS_SETTLE seconds, default 5).
 mps_gone() { for _ in $(seq 100); do pgrep -f nvidia-cuda-mps-server > /dev/null || return 0; sleep 0.1; done; echo "run.sh: an MPS server is still running" >&2; }
-stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; mps_gone; }
+stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; mps_gone; sleep "${MPS_SETTLE:-5}"; }
 trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
 {
     echo "gpu=$gpu"
