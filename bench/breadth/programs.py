@@ -1,7 +1,7 @@
 """Programs users bring, each printing one line of hashes of what it computed: run once
 natively and once through detshare, the lines must be identical (bench/breadth/run.sh).
 usage: programs.py NAME, NAME one of cupy cupy2 cupyraw triton tritonauto compile
-compiletrain jax numba loader mp expand bf16 bf16train.  The program's warnings go to
+compiletrain jax numba resnet loader mp expand bf16 bf16train.  The program's warnings go to
 stderr; only the last stdout line is compared."""
 import os, sys, hashlib
 # cuBLAS's deterministic workspaces, for the training programs.
@@ -74,6 +74,10 @@ elif what == "cupy2":
     print("cupy2", h(cp.asnumpy(sol)), h(cp.asnumpy(w)), h(cp.asnumpy(y)), h(cp.asnumpy(srt)), h(red), h(cp.asnumpy(z)))
 elif what == "numba":
     import numpy as np
+    # numba-cuda on the GPU box still registers np.row_stack, which numpy 2 removed: the
+    # import fails natively there.  vstack is what row_stack was.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
     from numba import cuda
     @cuda.jit
     def saxpy(o, x, y, a):
@@ -84,6 +88,25 @@ elif what == "numba":
     dx, dy = cuda.to_device(x), cuda.to_device(y); do = cuda.device_array_like(x)
     saxpy[256, 256](do, dx, dy, np.float32(2.5))
     print("numba", h(do.copy_to_host()))
+elif what == "resnet":
+    # As issue 7 asks: cudnn.benchmark, channels_last, bf16 autocast.  cuDNN's benchmark
+    # picks algorithms by timing them, so two native runs may differ; run.sh says so.
+    import torch, torchvision, numpy as np
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    m = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x = torch.randn(32, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (32,), device="cuda")
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.float().item())
+    print("resnet", h(np.array(losses)))
 elif what == "loader":
     import torch
     from torch.utils.data import DataLoader, TensorDataset

@@ -20,7 +20,7 @@ out=${OUT:-$repo/bench/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 cap=${CAP:-150}
-what=${WHAT:-cupy cupy2 cupyraw triton tritonauto compile compiletrain jax numba loader mp expand bf16 bf16train}
+what=${WHAT:-cupy cupy2 cupyraw triton tritonauto compile compiletrain jax numba resnet loader mp expand bf16 bf16train}
 [ -d .dev/libs ] && export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 XLA_FLAGS=--xla_gpu_autotune_level=0
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) || { echo "run.sh: no GPU" >&2; exit 1; }
