@@ -49,7 +49,7 @@ static void usage(FILE *f)
             "                          names; off time-slices the GPU between tenants\n"
             "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
-            "  --policy NAME|PATH      who runs on which SMs (default shared); a PATH (with\n"
+            "  --policy NAME|PATH      who runs on which SMs (default slo-aware); a PATH (with\n"
             "                          a '/') loads a policy from a shared object\n"
             "                          (examples/policy/first_half.c); built in:\n");
     for (int i = 0; ds_policies[i] != NULL; i++)
@@ -267,7 +267,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
-                                   .warm = 1, .policy = &ds_policy_shared,
+                                   .warm = 1, .policy = &ds_policy_slo_aware,
                                    .admin_gid = (gid_t)-1 };
     enum ds_mps_mode mps_mode = DS_MPS_START;
     const char *device = "auto", *mps_dir = NULL;

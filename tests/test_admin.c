@@ -135,7 +135,7 @@ Test(admin, the_socket_is_owner_only_and_bad_requests_are_refused)
     cr_assert_gt(read(fd, reply, sizeof(reply)), 0);
     close(fd);
     cr_assert_eq(ctl("policy", out, sizeof(out)), 0, "%s", out);
-    cr_assert(strstr(out, "policy: shared"), "%s", out);
+    cr_assert(strstr(out, "policy: slo-aware"), "the default policy: %s", out);
     ds_test_server_stop(&srv);
 }
 

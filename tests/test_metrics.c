@@ -324,7 +324,7 @@ Test(metrics, tenants_appear_with_their_labels_and_counters_grow)
     CUfunction f;
     CUdeviceptr d;
 
-    start(0, NULL);
+    start(0, "--policy shared");
     ds_test_peer_fork(&peer, beta, NULL);
     setenv("DETSHARE_TENANT", "alpha", 1);
     unsetenv("DETSHARE_CLASS");

@@ -162,7 +162,7 @@ Test(partition, the_shared_policy_leaves_everyone_on_every_sm)
 {
     struct ds_test_peer nb;
 
-    ds_test_server_start(&srv, 0, NULL);
+    ds_test_server_start(&srv, 0, "--policy shared");
     cr_assert(ds_test_log_has(&srv, "policy shared"));
     ds_test_peer_fork(&nb, neighbour, NULL);
     ds_test_ctx();
