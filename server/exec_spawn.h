@@ -22,6 +22,8 @@ enum ds_exec_status {
                                * fault, or under MPS a neighbour's) */
     DS_EXEC_STUCK = 5,        /* the tenant left, the executor stayed stuck in the driver,
                                * and its watchdog ended it (exec/watchdog.h) */
+    DS_EXEC_NO_MPS = 6,       /* a warm executor whose context is no MPS client, though
+                               * the server runs MPS: another is started (shm.h) */
 };
 
 #define DS_EXEC_SHM_FD 3 /* the control block's memfd */

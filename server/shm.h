@@ -130,6 +130,7 @@ struct ds_shm_ipc {
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
+enum ds_shm_mps { DS_SHM_MPS_NONE, DS_SHM_MPS_WARN, DS_SHM_MPS_RETRY };
 
 /* One quota rule: the limits of the tenants whose name it matches (server/quota.h). */
 struct ds_shm_quota {
@@ -153,9 +154,11 @@ struct ds_shm {
     int32_t sim_sms;
     uint32_t spin_us;
     uint32_t sm_group_size, sm_groups; /* ds_sm_groups of the device */
-    /* 1 when executors should be MPS clients (--mps start or external): one that is not
-     * says so loudly, since its tenant then takes turns instead of sharing SMs. */
-    uint32_t mps_expected;
+    /* enum ds_shm_mps: whether executors should be MPS clients (--mps start or external;
+     * the sim models MPS), and what one that is not does.  Its tenant would take turns
+     * instead of sharing SMs, so it says so loudly; a warm one, with no tenant yet,
+     * leaves for another to start (DS_EXEC_NO_MPS) until the control process gives up. */
+    atomic_uint mps_expected;
     /* 1 while the policy in force uses gates: executors then also make the GPU wait on
      * the gate before each kernel (backend gate), which costs a driver call. */
     atomic_uint gating;

@@ -185,6 +185,36 @@ Test(server, a_dead_warm_executor_is_reported_and_the_next_tenant_still_served)
     ds_test_server_stop(&s);
 }
 
+/* A warm executor whose context is no MPS client (the sim made to say so) leaves, and
+ * the server starts another a second later; once contexts are MPS clients again, the
+ * pool stays full and tenants are served. */
+Test(server, a_warm_executor_without_mps_is_replaced)
+{
+    const char *said = "came up as no MPS client";
+    char flag[] = "/tmp/ds-nomps.XXXXXX";
+    struct ds_test_server s;
+    int fd = mkstemp(flag), n;
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    setenv("DETSHARE_SIM_NO_MPS", flag, 1);
+    ds_test_server_start(&s, 0, "--warm 1");
+    unsetenv("DETSHARE_SIM_NO_MPS");
+    for (int i = 0; i < 500 && ds_test_log_count(&s, said) < 2; i++)
+        usleep(10000);
+    cr_assert_geq(ds_test_log_count(&s, said), 2, "a warm executor was not started again");
+    unlink(flag);
+    /* One may have been opening its context as the file went. */
+    usleep(1500000);
+    n = ds_test_log_count(&s, said);
+    usleep(1500000);
+    cr_expect_eq(ds_test_log_count(&s, said), n, "warm executors still left with MPS back");
+    cr_assert_gt(warm_executor(s.pid), 0, "no executor waits in the pool");
+    cr_assert_eq(tenant_status(), 0);
+    cr_expect(!ds_test_log_has(&s, "warm executors in a row were no MPS clients"));
+    ds_test_server_stop(&s);
+}
+
 Test(server, an_executor_started_by_hand_refuses_to_run)
 {
     char out[4096];

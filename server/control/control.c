@@ -61,6 +61,7 @@ static int take_executor(struct control *c, struct ds_spawned *out, int *warm)
     *out = c->warm[0];
     memmove(&c->warm[0], &c->warm[1], (size_t)(c->nwarm - 1) * sizeof(c->warm[0]));
     c->nwarm--;
+    c->no_mps = 0;
     return 0;
 }
 
@@ -287,6 +288,8 @@ static const char *exit_reason(int status, char *buf, size_t len)
                "neighbour's)";
     case DS_EXEC_STUCK:
         return "its executor was stuck in the driver after the tenant left, and was ended";
+    case DS_EXEC_NO_MPS:
+        return "its context was no MPS client, though the server runs MPS";
     default:
         snprintf(buf, len, "executor failed (status %d)", WEXITSTATUS(status));
         return buf;
@@ -302,6 +305,33 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->grace, NULL);
     uv_close((uv_handle_t *)&c->tick, NULL);
     uv_close((uv_handle_t *)&c->watch, NULL);
+    uv_close((uv_handle_t *)&c->refill, NULL);
+}
+
+static void on_refill(uv_timer_t *t)
+{
+    fill_pool(t->data);
+}
+
+/* A warm executor came up without MPS (DS_EXEC_NO_MPS).  On an H100 that happened to the
+ * executors a server started in its first second after another MPS daemon on the GPU
+ * had quit, while those it started later were MPS clients (docs/gpu-runs.md, runs
+ * 99-101): another is started a second later, up to NO_MPS_TRIES in a row; then
+ * executors keep the context they get, and say so. */
+#define NO_MPS_TRIES 10
+#define NO_MPS_RETRY_MS 1000
+
+static void warm_without_mps(struct control *c)
+{
+    if (++c->no_mps >= NO_MPS_TRIES) {
+        atomic_store(&c->shm->mps_expected, DS_SHM_MPS_WARN);
+        ds_error("MPS: %d warm executors in a row were no MPS clients; executors now keep "
+                 "such a context, and their tenants take turns on the GPU", c->no_mps);
+    } else {
+        ds_warn("MPS: a warm executor came up as no MPS client; starting another in %d ms",
+                NO_MPS_RETRY_MS);
+    }
+    uv_timer_start(&c->refill, on_refill, NO_MPS_RETRY_MS, 0);
 }
 
 /* A warm executor that exits had no tenant: nothing to report unless it failed. */
@@ -312,7 +342,9 @@ static int reap_warm(struct control *c, pid_t pid, int status)
 
     if (i < 0)
         return 0;
-    if (!c->stopping && !(WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_STOPPED))
+    if (!c->stopping && WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_NO_MPS)
+        warm_without_mps(c);
+    else if (!c->stopping && !(WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_STOPPED))
         ds_warn("a warm executor (pid %d) exited before any tenant came: %s", (int)pid,
                 exit_reason(status, buf, sizeof(buf)));
     close(c->warm[i].ctl);
@@ -555,6 +587,8 @@ static int start_signals(struct control *c)
     uv_timer_init(c->loop, &c->grace);
     uv_timer_init(c->loop, &c->tick);
     uv_timer_init(c->loop, &c->watch);
+    uv_timer_init(c->loop, &c->refill);
+    c->refill.data = c;
     c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
     c->grace.data = c->tick.data = c->watch.data = c;
     signal(SIGPIPE, SIG_IGN);
@@ -564,6 +598,16 @@ static int start_signals(struct control *c)
         uv_signal_start(&c->sig_hup, on_hangup, SIGHUP) != 0)
         return -1;
     return 0;
+}
+
+/* Executors should be MPS clients when the server runs a daemon or uses one, and on the
+ * sim, which models MPS (a test can make its contexts say otherwise). */
+static int expects_mps(const struct ds_server_config *cfg)
+{
+    if (cfg->device == DS_SHM_SIM)
+        return 1;
+    return cfg->mps_mode != NULL &&
+           (strcmp(cfg->mps_mode, "started") == 0 || strcmp(cfg->mps_mode, "external") == 0);
 }
 
 int ds_control_run(const struct ds_server_config *cfg)
@@ -587,8 +631,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->spin_us = cfg->spin_us;
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
-    c.shm->mps_expected = cfg->mps_mode != NULL && (strcmp(cfg->mps_mode, "started") == 0 ||
-                                                    strcmp(cfg->mps_mode, "external") == 0);
+    c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;
     c.authing.tokens = cfg->tokens;
     failed = start_signals(&c) != 0;
     /* The rules need the timers start_signals made; the admin socket and metrics come

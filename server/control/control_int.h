@@ -40,6 +40,8 @@ struct control {
     uv_timer_t grace;
     uv_timer_t tick; /* every DS_SCHED_SAMPLE_MS: progress stamps, and the policy's on_tick */
     uv_timer_t watch; /* SM shares of tenants whose name appeared (DS_WATCH_MS) */
+    uv_timer_t refill; /* a warm executor started again after one came up without MPS */
+    int no_mps;        /* warm executors in a row that came up without MPS */
     uint64_t next_tick_ns; /* when the policy's on_tick is due */
     struct ds_shm *shm;
     int shm_fd;

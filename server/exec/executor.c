@@ -701,7 +701,7 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
     be->shm = shm;
     be->slot = slot;
     be->spin_us = shm->spin_us;
-    be->mps_expected = shm->mps_expected != 0;
+    be->mps_expected = atomic_load(&shm->mps_expected) != DS_SHM_MPS_NONE;
     be->stop = &stop_requested;
     return 0;
 }
@@ -728,6 +728,19 @@ static int serve_and_free(int fd, unsigned spin_us)
     ds__tenant_fini(&tenant);
     ds__waits_fini(&waits);
     return status;
+}
+
+/* A warm executor whose context is no MPS client while the server expects one leaves for
+ * another to be started (shm.h), unless its tenant is already there. */
+static int leave_without_mps(struct ds_shm *shm)
+{
+    if (atomic_load(&shm->mps_expected) != DS_SHM_MPS_RETRY ||
+        tenant.view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] != 0 || tenant_waiting())
+        return 0;
+    ds_binder_ahead(&tenant.binder, 0);
+    serve_and_free(-1, 0);
+    ds_shm_unmap(shm);
+    return 1;
 }
 
 int ds_executor_main(const char *slot_arg)
@@ -766,6 +779,8 @@ int ds_executor_main(const char *slot_arg)
         ds_binder_ahead(&tenant.binder, 1);
         if (ds__tenant_open(&tenant) != 0)
             ds_debug("the device did not open ahead of the tenant; trying again at its hello");
+        else if (leave_without_mps(shm))
+            return DS_EXEC_NO_MPS;
     }
     fd = ds_spawn_await_tenant();
     ds_binder_ahead(&tenant.binder, 0);

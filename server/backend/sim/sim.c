@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 void ds__sim_free_work(struct sim_work *w)
 {
@@ -252,6 +253,16 @@ static void sim_close(struct ds_backend *b)
     free(b);
 }
 
+/* The sim models MPS (its tenants share SMs as MPS clients do), so its contexts say they
+ * are MPS clients, except while the file DETSHARE_SIM_NO_MPS names exists: what executors
+ * and the server do when MPS fails is tested that way. */
+static int sim_mps_client(void)
+{
+    const char *f = getenv("DETSHARE_SIM_NO_MPS");
+
+    return f == NULL || access(f, F_OK) != 0;
+}
+
 static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
 {
     memset(v, 0, sizeof(*v));
@@ -262,6 +273,7 @@ static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
     v->total_mem = b->cfg.shm->sim_mem_total;
     v->driver_version = CUDA_VERSION;
     fill_attrs(v->attrs, b->cfg.sim_sms);
+    v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client();
 }
 
 /* First fit in this tenant's address region; allocations are few, so a scan is fine. */
