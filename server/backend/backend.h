@@ -245,7 +245,6 @@ struct ds_backend_config {
     struct ds_shm *shm;   /* sim: device memory accounting shared by all tenants */
     int slot;             /* this tenant's slot in shm */
     unsigned spin_us;     /* cuda: a synchronisation polls this long before blocking */
-    int mps_expected;     /* cuda: the server runs tenants as MPS clients */
     const volatile sig_atomic_t *stop; /* set when the executor is to stop: waits that can
                                         * take seconds give up; NULL: never */
 };

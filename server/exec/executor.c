@@ -701,7 +701,6 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
     be->shm = shm;
     be->slot = slot;
     be->spin_us = shm->spin_us;
-    be->mps_expected = atomic_load(&shm->mps_expected) != DS_SHM_MPS_NONE;
     be->stop = &stop_requested;
     return 0;
 }

@@ -45,6 +45,21 @@ CUresult ds__tenant_await_stream(struct ds_tenant *t, struct ds_bstream *s)
     return ds__tenant_await(t, &(struct ds_fence_at){ .kind = DS_FENCE_STREAM, .stream = s });
 }
 
+/* Whether the device context reached the server's MPS daemon: the driver silently runs
+ * without MPS when it cannot.  On an H100 that happened to executors started 0.4 s after
+ * another daemon on the same GPU had quit (bench/coloc, runs 99-101). */
+static void log_sharing(const struct ds_tenant *t)
+{
+    if (t->view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED])
+        ds_debug("MPS client: kernels run beside other tenants' kernels");
+    else if (t->shm != NULL && atomic_load(&t->shm->mps_expected) != DS_SHM_MPS_NONE)
+        ds_warn("not an MPS client although the server runs MPS: this tenant's kernels take "
+                "turns with other tenants' instead of sharing SMs (is another MPS server "
+                "running on this GPU, or one still exiting?)");
+    else
+        ds_info("not an MPS client: kernels take turns with other tenants' kernels");
+}
+
 int ds__tenant_open(struct ds_tenant *t)
 {
     int rc = t->ops->open(&t->cfg, &t->be);
@@ -54,6 +69,7 @@ int ds__tenant_open(struct ds_tenant *t)
         return rc;
     }
     t->ops->describe(t->be, &t->view);
+    log_sharing(t);
     if (ds_binder_start(&t->binder, t) != 0)
         ds_warn("cannot start the binder thread: moves will make their own contexts");
     return 0;

@@ -203,25 +203,6 @@ static void fini_stream(struct ds_backend *b, struct ds_bstream *s)
     b->cu.cuStreamDestroy(s->s);
 }
 
-/* Whether this executor reached the server's MPS daemon: the driver silently runs
- * without MPS when it cannot.  On an H100 that happened to executors started 1 s after
- * another daemon on the same GPU was told to quit (bench/coloc, run 98): its MPS server
- * was presumably still there. */
-static void log_sharing(struct ds_backend *b, int expected)
-{
-    int mps = 0;
-
-    b->cu.cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, b->dev);
-    if (mps)
-        ds_debug("MPS client: kernels run beside other tenants' kernels");
-    else if (expected)
-        ds_warn("not an MPS client although the server runs MPS: this tenant's kernels take "
-                "turns with other tenants' instead of sharing SMs (is another MPS server "
-                "running on this GPU, or one still exiting?)");
-    else
-        ds_info("not an MPS client: kernels take turns with other tenants' kernels");
-}
-
 static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
@@ -241,10 +222,8 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
         rc = whole_device_pctx(b);
     if (rc == 0)
         rc = ds__cuda_pctx_init(b);
-    if (rc == 0) {
-        log_sharing(b, cfg->mps_expected);
+    if (rc == 0)
         rc = ds__cuda_stream_init(b, &b->legacy, 0, 0);
-    }
     if (rc != 0) {
         if (b->green != NULL)
             b->cu.cuGreenCtxDestroy(b->green);
