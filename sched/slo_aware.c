@@ -22,6 +22,13 @@
  * Between EASE and SLOW, and while the latency-critical tenant pauses, the level stays:
  * that band, and SETTLE ticks after any change for the move to take effect and the
  * estimate to follow, keep it from flapping.
+ * Without an SLO the band could keep best-effort tenants fenced for good after one
+ * burst of pressure (on an H100, GPT-2 training stayed on 3/4 of the SMs for a whole run
+ * beside a decoder in the band: 0.81x of its native-MPS speed, runs 95 and 100), so
+ * after PROBE ticks on a level without sustained pressure (RAISE ticks in a row) the
+ * policy tries the level below.  A probe that brings pressure back within WATCH ticks
+ * doubles the wait before the next one, up to PROBE_MAX: a decoder that really needs the
+ * SMs pays for a probe, about SETTLE + RAISE ticks of slowdown, ever more rarely.
  * When no latency-critical tenant has had work for HOLD ticks the level drops to 0 at
  * once.  HOLD is long enough (200 ms) to ride out a decoding service's pauses between
  * requests and while a library compiles kernels, which made the first version's fence
@@ -38,6 +45,9 @@
 #define DRIFT 1.0002 /* a baseline's rise per tick towards slower kernels: x1.04 a second */
 #define GATE_LEVEL 5
 #define NO_SLO_TOP 1 /* three quarters of the SMs */
+#define PROBE 200      /* 1 s */
+#define PROBE_MAX 2560 /* 12.8 s */
+#define WATCH 400     /* 2 s */
 #define SLOTS 64
 
 /* Eighths of the SM groups best-effort tenants keep at each level below GATE_LEVEL (at
@@ -46,6 +56,9 @@ static const unsigned KEEP_EIGHTHS[GATE_LEVEL] = { 8, 6, 4, 2, 1 };
 
 static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
 static int level, quiet = HOLD + 1, hot, calm, settle;
+/* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
+ * left to watch the last one. */
+static int since, probe_after = PROBE, watch;
 
 static int busy(const struct ds_sched_tenant *t)
 {
@@ -145,22 +158,44 @@ static int top(const struct ds_sched_view *v)
     return NO_SLO_TOP;
 }
 
+static void reset(void)
+{
+    level = hot = calm = settle = since = watch = 0;
+    probe_after = PROBE;
+}
+
+/* Move to level `to`; a rise while a probe is watched means it failed. */
+static void go(int to)
+{
+    if (to > level && watch > 0)
+        probe_after = probe_after * 2 > PROBE_MAX ? PROBE_MAX : probe_after * 2;
+    watch = 0;
+    level = to;
+    hot = calm = since = 0;
+    settle = SETTLE;
+}
+
 static void step(const struct ds_sched_view *v, int pressure)
 {
     if (settle > 0) {
         settle--;
         return;
     }
+    since++;
+    if (watch > 0 && --watch == 0)
+        probe_after = PROBE;
     hot = pressure > 0 ? hot + 1 : 0;
     calm = pressure > 0 ? 0 : calm + (pressure < 0);
+    if (hot >= RAISE)
+        since = 0;
     if (hot >= RAISE && level < top(v)) {
-        level++;
-        hot = 0;
-        settle = SETTLE;
+        go(level + 1);
     } else if (calm >= CALM && level > 0) {
-        level--;
-        calm = 0;
-        settle = SETTLE;
+        go(level - 1);
+        probe_after = PROBE;
+    } else if (level > 0 && top(v) == NO_SLO_TOP && since >= probe_after) {
+        go(level - 1);
+        watch = WATCH;
     }
 }
 
@@ -196,7 +231,7 @@ static void tick(struct ds_sched_view *v)
 
     quiet = any_busy(v, DS_SCHED_LATENCY) ? 0 : quiet + 1;
     if (quiet > HOLD)
-        level = hot = calm = settle = 0;
+        reset();
     else
         step(v, pressure);
     place(v);
@@ -204,7 +239,7 @@ static void tick(struct ds_sched_view *v)
 
 static void start(struct ds_sched_view *v)
 {
-    level = hot = calm = settle = 0;
+    reset();
     quiet = HOLD + 1;
     for (int i = 0; i < SLOTS; i++)
         base_us[i] = 0;
@@ -227,7 +262,7 @@ static void leave(struct ds_sched_view *v)
     for (int i = 0; i < v->n; i++)
         any |= v->t[i].klass == DS_SCHED_LATENCY;
     if (!any) {
-        level = hot = calm = settle = 0;
+        reset();
         quiet = HOLD + 1;
     }
     place(v);

@@ -1,0 +1,144 @@
+/* slo-aware's levels on made-up predictor samples, tick by tick, without a server: how
+ * it fences best-effort work when a latency-critical tenant slows down, and how it
+ * probes its way back when the tenant has no SLO. */
+#include "policy.h"
+
+#include <criterion/criterion.h>
+
+#define GROUPS 16
+#define TICKS_PER_S 200 /* slo-aware's tick is 5 ms */
+
+/* One decoder (latency-critical) and one trainer (best-effort). */
+static struct ds_sched_tenant t[2];
+static struct ds_sched_view v = { .sm_groups = GROUPS, .sm_group_size = 8, .n = 2, .t = t };
+
+static void setup(void)
+{
+    t[0] = (struct ds_sched_tenant){ .id = 0, .klass = DS_SCHED_LATENCY };
+    t[1] = (struct ds_sched_tenant){ .id = 1, .klass = DS_SCHED_BEST_EFFORT };
+    ds_policy_slo_aware.on_start(&v);
+}
+
+TestSuite(slo_aware, .init = setup);
+
+/* The decoder's kernel time in the i-th tick, as the predictor would estimate it: noisy,
+ * as a batch-1 decoder's mix of small kernels makes it.  Beside a trainer that has every
+ * SM it takes 140 us (1.4x alone); on the SMs the trainer leaves at level 1, 115 us, in
+ * the band where the policy neither raises nor lowers: one tick in ten at its alone
+ * speed and one slowed down. */
+static double pressed_us(int i)
+{
+    return i % 10 == 0 ? 100 : 140;
+}
+
+static double band_us(int i)
+{
+    return i % 10 == 0 ? 100 : i % 10 == 5 ? 130 : 115;
+}
+
+static void tick(double kernel_us, int trainer_busy)
+{
+    t[0].inflight = 4;
+    t[0].new_launches = 20;
+    t[0].new_done = 20;
+    t[0].kernel_us = kernel_us;
+    t[1].inflight = trainer_busy ? 16 : 0;
+    t[1].new_launches = trainer_busy ? 8 : 0;
+    t[1].new_done = trainer_busy ? 8 : 0;
+    ds_policy_slo_aware.on_tick(&v);
+}
+
+/* The decoder alone for a second: its baseline. */
+static void learn_alone(void)
+{
+    for (int i = 0; i < TICKS_PER_S; i++)
+        tick(100, 0);
+    cr_assert_eq(t[1].groups, 0, "nothing is fenced while the decoder runs at its speed");
+}
+
+/* Ticks with the trainer busy and the decoder's kernel time from `fenced` while the
+ * trainer is fenced, from `whole` while it has every SM: how many moves from a fence to every SM (probes, or
+ * lowerings), and how many ticks the trainer spent on every SM. */
+static void run(int ticks, double (*fenced)(int), double (*whole)(int), int *lowered,
+                int *whole_ticks)
+{
+    *lowered = *whole_ticks = 0;
+    for (int i = 0; i < ticks; i++) {
+        uint64_t before = t[1].groups;
+
+        tick(t[1].groups == 0 ? whole(i) : fenced(i), 1);
+        *lowered += before != 0 && t[1].groups == 0;
+        *whole_ticks += t[1].groups == 0;
+    }
+}
+
+Test(slo_aware, a_slowed_decoder_fences_the_trainer_to_three_quarters_without_an_slo)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(TICKS_PER_S / 2, pressed_us, pressed_us, &lowered, &whole);
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12), "3/4 of the SMs: %#llx",
+                 (unsigned long long)t[1].groups);
+    cr_expect_lt(whole, 10, "raised within a few ticks, took %d", whole);
+    cr_expect_eq(t[1].gated, 0, "never held without an SLO");
+}
+
+/* Without the probe, one burst of pressure left the trainer fenced for good while the
+ * decoder sat in the band (on the H100, runs 95 and 100). */
+Test(slo_aware, without_an_slo_a_fence_is_probed_away_once_the_pressure_is_gone)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(TICKS_PER_S / 2, band_us, pressed_us, &lowered, &whole);
+    cr_assert_eq(t[1].groups, ds_groups_range(0, 12));
+    run(TICKS_PER_S / 2, band_us, band_us, &lowered, &whole);
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12), "no probe before a second in the band");
+    run(TICKS_PER_S, band_us, band_us, &lowered, &whole);
+    cr_expect_eq(lowered, 1, "one probe, %d", lowered);
+    cr_expect_eq(t[1].groups, 0, "every SM lent again");
+    run(5 * TICKS_PER_S, band_us, band_us, &lowered, &whole);
+    cr_expect_eq(whole, 5 * TICKS_PER_S, "the probe held: the decoder stays in the band");
+}
+
+Test(slo_aware, a_probe_that_brings_pressure_back_is_tried_ever_more_rarely)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(20 * TICKS_PER_S, band_us, pressed_us, &lowered, &whole);
+    /* After 1, 2, 4 and 8 s at the fence (about 1, 3, 7 and 15 s in). */
+    cr_expect(lowered >= 3 && lowered <= 5, "probes in 20 s: %d", lowered);
+    cr_expect_lt(whole, 20 * TICKS_PER_S / 50, "the decoder pressed in %d of %d ticks", whole,
+                 20 * TICKS_PER_S);
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12), "fenced at the end");
+}
+
+/* With an SLO the level is the SLO's business: no probing down to where it was pressed. */
+Test(slo_aware, with_an_slo_the_band_keeps_its_level)
+{
+    int lowered, whole;
+
+    t[0].slo_ms = 1000;
+    learn_alone();
+    run(TICKS_PER_S / 2, band_us, pressed_us, &lowered, &whole);
+    cr_assert_neq(t[1].groups, 0);
+    run(10 * TICKS_PER_S, band_us, pressed_us, &lowered, &whole);
+    cr_expect_eq(lowered, 0, "no probe under an SLO: %d", lowered);
+}
+
+Test(slo_aware, every_sm_is_lent_back_once_the_decoder_stops)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(TICKS_PER_S / 2, band_us, pressed_us, &lowered, &whole);
+    cr_assert_neq(t[1].groups, 0);
+    for (int i = 0; i < TICKS_PER_S / 2; i++) {
+        t[0].inflight = t[0].new_launches = t[0].new_done = 0;
+        t[1].new_launches = 8;
+        ds_policy_slo_aware.on_tick(&v);
+    }
+    cr_expect_eq(t[1].groups, 0, "every SM once the decoder has paused 200 ms");
+}
