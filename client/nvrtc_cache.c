@@ -152,10 +152,13 @@ static CUresult make_key(void **out, int kind, const void *data, uint32_t size,
     return CUDA_SUCCESS;
 }
 
-/* Slot 2. */
-static void release_key(void *key)
+/* Slot 2.  NVRTC ignores its result, but nvJitLink fails the link on a nonzero one
+ * ("free cache key"): numba-cuda's first kernel failed so on the H100 while this returned
+ * void and free() happened to leave a nonzero register. */
+static CUresult release_key(void *key)
 {
     free(key);
+    return CUDA_SUCCESS;
 }
 
 static int read_all(int fd, void *buf, size_t n)
@@ -339,9 +342,10 @@ static CUresult store(void *key, int flags, const void *data, uint32_t size)
 }
 
 /* Slot 6: a hit's buffer, back from NVRTC. */
-static void delete_data(void *data)
+static CUresult delete_data(void *data)
 {
     free(data);
+    return CUDA_SUCCESS;
 }
 
 /* Slot 5: filled by the real driver, never called by NVRTC 13. */

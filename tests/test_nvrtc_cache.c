@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <nvJitLink.h>
 #include <nvrtc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,10 +15,10 @@
 
 typedef CUresult (*make_key_fn)(void **, int, const void *, uint32_t, const char *,
                                 const char *, const char *, int, int);
-typedef void (*release_fn)(void *);
+typedef CUresult (*release_fn)(void *);
 typedef CUresult (*load_fn)(void *, int, void **, uint32_t *);
 typedef CUresult (*store_fn)(void *, int, const void *, uint32_t);
-typedef void (*delete_fn)(void *);
+typedef CUresult (*delete_fn)(void *);
 
 static const CUuuid nvrtc_cache_id = { { (char)0xda, (char)0x91, 0x51, (char)0xd3, 0x3a,
                                          (char)0xe6, (char)0xcc, 0x41, (char)0xa5, (char)0xc0,
@@ -84,7 +85,7 @@ static CUresult lookup(const struct inputs *in, void **data, uint32_t *size)
     void *k = key(in);
     CUresult rc = ((load_fn)table()[3])(k, 0, data, size);
 
-    ((release_fn)table()[2])(k);
+    CU_OK(((release_fn)table()[2])(k));
     return rc;
 }
 
@@ -93,7 +94,7 @@ static void put(const struct inputs *in, const void *v, uint32_t n)
     void *k = key(in);
 
     CU_OK(((store_fn)table()[4])(k, 0, v, n));
-    ((release_fn)table()[2])(k);
+    CU_OK(((release_fn)table()[2])(k));
 }
 
 static int hits(const struct inputs *in, const void *v, uint32_t n)
@@ -105,7 +106,7 @@ static int hits(const struct inputs *in, const void *v, uint32_t n)
     if (lookup(in, &data, &size) != CUDA_SUCCESS)
         return 0;
     same = size == n && memcmp(data, v, n) == 0;
-    ((delete_fn)table()[6])(data);
+    CU_OK(((delete_fn)table()[6])(data));
     return same;
 }
 
@@ -327,4 +328,74 @@ Test(nvrtc, a_second_compile_of_the_same_source_comes_from_the_cache)
     free(b);
     free(log1);
     free(log2);
+}
+
+/* nvJitLink uses the same table for its PTX-to-cubin stage (kind 1, options
+ * " -arch=sm_90 -c", the PTX as input) and fails the link when a slot it calls answers
+ * an error, slot 2 included: numba-cuda links every kernel so. */
+static void jit_link(const char *ptx, size_t n, char **cubin, size_t *len)
+{
+    const char *opts[] = { "-arch=sm_90" };
+    nvJitLinkHandle h;
+    size_t log_len = 0;
+    char log[4096] = "";
+
+    cr_assert_eq(nvJitLinkCreate(&h, 1, opts), NVJITLINK_SUCCESS);
+    cr_assert_eq(nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx, n, "k.ptx"), NVJITLINK_SUCCESS);
+    if (nvJitLinkComplete(h) != NVJITLINK_SUCCESS) {
+        nvJitLinkGetErrorLogSize(h, &log_len);
+        if (log_len < sizeof(log))
+            nvJitLinkGetErrorLog(h, log);
+        cr_assert_fail("nvJitLink: %s", log);
+    }
+    cr_assert_eq(nvJitLinkGetLinkedCubinSize(h, len), NVJITLINK_SUCCESS);
+    cr_assert_not_null(*cubin = malloc(*len));
+    cr_assert_eq(nvJitLinkGetLinkedCubin(h, *cubin), NVJITLINK_SUCCESS);
+    nvJitLinkDestroy(&h);
+}
+
+static int entries_of_kind(char kind)
+{
+    char path[128];
+    struct dirent *e;
+    DIR *d;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/detshare-nvrtc", dir);
+    cr_assert_not_null(d = opendir(path));
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+
+        n += l > 2 && e->d_name[l - 2] == '-' && e->d_name[l - 1] == kind;
+    }
+    closedir(d);
+    return n;
+}
+
+Test(nvrtc, nvjitlink_links_ptx_through_the_cache)
+{
+    static const char src[] =
+        "extern \"C\" __global__ void k(float *y) { y[threadIdx.x] = threadIdx.x * 5.0f; }";
+    const char *opts[] = { "-arch=compute_90" };
+    nvrtcProgram p;
+    size_t n, na, nb;
+    char *ptx, *a, *b;
+
+    fresh_cache(NULL);
+    cr_assert_eq(nvrtcCreateProgram(&p, src, "k.cu", 0, NULL, NULL), NVRTC_SUCCESS);
+    cr_assert_eq(nvrtcCompileProgram(p, 1, opts), NVRTC_SUCCESS);
+    cr_assert_eq(nvrtcGetPTXSize(p, &n), NVRTC_SUCCESS);
+    cr_assert_not_null(ptx = malloc(n));
+    cr_assert_eq(nvrtcGetPTX(p, ptx), NVRTC_SUCCESS);
+    nvrtcDestroyProgram(&p);
+    cr_assert_eq(entries_of_kind('1'), 0, "NVRTC made PTX only");
+    jit_link(ptx, n, &a, &na);
+    cr_assert_eq(entries_of_kind('1'), 1, "nvJitLink stored its cubin");
+    jit_link(ptx, n, &b, &nb);
+    cr_assert_eq(entries_of_kind('1'), 1);
+    cr_assert_eq(na, nb);
+    cr_assert_eq(memcmp(a, b, na), 0, "the cached cubin differs from the linked one");
+    free(ptx);
+    free(a);
+    free(b);
 }

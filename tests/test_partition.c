@@ -336,6 +336,10 @@ Test(partition, a_warm_executor_makes_the_contexts_of_groups_used_before)
     cr_expect(second >= 0 && second < 100000,
               "a move to a context made ahead took %ld us (the first: %ld us)", second, first);
     ds_test_peer_leave(&late);
+    /* Each executor makes a context ahead once, not at every look (every 200 ms). */
+    usleep(1200000);
+    cr_expect_leq(ds_test_log_count(&srv, "SM groups 8-15 (64 SMs) made ahead"),
+                  ds_test_log_count(&srv, "started ahead"), "made again and again");
     ds_test_server_stop(&srv);
 }
 

@@ -34,6 +34,14 @@ static void prepare(struct ds_tenant *t, struct ds_shm_slot *slot)
  * gives SMs up (170 ms measured on an H100), and policies keep choosing the same few
  * sets.  Stops at a decision or a tenant, which come first; a context being made when
  * the tenant arrives delays at most its first move, by the making of one. */
+static int made_ahead(const struct ds_binder *bd, uint64_t groups)
+{
+    for (unsigned i = 0; i < DS_BINDER_MADE && i < bd->nmade; i++)
+        if (bd->made[i] == groups)
+            return 1;
+    return 0;
+}
+
 static void make_ahead(struct ds_binder *bd, struct ds_shm_slot *slot, unsigned seen)
 {
     struct ds_tenant *t = bd->t;
@@ -45,11 +53,13 @@ static void make_ahead(struct ds_binder *bd, struct ds_shm_slot *slot, unsigned 
         if (!atomic_load(&bd->ahead) || atomic_load(&bd->stop) ||
             atomic_load(&slot->bind_gen) != seen)
             return;
-        if (groups == 0)
+        if (groups == 0 || made_ahead(bd, groups))
             continue;
         ds_groups_format(groups, t->shm->sm_group_size, what, sizeof(what));
-        if (t->ops->prepare(t->be, groups) == 0)
-            ds_debug("context for %s made ahead of the tenant", what);
+        if (t->ops->prepare(t->be, groups) != 0)
+            continue;
+        ds_debug("context for %s made ahead of the tenant", what);
+        bd->made[bd->nmade++ % DS_BINDER_MADE] = groups;
     }
 }
 
@@ -81,6 +91,7 @@ int ds_binder_start(struct ds_binder *bd, struct ds_tenant *t)
     int rc;
 
     bd->t = t;
+    bd->nmade = 0;
     atomic_store(&bd->stop, 0);
     /* Signals (SIGTERM) are the serving thread's. */
     sigfillset(&all);

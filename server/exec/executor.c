@@ -712,6 +712,29 @@ static int tenant_waiting(void)
     return poll(&p, 1, 0) != 0;
 }
 
+/* How often a warm executor looks at stop_requested while it waits for its tenant. */
+#define WAIT_MS 100
+
+/* The tenant's connection from the control process; -1 when none comes before a stop.
+ * A SIGTERM handled before the receive began, while the device opened (seconds, under
+ * MPS, for executors started together), interrupts nothing: the warm executors of
+ * H100 runs slept through the server's stop until it killed them.  So the wait looks at
+ * stop_requested every WAIT_MS. */
+static int await_tenant(void)
+{
+    struct pollfd p = { .fd = DS_EXEC_CTL_FD, .events = POLLIN };
+
+    while (!stop_requested) {
+        int n = poll(&p, 1, WAIT_MS);
+
+        if (n > 0)
+            return ds_spawn_await_tenant();
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+    return -1;
+}
+
 /* Serve the tenant set up by ds__tenant_init on fd (taken over; -1: none came), then
  * free everything it held.  Returns a ds_exec_status. */
 static int serve_and_free(int fd, unsigned spin_us)
@@ -781,7 +804,7 @@ int ds_executor_main(const char *slot_arg)
         else if (leave_without_mps(shm))
             return DS_EXEC_NO_MPS;
     }
-    fd = ds_spawn_await_tenant();
+    fd = await_tenant();
     ds_binder_ahead(&tenant.binder, 0);
     close(DS_EXEC_CTL_FD);
     status = serve_and_free(fd, shm->spin_us);

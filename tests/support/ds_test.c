@@ -212,6 +212,8 @@ void ds_test_server_stop(struct ds_test_server *s)
     cr_assert_not(ds_test_log_has(s, "Sanitizer"), "a sanitizer reported an error");
     cr_assert_not(ds_test_log_has(s, "runtime error"), "UBSan reported an error");
     cr_assert_not(ds_test_log_has(s, "executor failed"), "an executor failed");
+    cr_assert_not(ds_test_log_has(s, "did not stop in time"),
+                  "an executor had to be killed at the server's stop");
     unlink(s->log);
     /* With what the server left there: on a GPU, its MPS daemon's pipes and logs. */
     ds_test_remove_tree(s->dir);
