@@ -1,8 +1,8 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c,
- * ops_array.c, executor.c for hello).  A handler validates all of its
+ * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
+ * ops_hostreg.c, ops_array.c, executor.c for hello).  A handler validates all of its
  * arguments against the tenant's own objects, acts, fills the success arm of the result,
  * and returns the CUresult that goes into the reply (for batched procedures, the one held
  * for the next synchronous call).
@@ -58,6 +58,23 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
  * its size), into out (DS_MEMOPS_MAX entries). */
 CUresult ds__ops_memop_node(struct ds_tenant *t, const ds_memop *ops, unsigned n,
                             struct ds_gnode_desc *d, struct ds_memop_desc *out);
+
+/* Building graphs node by node, shared by ops_gnode.c and ops_gcond.c (defined in
+ * ops_gnode.c).  ds__gnode_editable: built graph h, when the tenant may change it (else
+ * the CUresult that refuses).  ds__gnode_of: node h when it belongs to graph `graph` (any
+ * graph when 0), or NULL.  ds__gnode_add_described: add node p, described to the backend
+ * as d, after deps to graph g (handle gh), its handle in *out.  ds__gnode_append_handle:
+ * h appended to the array *v of *n handles; 0, or -1 out of memory. */
+CUresult ds__gnode_editable(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
+struct ds_vnode *ds__gnode_of(struct ds_tenant *t, uint64_t h, uint64_t graph);
+CUresult ds__gnode_add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
+                                 const ds_node_params *p, const struct ds_gnode_desc *d,
+                                 const uint64_t *deps, uint32_t ndeps, ds_handle *out);
+int ds__gnode_append_handle(uint64_t **v, uint32_t *n, uint64_t h);
+/* Add conditional node p after deps to graph gh (ops_gcond.c); its body graphs get
+ * handles, which the tenant reads back with the node's parameters. */
+CUresult ds__gcond_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                       const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 
 /* Capture into a graph (ops_gcapture.c): end stream s's capture (handle sh), its work
  * since the last dependency change a node of its graph, whose handle goes into r. */

@@ -30,7 +30,7 @@ static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **
 /* A built graph the tenant may change.  A child graph node's graph is not one: the
  * backend's node holds its own copy of it, made when the node was added, which edits
  * here would not reach. */
-static CUresult editable_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
+CUresult ds__gnode_editable(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
 {
     CUresult rc = built_graph(t, h, out);
 
@@ -42,7 +42,7 @@ static CUresult editable_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph
 }
 
 /* Node h when it belongs to graph `graph` (any graph when 0). */
-static struct ds_vnode *node_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
+struct ds_vnode *ds__gnode_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
 {
     struct ds_vnode *n = ds_handles_get(&t->h, h, DS_H_NODE);
 
@@ -166,8 +166,8 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
     case DS_NODE_COND:
     case DS_NODE_MEM_ALLOC:
     case DS_NODE_MEM_FREE:
-        /* Only added as themselves (add_cond, add_mem): a conditional node's handle and
-         * bodies are its graph's, an allocation node's memory is its own. */
+        /* Only added as themselves (ds__gcond_add, add_mem): a conditional node's handle
+         * and bodies are its graph's, an allocation node's memory is its own. */
         ds_warn("conditional and memory nodes cannot be copied (clone, child graph) or run "
                 "in stages (with host nodes)");
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -290,7 +290,7 @@ static int good_deps(struct ds_tenant *t, uint64_t graph, const uint64_t *deps, 
                      struct ds_bnode **real)
 {
     for (uint32_t i = 0; i < n; i++) {
-        struct ds_vnode *d = node_of(t, deps[i], graph);
+        struct ds_vnode *d = ds__gnode_of(t, deps[i], graph);
 
         if (d == NULL)
             return 0;
@@ -302,7 +302,7 @@ static int good_deps(struct ds_tenant *t, uint64_t graph, const uint64_t *deps, 
     return 1;
 }
 
-static int append_handle(uint64_t **v, uint32_t *n, uint64_t h)
+int ds__gnode_append_handle(uint64_t **v, uint32_t *n, uint64_t h)
 {
     uint64_t *grown = realloc(*v, (*n + 1) * sizeof(**v));
 
@@ -332,7 +332,7 @@ static CUresult publish_node(struct ds_tenant *t, struct ds_vgraph *g, struct ds
                              ds_handle *out)
 {
     *out = ds_handles_add(&t->h, DS_H_NODE, n);
-    if (*out != 0 && append_handle(&g->nodes, &g->nnodes, *out) == 0)
+    if (*out != 0 && ds__gnode_append_handle(&g->nodes, &g->nnodes, *out) == 0)
         return CUDA_SUCCESS;
     if (*out != 0)
         ds_handles_remove(&t->h, *out, DS_H_NODE);
@@ -387,7 +387,7 @@ static CUresult add_child(struct ds_tenant *t, uint64_t gh, const ds_node_params
     struct ds_vgraph *g, *copy;
     CUresult rc;
 
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+    if ((rc = ds__gnode_editable(t, gh, &g)) != CUDA_SUCCESS ||
         (rc = copy_child(t, p->ds_node_params_u.child, &own.ds_node_params_u.child)) !=
             CUDA_SUCCESS)
         return rc;
@@ -399,9 +399,9 @@ static CUresult add_child(struct ds_tenant *t, uint64_t gh, const ds_node_params
 }
 
 /* Add node p, described as d, after deps to graph g (handle gh): backend node, handle. */
-static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
-                              const ds_node_params *p, const struct ds_gnode_desc *d,
-                              const uint64_t *deps, uint32_t ndeps, ds_handle *out)
+CUresult ds__gnode_add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
+                                 const ds_node_params *p, const struct ds_gnode_desc *d,
+                                 const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
     struct ds_bnode **real;
     struct ds_vnode *n;
@@ -428,7 +428,7 @@ static CUresult add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t
 /* Add node p after deps to graph gh: checks, backend node, handle.  A child graph node's
  * graph in p is already the node's own copy.  A conditional body holds what CUDA allows
  * in one: kernel, memset, memcpy and empty nodes (child graphs and conditionals are added
- * by add_child and add_cond). */
+ * by add_child and ds__gcond_add). */
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
                          const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
@@ -437,7 +437,7 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
     struct ds_vgraph *g;
     CUresult rc;
 
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS ||
+    if ((rc = ds__gnode_editable(t, gh, &g)) != CUDA_SUCCESS ||
         (rc = ds__ops_gnode_describe(t, p, &d, &sc)) != CUDA_SUCCESS)
         return rc;
     if (g->embedded && p->kind != DS_NODE_KERNEL && p->kind != DS_NODE_MEMSET &&
@@ -446,93 +446,7 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
                 "and conditional nodes only");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    return add_described(t, g, gh, p, &d, deps, ndeps, out);
-}
-
-/* The backend's handle of graph g that the tenant knows as `value`, or NULL. */
-static struct ds_bcond *cond_of(const struct ds_vgraph *g, uint64_t value)
-{
-    for (uint32_t i = 0; i < g->nconds; i++)
-        if (g->conds[i].value == value)
-            return g->conds[i].real;
-    return NULL;
-}
-
-/* Whether conditional node c has a type and a number of bodies CUDA allows. */
-static int good_cond(const ds_cond_node *c)
-{
-    switch (c->type) {
-    case CU_GRAPH_COND_TYPE_IF:
-        return c->size == 1 || c->size == 2;
-    case CU_GRAPH_COND_TYPE_WHILE:
-        return c->size == 1;
-    case CU_GRAPH_COND_TYPE_SWITCH:
-        return c->size >= 1 && c->size <= DS_COND_BODIES_MAX;
-    default:
-        return 0;
-    }
-}
-
-/* Body graph b of conditional node n (handle nh): a built graph of the node's, which the
- * tenant fills; its handle joins the node's parameters. */
-static CUresult adopt_body(struct ds_tenant *t, struct ds_vnode *n, uint64_t ctx,
-                           struct ds_bgraph *b)
-{
-    ds_cond_node *c = &n->params.ds_node_params_u.cond;
-    struct ds_vgraph *g = calloc(1, sizeof(*g));
-    uint64_t h;
-
-    if (g == NULL) {
-        t->ops->graph_destroy(t->be, b);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    *g = (struct ds_vgraph){ .ctx = ctx, .real = b, .built = 1, .embedded = 1 };
-    if ((h = ds_handles_add(&t->h, DS_H_GRAPH, g)) == 0 ||
-        append_handle(&c->bodies.bodies_val, &c->bodies.bodies_len, h) != 0) {
-        if (h != 0)
-            ds_handles_remove(&t->h, h, DS_H_GRAPH);
-        ds__ops_graph_free(t, g);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* Add conditional node p after deps to graph gh; its body graphs get handles, which the
- * tenant reads back with the node's parameters. */
-static CUresult add_cond(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
-                         const uint64_t *deps, uint32_t ndeps, ds_handle *out)
-{
-    const ds_cond_node *c = &p->ds_node_params_u.cond;
-    ds_node_params own = *p;
-    struct ds_gnode_desc d = { .kind = DS_GNODE_COND };
-    struct ds_vgraph *g;
-    struct ds_vnode *n;
-    ds_void_res vr;
-    CUresult rc;
-
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
-        return rc;
-    if (!good_cond(c) || c->bodies.bodies_len != 0 || (d.cond = cond_of(g, c->handle)) == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    d.cond_type = c->type;
-    d.nbodies = c->size;
-    if ((d.bodies = calloc(c->size, sizeof(*d.bodies))) == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    own.ds_node_params_u.cond.bodies.bodies_len = 0;
-    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
-    n = rc == CUDA_SUCCESS ? node_of(t, *out, gh) : NULL;
-    /* Bodies the backend made but no handle holds go now; adopt_body frees its own on
-     * failure. */
-    for (unsigned i = 0; i < c->size; i++) {
-        if (rc == CUDA_SUCCESS)
-            rc = adopt_body(t, n, g->ctx, d.bodies[i]);
-        else if (d.bodies[i] != NULL)
-            t->ops->graph_destroy(t->be, d.bodies[i]);
-    }
-    if (rc != CUDA_SUCCESS && n != NULL)
-        ds__ops_graph_node_destroy(t, out, &vr);
-    free(d.bodies);
-    return rc;
+    return ds__gnode_add_described(t, g, gh, p, &d, deps, ndeps, out);
 }
 
 /* Add memory allocation or free node p after deps to graph gh.  An allocation node's
@@ -547,7 +461,7 @@ static CUresult add_mem(struct ds_tenant *t, uint64_t gh, const ds_node_params *
     struct ds_vgraph *g;
     CUresult rc;
 
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_editable(t, gh, &g)) != CUDA_SUCCESS)
         return rc;
     if (g->embedded) {
         ds_warn("a memory node in a conditional node's body is not served");
@@ -560,37 +474,12 @@ static CUresult add_mem(struct ds_tenant *t, uint64_t gh, const ds_node_params *
             return rc;
         own.ds_node_params_u.alloc.dptr = m->base;
     }
-    rc = add_described(t, g, gh, &own, &d, deps, ndeps, out);
+    rc = ds__gnode_add_described(t, g, gh, &own, &d, deps, ndeps, out);
     if (rc == CUDA_SUCCESS)
-        node_of(t, *out, gh)->gmem = m;
+        ds__gnode_of(t, *out, gh)->gmem = m;
     else if (m != NULL)
         ds__ops_gmem_release(t, m);
     return rc;
-}
-
-CUresult ds__ops_graph_cond_create(struct ds_tenant *t, const ds_cond_create_args *a,
-                                   ds_hyper_res *r)
-{
-    struct ds_vcond *grown;
-    struct ds_bcond *real;
-    struct ds_vgraph *g;
-    uint64_t value;
-    CUresult rc;
-
-    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
-        return rc;
-    if ((a->flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((grown = realloc(g->conds, (g->nconds + 1) * sizeof(*grown))) == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    g->conds = grown;
-    rc = ds_error_to_cu(t->ops->graph_cond_create(t->be, g->real, a->dflt, a->flags, &real,
-                                                  &value));
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    g->conds[g->nconds++] = (struct ds_vcond){ .value = value, .real = real };
-    r->ds_hyper_res_u.value = value;
-    return CUDA_SUCCESS;
 }
 
 CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a,
@@ -626,7 +515,7 @@ CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
         return add_child(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                          &r->ds_handle_res_u.handle);
     if (a->params.kind == DS_NODE_COND)
-        return add_cond(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+        return ds__gcond_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
                         &r->ds_handle_res_u.handle);
     if (a->params.kind == DS_NODE_MEM_ALLOC || a->params.kind == DS_NODE_MEM_FREE)
         return add_mem(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
@@ -648,7 +537,7 @@ static int has_edge(const struct ds_vnode *to, uint64_t from)
 static CUresult edge(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh, uint64_t from,
                      uint64_t to, int remove)
 {
-    struct ds_vnode *f = node_of(t, from, gh), *n = node_of(t, to, gh);
+    struct ds_vnode *f = ds__gnode_of(t, from, gh), *n = ds__gnode_of(t, to, gh);
     int rc;
 
     if (f == NULL || n == NULL || from == to || has_edge(n, from) != remove)
@@ -659,7 +548,7 @@ static CUresult edge(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh, uint
         drop_handle(n->deps, &n->ndeps, from);
         return CUDA_SUCCESS;
     }
-    if (append_handle(&n->deps, &n->ndeps, from) == 0)
+    if (ds__gnode_append_handle(&n->deps, &n->ndeps, from) == 0)
         return CUDA_SUCCESS;
     t->ops->graph_edge(t->be, g->real, f->real, n->real, 0);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -671,7 +560,7 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
     CUresult rc;
 
     (void)r;
-    if ((rc = editable_graph(t, a->graph, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_editable(t, a->graph, &g)) != CUDA_SUCCESS)
         return rc;
     if (a->from.from_len != a->to.to_len || (a->remove != 0 && a->remove != 1))
         return CUDA_ERROR_INVALID_VALUE;
@@ -682,14 +571,14 @@ CUresult ds__ops_graph_edges(struct ds_tenant *t, const ds_graph_edges_args *a, 
 
 CUresult ds__ops_graph_node_destroy(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
-    struct ds_vnode *n = node_of(t, *h, 0);
+    struct ds_vnode *n = ds__gnode_of(t, *h, 0);
     struct ds_vgraph *g;
     CUresult rc;
 
     (void)r;
     if (n == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_editable(t, n->graph, &g)) != CUDA_SUCCESS)
         return rc;
     ds_handles_remove(&t->h, *h, DS_H_NODE);
     drop_handle(g->nodes, &g->nnodes, *h);
@@ -720,9 +609,9 @@ void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
 static CUresult put(ds_node_list *l, uint64_t node, uint64_t to, int with_to)
 {
     if (l->nodes.nodes_len >= DS_GRAPH_NODES_MAX ||
-        append_handle(&l->nodes.nodes_val, &l->nodes.nodes_len, node) != 0)
+        ds__gnode_append_handle(&l->nodes.nodes_val, &l->nodes.nodes_len, node) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (with_to && append_handle(&l->to.to_val, &l->to.to_len, to) != 0)
+    if (with_to && ds__gnode_append_handle(&l->to.to_val, &l->to.to_len, to) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     return CUDA_SUCCESS;
 }
@@ -747,7 +636,7 @@ static CUresult list_graph(struct ds_tenant *t, const struct ds_vgraph *g, int w
 /* DEPS or DEPENDENTS of node h. */
 static CUresult list_node(struct ds_tenant *t, uint64_t h, int what, ds_node_list *l)
 {
-    struct ds_vnode *n = node_of(t, h, 0);
+    struct ds_vnode *n = ds__gnode_of(t, h, 0);
     struct ds_vgraph *g;
     CUresult rc = CUDA_SUCCESS;
 
@@ -790,7 +679,7 @@ CUresult ds__ops_graph_query(struct ds_tenant *t, const ds_graph_query_args *a,
 
 CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_node_info_res *r)
 {
-    struct ds_vnode *n = node_of(t, *h, 0);
+    struct ds_vnode *n = ds__gnode_of(t, *h, 0);
 
     if (n == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -852,7 +741,7 @@ static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_n
     ds_node_params copy;
     CUresult rc;
 
-    if ((rc = editable_graph(t, n->graph, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_editable(t, n->graph, &g)) != CUDA_SUCCESS)
         return rc;
     if (copy_params(p, &copy) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -891,7 +780,7 @@ static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
 
 CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, ds_void_res *r)
 {
-    struct ds_vnode *n = node_of(t, a->node, 0);
+    struct ds_vnode *n = ds__gnode_of(t, a->node, 0);
     struct ds_vgraph *e = NULL;
 
     (void)r;
@@ -1023,7 +912,7 @@ CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone
 
     if ((rc = built_graph(t, a->clone, &c)) != CUDA_SUCCESS)
         return rc;
-    if (node_of(t, a->node, 0) == NULL)
+    if (ds__gnode_of(t, a->node, 0) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     for (uint32_t i = 0; i < c->nnodes; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, c->nodes[i], DS_H_NODE);
@@ -1064,7 +953,7 @@ CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_arg
                                    ds_int_res *r)
 {
     struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
-    struct ds_vnode *n = node_of(t, a->node, 0);
+    struct ds_vnode *n = ds__gnode_of(t, a->node, 0);
     uint32_t at;
     int off;
     CUresult rc;
@@ -1079,7 +968,7 @@ CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_arg
     r->ds_int_res_u.value = !off;
     if (a->enable == -1 || a->enable == !off)
         return CUDA_SUCCESS;
-    if (!off && append_handle(&e->off, &e->noff, 0) != 0)
+    if (!off && ds__gnode_append_handle(&e->off, &e->noff, 0) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if ((rc = enable(t, e, n, a->node, a->enable)) != CUDA_SUCCESS) {
         e->noff -= !off;
@@ -1101,9 +990,9 @@ CUresult ds__ops_gnode_add_captured(struct ds_tenant *t, uint64_t gh, uint64_t c
     struct ds_vgraph *g, *c = ds_handles_get(&t->h, child, DS_H_GRAPH);
     CUresult rc;
 
-    if ((rc = editable_graph(t, gh, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_editable(t, gh, &g)) != CUDA_SUCCESS)
         return rc;
     p.ds_node_params_u.child = child;
     d.child = c->real;
-    return add_described(t, g, gh, &p, &d, deps, ndeps, out);
+    return ds__gnode_add_described(t, g, gh, &p, &d, deps, ndeps, out);
 }
