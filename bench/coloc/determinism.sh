@@ -29,7 +29,7 @@ modes=${MODES:-temporal static shared slo-aware tpot-first}
 here=$repo/bench/coloc
 if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
 tmp=$(mktemp -d)
-srv= nb= tp=
+srv= nb= tp= spawned=
 stop_server() {
     [ -n "$tp" ] && kill "$tp" 2> /dev/null && wait "$tp" 2> /dev/null
     [ -n "$nb" ] && kill "$nb" 2> /dev/null && wait "$nb" 2> /dev/null
@@ -54,25 +54,28 @@ print(f"{sum(1 for t in a if t in b and a[t] != b[t])} mismatches, "
 EOF
 }
 
-# A tenant of the server: $1 its name, $2 its class, the rest the command.
-tenant() {
+# Start a tenant of the server in the background: $1 its name, $2 its class, the rest the
+# command.  $spawned is the tenant's own pid (env and timeout exec and forward signals),
+# so that killing it ends the tenant, not a subshell around it.
+spawn() {
     local name=$1 class=$2
     shift 2
     env DETSHARE_SERVER="unix:$tmp/s" DETSHARE_TENANT="$name" DETSHARE_CLASS="$class" \
-        LD_LIBRARY_PATH="$build/client:$LD_LIBRARY_PATH" CUDA_CACHE_PATH="$tmp/cache" "$@"
+        LD_LIBRARY_PATH="$build/client:$LD_LIBRARY_PATH" CUDA_CACHE_PATH="$tmp/cache" "$@" &
+    spawned=$!
 }
 
 # Under policy $1: trials of kind $2 as tenant class $3, beside jobs.py's $4 as class $5.
 beside() {
     local policy=$1 kind=$2 class=$3 job=$4 nclass=$5 f=$out/$1-$2
-    tenant "nb-$kind" "$nclass" timeout 900 "$py" "$here/jobs.py" "$job" 600 \
-        > "$f-neighbour.jsonl" 2> "$f-neighbour.err" &
-    nb=$!
+    spawn "nb-$kind" "$nclass" timeout 900 "$py" "$here/jobs.py" "$job" 600 \
+        > "$f-neighbour.jsonl" 2> "$f-neighbour.err"
+    nb=$spawned
     # The neighbour's first line comes once its model is built and it runs.
     for _ in $(seq 1200); do [ -s "$f-neighbour.jsonl" ] && break; sleep 0.1; done
-    tenant "trials-$kind" "$class" timeout 600 "$py" "$here/trials.py" "$kind" "$trials" \
-        > "$f.jsonl" 2> "$f.err" &
-    tp=$!
+    spawn "trials-$kind" "$class" timeout 600 "$py" "$here/trials.py" "$kind" "$trials" \
+        > "$f.jsonl" 2> "$f.err"
+    tp=$spawned
     # The last status while the trials ran: how often the policy moved and held them.
     while kill -0 "$tp" 2> /dev/null; do
         "$build/server/detshare-ctl" --admin "unix:$tmp/s.admin" status --json > "$tmp/status" 2> /dev/null &&
