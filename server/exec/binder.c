@@ -29,11 +29,7 @@ static void prepare(struct ds_tenant *t, struct ds_shm_slot *slot)
         ds_debug("context for %s ready", what);
 }
 
-/* While no tenant is there yet, make the contexts of the SM groups tenants were bound to
- * lately: a tenant's first move to groups of a context not yet made waits for it when it
- * gives SMs up (170 ms measured on an H100), and policies keep choosing the same few
- * sets.  Stops at a decision or a tenant, which come first; a context being made when
- * the tenant arrives delays at most its first move, by the making of one. */
+/* Whether this binder made the context of `groups` ahead already. */
 static int made_ahead(const struct ds_binder *bd, uint64_t groups)
 {
     for (unsigned i = 0; i < DS_BINDER_MADE && i < bd->nmade; i++)
@@ -42,6 +38,11 @@ static int made_ahead(const struct ds_binder *bd, uint64_t groups)
     return 0;
 }
 
+/* While no tenant is there yet, make the contexts of the SM groups tenants were bound to
+ * lately: a tenant's first move to groups of a context not yet made waits for it when it
+ * gives SMs up (170 ms measured on an H100), and policies keep choosing the same few
+ * sets.  Stops at a decision or a tenant, which come first; a context being made when
+ * the tenant arrives delays at most its first move, by the making of one. */
 static void make_ahead(struct ds_binder *bd, struct ds_shm_slot *slot, unsigned seen)
 {
     struct ds_tenant *t = bd->t;
