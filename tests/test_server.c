@@ -215,6 +215,33 @@ Test(server, a_warm_executor_without_mps_is_replaced)
     ds_test_server_stop(&s);
 }
 
+/* A tenant that comes while a warm executor leaves for want of MPS (here while its
+ * context closes, which takes 500 ms) goes to another executor, not down with it. */
+Test(server, a_tenant_handed_to_a_leaving_executor_is_served_by_another)
+{
+    const char *leaving = "leaving for an executor that is an MPS client";
+    char flag[] = "/tmp/ds-nomps.XXXXXX";
+    struct ds_test_server s;
+    int fd = mkstemp(flag);
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    setenv("DETSHARE_SIM_NO_MPS", flag, 1);
+    setenv("DETSHARE_SIM_CLOSE_MS", "500", 1);
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&s, 0, "--warm 1");
+    unsetenv("DETSHARE_SIM_NO_MPS");
+    unsetenv("DETSHARE_SIM_CLOSE_MS");
+    unsetenv("DETSHARE_LOG");
+    for (int i = 0; i < 500 && !ds_test_log_has(&s, leaving); i++)
+        usleep(10000);
+    cr_assert(ds_test_log_has(&s, leaving), "no warm executor left");
+    cr_assert_eq(tenant_status(), 0, "the tenant went down with the leaving executor");
+    cr_expect(ds_test_log_has(&s, "its executor was leaving; executor pid"));
+    unlink(flag);
+    ds_test_server_stop(&s);
+}
+
 Test(server, an_executor_started_by_hand_refuses_to_run)
 {
     char out[4096];

@@ -18,6 +18,8 @@
 
 /* How long tenants get to finish after SIGTERM before they are killed. */
 #define DS_STOP_GRACE_MS 5000
+/* Executors a tenant is offered when those taken for it turn out to be leaving. */
+#define HANDOVER_TRIES 3
 
 /* Start an executor ahead of its tenant, on a slot of its own.  Returns 0 or -1. */
 static int spawn_one(struct control *c, struct ds_spawned *out)
@@ -180,17 +182,59 @@ static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reas
         ds_auth_answer(client, why);
 }
 
+/* Executor e (warm: started ahead) takes the tenant on fd, accepted on l: its slot
+ * records who the tenant is, and the policy places it before its first kernel runs. */
+static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
+                   const char *granted)
+{
+    struct ds_shm_slot *s = &l->ctl->shm->slots[e->slot];
+    char where[300], who[64] = "";
+
+    ds_addr_format(&l->addr, where, sizeof(where));
+    if (record_peer(s, fd) == 0)
+        snprintf(who, sizeof(who), ", from process %d of uid %u", (int)s->peer_pid,
+                 (unsigned)s->peer_uid);
+    snprintf(s->granted, sizeof(s->granted), "%s", granted ? granted : "");
+    ds_info("tenant #%d connected on %s (executor pid %d, %s)%s%s%s", e->slot, where, (int)e->pid,
+            warm ? "started ahead" : "started for it", who,
+            granted && granted[0] ? ", token accepted for " : "", granted ? granted : "");
+    ds__place_joined(l->ctl, e->slot);
+}
+
+/* Hand the tenant on fd to executor e, or, when e turns out to be leaving (a warm
+ * executor that came up as no MPS client shuts its end first: the handover fails with
+ * EPIPE), to others, HANDOVER_TRIES executors in all. */
+static void hand_over(struct listener *l, struct ds_spawned *e, uv_os_fd_t fd,
+                      const char *granted)
+{
+    struct ds_spawned next;
+    int warm;
+
+    for (int tries = 1; ds_spawn_handover(e, fd) != 0; tries++) {
+        int err = errno;
+
+        if (err == EPIPE && tries < HANDOVER_TRIES && take_executor(l->ctl, &next, &warm) == 0) {
+            ds_info("tenant #%d: its executor was leaving; executor pid %d takes it", e->slot,
+                    (int)next.pid);
+            *e = next;
+            assign(l, e, warm, fd, granted);
+            continue;
+        }
+        ds_error("cannot hand tenant #%d to its executor: %s", e->slot, strerror(err));
+        kill(e->pid, SIGKILL);
+        return;
+    }
+}
+
 /* Hand an accepted connection to an executor; `granted` is the tenant name its token
  * was accepted for (shm.h), NULL when none was checked.  Closes client. */
 static void serve(struct listener *l, uv_stream_t *client, const char *granted)
 {
     struct control *c = l->ctl;
-    char where[300], who[64] = "";
     struct ds_spawned e;
     uv_os_fd_t fd;
     int warm;
 
-    ds_addr_format(&l->addr, where, sizeof(where));
     if (uv_fileno((uv_handle_t *)client, &fd) != 0) {
         uv_close((uv_handle_t *)client, free_handle);
         return;
@@ -202,25 +246,12 @@ static void serve(struct listener *l, uv_stream_t *client, const char *granted)
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    if (record_peer(&c->shm->slots[e.slot], fd) == 0)
-        snprintf(who, sizeof(who), ", from process %d of uid %u",
-                 (int)c->shm->slots[e.slot].peer_pid, (unsigned)c->shm->slots[e.slot].peer_uid);
-    snprintf(c->shm->slots[e.slot].granted, sizeof(c->shm->slots[e.slot].granted), "%s",
-             granted ? granted : "");
-    ds_info("tenant #%d connected on %s (executor pid %d, %s)%s%s%s", e.slot, where, (int)e.pid,
-            warm ? "started ahead" : "started for it", who,
-            granted && granted[0] ? ", token accepted for " : "", granted ? granted : "");
+    assign(l, &e, warm, fd, granted);
     /* Before the handover: the tenant sends nothing more until it has this answer. */
     if (l->addr.kind != DS_ADDR_UNIX && ds_auth_answer(client, NULL) != 0)
         ds_debug("tenant #%d left before its token was answered", e.slot);
-    /* Placed before it is handed over, so its first kernel runs where the policy
-     * wants it. */
-    ds__place_joined(c, e.slot);
     c->served++;
-    if (ds_spawn_handover(&e, fd) != 0) {
-        ds_error("cannot hand tenant #%d to its executor: %s", e.slot, strerror(errno));
-        kill(e.pid, SIGKILL);
-    }
+    hand_over(l, &e, fd, granted);
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 typedef void (*call_fn)(struct ds_tenant *t, void *a, void *r);
@@ -753,12 +754,22 @@ static int serve_and_free(int fd, unsigned spin_us)
 }
 
 /* A warm executor whose context is no MPS client while the server expects one leaves for
- * another to be started (shm.h), unless its tenant is already there. */
+ * another to be started (shm.h), unless its tenant is already there.  Its control socket
+ * is shut for reading first: a tenant handed over before that is still read and served
+ * here, and a handover after it fails (EPIPE), so the control process offers the tenant
+ * to another executor instead of losing it while this one closes its device (a context's
+ * teardown takes a while on a GPU). */
 static int leave_without_mps(struct ds_shm *shm)
 {
+    char tag;
+
     if (atomic_load(&shm->mps_expected) != DS_SHM_MPS_RETRY ||
         tenant.view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] != 0 || tenant_waiting())
         return 0;
+    shutdown(DS_EXEC_CTL_FD, SHUT_RD);
+    if (ds_fd_peek(DS_EXEC_CTL_FD, &tag) == 0)
+        return 0;
+    ds_debug("leaving for an executor that is an MPS client");
     ds_binder_ahead(&tenant.binder, 0);
     serve_and_free(-1, 0);
     ds_shm_unmap(shm);

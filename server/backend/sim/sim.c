@@ -225,8 +225,23 @@ static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_s
     return 0;
 }
 
+/* A context's teardown takes a while on a GPU (tens to hundreds of ms, more under MPS);
+ * DETSHARE_SIM_CLOSE_MS makes the sim's take that long, for what happens meanwhile. */
+static void close_delay(void)
+{
+    const char *ms = getenv("DETSHARE_SIM_CLOSE_MS");
+    struct timespec ts;
+
+    if (ms == NULL)
+        return;
+    ts.tv_sec = (time_t)(strtoul(ms, NULL, 10) % 10000 / 1000);
+    ts.tv_nsec = (long)(strtoul(ms, NULL, 10) % 1000 * 1000000);
+    nanosleep(&ts, NULL);
+}
+
 static void sim_close(struct ds_backend *b)
 {
+    close_delay();
     ds__sim_drop_parked(b, &b->legacy);
     while (b->streams.next != &b->streams) {
         struct ds_bstream *s = b->streams.next;
