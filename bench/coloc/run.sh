@@ -52,7 +52,17 @@ stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; 
 # (MPS_SETTLE seconds, default 5).
 mps_gone() { for _ in $(seq 100); do pgrep -f nvidia-cuda-mps-server > /dev/null || return 0; sleep 0.1; done; echo "run.sh: an MPS server is still running" >&2; }
 stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; mps_gone; sleep "${MPS_SETTLE:-5}"; }
-trap 'stop_server; stop_mps; rm -rf "$tmp"' EXIT
+# The report, also of what finished when the run is cut short (a device call's time
+# limit: run 103 lost its report so); jobs still running are ended first.
+reported=
+report() {
+    [ -n "$reported" ] && return
+    reported=1
+    for p in $(jobs -p); do [ "$p" = "$srv" ] || kill "$p" 2> /dev/null; done
+    "$python" "$repo/bench/coloc/report.py" "$raw" "$out/$name"
+    tar czf "$out/$name-raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
+}
+trap 'report; stop_server; stop_mps; rm -rf "$tmp"' EXIT
 {
     echo "gpu=$gpu"
     echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
@@ -144,5 +154,4 @@ for ((rep = 1; rep <= repeats; rep++)); do
     for mode in $modes; do run_mode "$mode"; done
 done
 
-"$python" "$repo/bench/coloc/report.py" "$raw" "$out/$name"
-tar czf "$out/$name-raw.tar.gz" -C "$out" "$name-raw" && rm -rf "$raw"
+report
