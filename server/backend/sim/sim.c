@@ -80,6 +80,11 @@ struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s)
     return stream_or_legacy(b, s);
 }
 
+uint64_t ds__sim_now(struct ds_backend *b)
+{
+    return now_ns(b);
+}
+
 /* When work submitted now to s may start, under the legacy default stream's rules. */
 static uint64_t start_time(struct ds_backend *b, struct ds_bstream *s)
 {
@@ -682,7 +687,7 @@ static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 /* Whether e was recorded, with the device time its recorded work ends at in *at.  An
  * interprocess event's record is in host time, shared with other executors, whose device
  * clocks stand still at other times than this one's. */
-static int event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at)
+int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at)
 {
     uint64_t host;
 
@@ -700,7 +705,7 @@ void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_beve
     uint64_t at;
 
     s = stream_or_legacy(b, s);
-    if (event_at(b, e, &at))
+    if (ds__sim_event_at(b, e, &at))
         s->ready_ns = max_u64(s->ready_ns, at);
 }
 
@@ -778,7 +783,7 @@ static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
     ds__sim_unpark(b);
     if (e->pending > 0)
         return DS_ENOTREADY;
-    return !event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
+    return !ds__sim_event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
 static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
@@ -828,113 +833,10 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return 0;
 }
 
-/* A fence is the modelled time at which the work it stands behind ends. */
-/* A fence behind parked work has no time yet: it polls (polling != 0), holding
- * references on the stream or event it stands at, until the work is unparked. */
-struct ds_bfence {
-    uint64_t at_ns;
-    int polling;
-    struct ds_fence_at at;
-};
-
-/* How often a fence behind parked work looks again: the tenant's own host writes to
- * mapped memory release a wait, and nothing tells the sim of them. */
-#define SIM_PARKED_POLL_NS 100000ull
-
-static void fence_unref(struct ds_backend *b, struct ds_bfence *f)
-{
-    if (!f->polling)
-        return;
-    f->polling = 0;
-    if (f->at.stream != NULL)
-        ds__sim_stream_release(b, f->at.stream);
-    if (f->at.event != NULL)
-        ds__sim_event_release(f->at.event);
-}
-
-static uint64_t fence_time(struct ds_backend *b, const struct ds_fence_at *at)
-{
-    uint64_t t = b->legacy.ready_ns;
-
-    if (at->kind == DS_FENCE_STREAM)
-        return stream_or_legacy(b, at->stream)->ready_ns;
-    if (at->kind == DS_FENCE_EVENT)
-        return event_at(b, at->event, &t) ? t : 0;
-    for (struct ds_bstream *s = b->streams.next; s != &b->streams; s = s->next)
-        t = max_u64(t, s->ready_ns);
-    return t;
-}
-
-static int sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
-                            struct ds_bfence **out)
-{
-    uint64_t t;
-
-    *out = NULL;
-    /* A failed context fails every synchronisation, pending work or not (sim_fault). */
-    if (b->fault != 0)
-        return DS_ECU(b->fault);
-    if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)
-        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    ds__sim_unpark(b);
-    if (ds__sim_blocked(b, at)) {
-        *out = calloc(1, sizeof(**out));
-        if (*out == NULL)
-            return DS_ENOMEM;
-        (*out)->polling = 1;
-        (*out)->at = *at;
-        if (at->kind == DS_FENCE_STREAM && at->stream != NULL)
-            at->stream->refs++;
-        else
-            (*out)->at.stream = NULL;
-        if (at->kind == DS_FENCE_EVENT)
-            at->event->refs++;
-        else
-            (*out)->at.event = NULL;
-        return 0;
-    }
-    t = fence_time(b, at);
-    if (t <= now_ns(b))
-        return 0;
-    *out = calloc(1, sizeof(**out));
-    if (*out == NULL)
-        return DS_ENOMEM;
-    (*out)->at_ns = t;
-    return 0;
-}
-
-static int sim_fence_query(struct ds_backend *b, struct ds_bfence *f)
-{
-    if (b->fault != 0)
-        return DS_ECU(b->fault);
-    if (f->polling) {
-        ds__sim_unpark(b);
-        if (ds__sim_blocked(b, &f->at))
-            return DS_ENOTREADY;
-        f->at_ns = fence_time(b, &f->at);
-        fence_unref(b, f);
-    }
-    return f->at_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
-}
-
 static int sim_fault(struct ds_backend *b, int probe)
 {
     (void)probe;
     return b->fault;
-}
-
-/* The device's clock is the host's less the stalls so far: the end in host time. */
-static int sim_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns)
-{
-    (void)efd;
-    *wake_ns = f->polling ? ds_now_ns() + SIM_PARKED_POLL_NS : f->at_ns + b->stalled_ns;
-    return 0;
-}
-
-static void sim_fence_destroy(struct ds_backend *b, struct ds_bfence *f)
-{
-    fence_unref(b, f);
-    free(f);
 }
 
 const struct ds_backend_ops ds_sim_backend = {
@@ -967,10 +869,10 @@ const struct ds_backend_ops ds_sim_backend = {
     .event_record = sim_event_record,
     .event_query = sim_event_query,
     .event_elapsed = sim_event_elapsed,
-    .fence_create = sim_fence_create,
-    .fence_query = sim_fence_query,
-    .fence_arm = sim_fence_arm,
-    .fence_destroy = sim_fence_destroy,
+    .fence_create = ds__sim_fence_create,
+    .fence_query = ds__sim_fence_query,
+    .fence_arm = ds__sim_fence_arm,
+    .fence_destroy = ds__sim_fence_destroy,
     .fault = sim_fault,
     .limit = sim_limit,
     .ctx_query = sim_ctx_query,

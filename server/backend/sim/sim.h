@@ -220,6 +220,17 @@ int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct si
 void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
 void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e);
 struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s);
+/* The device's clock: the host's less the time spent applying data effects.  Whether
+ * event e was recorded, and the modelled time its work ends at in *at. */
+uint64_t ds__sim_now(struct ds_backend *b);
+int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at);
+
+/* sim_fence.c: backend.h's fence_* operations. */
+int ds__sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
+                         struct ds_bfence **out);
+int ds__sim_fence_query(struct ds_backend *b, struct ds_bfence *f);
+int ds__sim_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
+void ds__sim_fence_destroy(struct ds_backend *b, struct ds_bfence *f);
 
 /* A batch memory operation node's work: its n operations as a list of W_MEMOP items in
  * *out (NULL and DS_ENOMEM when it cannot be made), which ds__sim_free_work frees. */
