@@ -497,8 +497,14 @@ static int closed(void)
  * the control process samples the stamps. */
 #define STAMP_PAUSE_NS (50 * 1000u)
 
-/* When to wake without being woken: the fences' time, soon when calls are held, and
- * the end of a failed context's grace. */
+/* The longest an executor sleeps, to look at stop_requested again: a SIGTERM handled
+ * between the serving loop's look and its sleep (or, on a GPU, on one of the driver's
+ * threads) interrupts nothing, and the executor of an idle tenant slept until the server
+ * killed it at its stop (seen in test_metrics). */
+#define STOP_LOOK_NS (250 * 1000 * 1000ull)
+
+/* When to wake without being woken: the fences' time, soon when calls are held, the end
+ * of a failed context's grace, and STOP_LOOK_NS from now at the latest. */
 static uint64_t wake_time(void)
 {
     uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), soonest = fences, t;
@@ -511,7 +517,8 @@ static uint64_t wake_time(void)
         t = tenant.lost_ns + LOST_GRACE_NS;
         soonest = soonest != 0 && soonest < t ? soonest : t;
     }
-    return soonest;
+    t = ds_now_ns() + STOP_LOOK_NS;
+    return soonest != 0 && soonest < t ? soonest : t;
 }
 
 /*
