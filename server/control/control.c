@@ -401,6 +401,19 @@ static void device_fault(struct control *c)
         kill(c->warm[i].pid, SIGTERM);
 }
 
+static void mps_daemon_exited(struct control *c, int status)
+{
+    char how[32];
+
+    c->mps_up = 0;
+    if (WIFSIGNALED(status))
+        snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(how, sizeof(how), "status %d", WEXITSTATUS(status));
+    ds_error("MPS: the control daemon exited (%s): executors started from now on "
+             "time-slice the GPU", how);
+}
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
     struct control *c = h->data;
@@ -410,11 +423,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
     (void)signum;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-        if (pid == c->cfg->mps_daemon) {
-            c->mps_up = 0;
-            ds_error("MPS: the control daemon exited (%s): executors started from now on "
-                     "time-slice the GPU", exit_reason(status, buf, sizeof(buf)));
-        }
+        if (pid == c->cfg->mps_daemon)
+            mps_daemon_exited(c, status);
         if (reap_warm(c, pid, status))
             continue;
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
