@@ -305,7 +305,7 @@ Test(partition, a_warm_executor_makes_the_contexts_of_groups_used_before)
     struct ds_test_peer nb, late;
     CUfunction step;
     CUdeviceptr x;
-    int k = 0;
+    int k = 0, left;
     long first, second;
 
     DS_SIM_ONLY();
@@ -327,7 +327,11 @@ Test(partition, a_warm_executor_makes_the_contexts_of_groups_used_before)
     chain_until(step, x, &k, 0, "now runs on SM groups 0-7 (64 SMs)");
     wait_log(upper);
     first = last_move_us(upper);
+    left = ds_test_log_count(&srv, ") left: ");
     ds_test_peer_leave(&nb);
+    /* Once the server has seen it go: a late tenant that comes before splits the GPU in
+     * three, into groups nobody made ahead. */
+    wait_log_after(left, ") left: ");
     wait_log("SM groups 8-15 (64 SMs) made ahead of the tenant");
     ds_test_peer_join(&late);
     wait_log_after(1, upper);
