@@ -364,7 +364,8 @@ struct ds_backend_ops {
      * device does not have. */
     int (*bind)(struct ds_backend *b, uint64_t groups);
     /* Get ready to bind to `groups` soon (make what bind needs), from another thread
-     * than the one that serves the tenant.  Returns 0 or DS_E*. */
+     * than the one that serves the tenant.  Returns 1 when it made something now, 0
+     * when all was ready already, or DS_E*. */
     int (*prepare)(struct ds_backend *b, uint64_t groups);
     /* Make the device itself hold stream s's next work while the 32-bit word at `word`
      * (memory this process shares with the control process) is not 0.  Returns 0 or

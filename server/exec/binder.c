@@ -22,20 +22,11 @@ static void prepare(struct ds_tenant *t, struct ds_shm_slot *slot)
     char what[200];
 
     ds_groups_format(groups, t->shm->sm_group_size, what, sizeof(what));
-    if (rc != 0)
+    if (rc < 0)
         ds_warn("cannot make a context for %s: %s; the tenant stays where it runs", what,
                 ds_strerror(rc));
     else
         ds_debug("context for %s ready", what);
-}
-
-/* Whether this binder made the context of `groups` ahead already. */
-static int made_ahead(const struct ds_binder *bd, uint64_t groups)
-{
-    for (unsigned i = 0; i < DS_BINDER_MADE && i < bd->nmade; i++)
-        if (bd->made[i] == groups)
-            return 1;
-    return 0;
 }
 
 /* While no tenant is there yet, make the contexts of the SM groups tenants were bound to
@@ -54,13 +45,10 @@ static void make_ahead(struct ds_binder *bd, struct ds_shm_slot *slot, unsigned 
         if (!atomic_load(&bd->ahead) || atomic_load(&bd->stop) ||
             atomic_load(&slot->bind_gen) != seen)
             return;
-        if (groups == 0 || made_ahead(bd, groups))
+        if (groups == 0 || t->ops->prepare(t->be, groups) != 1)
             continue;
         ds_groups_format(groups, t->shm->sm_group_size, what, sizeof(what));
-        if (t->ops->prepare(t->be, groups) != 0)
-            continue;
         ds_debug("context for %s made ahead of the tenant", what);
-        bd->made[bd->nmade++ % DS_BINDER_MADE] = groups;
     }
 }
 
@@ -92,7 +80,6 @@ int ds_binder_start(struct ds_binder *bd, struct ds_tenant *t)
     int rc;
 
     bd->t = t;
-    bd->nmade = 0;
     atomic_store(&bd->stop, 0);
     /* Signals (SIGTERM) are the serving thread's. */
     sigfillset(&all);

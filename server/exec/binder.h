@@ -12,10 +12,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
-
-/* How many sets of groups made ahead the binder remembers, not to make them again. */
-#define DS_BINDER_MADE 8
 
 struct ds_tenant;
 
@@ -25,8 +21,6 @@ struct ds_binder {
     atomic_int ahead; /* 1 while no tenant is there: make hot groups' contexts */
     int running;
     struct ds_tenant *t;
-    uint64_t made[DS_BINDER_MADE]; /* groups made ahead so far, oldest overwritten */
-    unsigned nmade;
 };
 
 /* Start the thread for tenant t, whose device is open.  Returns 0 or an errno value. */

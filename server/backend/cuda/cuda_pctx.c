@@ -69,9 +69,9 @@ static int pctx_create(struct ds_backend *b, uint64_t mask, CUgreenCtx *out)
     return ds__cuda_err(r);
 }
 
-/* The green context for `mask`, from the pool, or new when `make`.  Without `make` it
- * never waits: DS_EBUSY when the context is not ready (the binder thread is making it,
- * or will). */
+/* The green context for `mask`, from the pool (0), or new when `make` (1).  Without
+ * `make` it never waits: DS_EBUSY when the context is not ready (the binder thread is
+ * making it, or will). */
 static int pctx_get(struct ds_backend *b, uint64_t mask, int make, CUgreenCtx *out)
 {
     int rc = DS_EBUSY, found = 0;
@@ -95,6 +95,7 @@ static int pctx_get(struct ds_backend *b, uint64_t mask, int make, CUgreenCtx *o
     else if (!found && make && (rc = pctx_create(b, mask, out)) == 0) {
         b->pc.cached[b->pc.ncached].mask = mask;
         b->pc.cached[b->pc.ncached++].g = *out;
+        rc = 1;
     }
     pthread_mutex_unlock(&b->pc.lock);
     return rc;

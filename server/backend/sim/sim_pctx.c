@@ -52,6 +52,7 @@ int ds__sim_prepare(struct ds_backend *b, uint64_t groups)
         } else {
             nanosleep(&ts, NULL);
             b->pctx[b->npctx++] = groups;
+            rc = 1;
         }
     }
     pthread_mutex_unlock(&b->pctx_lock);
