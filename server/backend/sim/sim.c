@@ -234,13 +234,10 @@ static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_s
  * DETSHARE_SIM_CLOSE_MS makes the sim's take that long, for what happens meanwhile. */
 static void close_delay(void)
 {
-    const char *ms = getenv("DETSHARE_SIM_CLOSE_MS");
-    struct timespec ts;
+    const char *env = getenv("DETSHARE_SIM_CLOSE_MS");
+    unsigned long ms = env != NULL ? strtoul(env, NULL, 10) % 10000 : 0;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
 
-    if (ms == NULL)
-        return;
-    ts.tv_sec = (time_t)(strtoul(ms, NULL, 10) % 10000 / 1000);
-    ts.tv_nsec = (long)(strtoul(ms, NULL, 10) % 1000 * 1000000);
     nanosleep(&ts, NULL);
 }
 
