@@ -87,10 +87,11 @@ beside() {
     kill "$nb" 2> /dev/null && wait "$nb" 2> /dev/null
     nb=
     echo "$policy: $kind $(compare "$kind" "$f.jsonl"); $(acted "trials-$kind" "$f-status.json")" \
-        | tee -a "$out/summary.txt"
+        "(neighbour $(acted "nb-$kind" "$f-status.json"))" | tee -a "$out/summary.txt"
 }
 
-# What the policy did to tenant $1, from the status in $2.
+# What the policy did to tenant $1, from the status in $2.  Both tenants are told: under
+# slo-aware the policy moves the best-effort one, whichever of the two runs the trials.
 acted() {
     "$py" - "$1" "$2" << 'EOF'
 import json, sys
