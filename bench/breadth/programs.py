@@ -1,7 +1,8 @@
 """Programs users bring, each printing one line of hashes of what it computed: run once
 natively and once through detshare, the lines must be identical (bench/breadth/run.sh).
 usage: programs.py NAME, NAME one of cupy cupy2 cupyraw triton tritonauto compile
-compiletrain jax numba resnet resnetdet loader mp expand bf16 bf16train.  The program's warnings go to
+compiletrain jax numba resnet resnetdet loader mp expand bf16 bf16train cudagraph sdpa
+nccl lstm fp8.  The program's warnings go to
 stderr; only the last stdout line is compared."""
 import os, sys, hashlib
 # cuBLAS's deterministic workspaces, for the training programs.
@@ -196,6 +197,94 @@ elif what == "bf16train":
         opt.step()
         losses.append(out.loss.float().item())
     print("bf16train", h(np.array(losses)))
+elif what == "cudagraph":
+    # torch.compile's "reduce-overhead" mode replays CUDA graphs (cudagraph trees, on a
+    # private memory pool); a graph captured by hand replays with new inputs.
+    import numpy as np, torch
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(),
+                              torch.nn.Linear(256, 16)).cuda().eval()
+    f = torch.compile(net, mode="reduce-overhead")
+    xs = [torch.randn(32, 128, device="cuda") for _ in range(6)]
+    with torch.no_grad():
+        outs = [f(x).clone() for x in xs]
+        static = torch.zeros(32, 128, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            net(static)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = net(static)
+        for x in xs:
+            static.copy_(x)
+            g.replay()
+            outs.append(y.clone())
+    print("cudagraph", h(torch.cat(outs).cpu().numpy()))
+elif what == "sdpa":
+    # Fused attention forward passes in bf16: flash, memory-efficient, causal and with a
+    # mask (their forward passes are deterministic; the backward ones are not).
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(4, 16, 1024, 64, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    mask = torch.rand(1024, 1024, device="cuda") > 0.1
+    outs = []
+    with torch.no_grad():
+        for be in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION):
+            with sdpa_kernel(be):
+                outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v))
+                outs.append(torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, is_causal=True))
+        with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+            outs.append(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    print("sdpa", *(h(o.float().cpu().numpy()) for o in outs))
+elif what == "nccl":
+    # Data-parallel training as launched with torchrun, on one GPU: NCCL's communicator,
+    # its all-reduce and DDP's bucketed gradients.
+    import numpy as np, torch, torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 1000))
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    torch.manual_seed(0)
+    t = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+    dist.all_reduce(t)
+    net = torch.nn.parallel.DistributedDataParallel(
+        torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.Tanh(),
+                            torch.nn.Linear(128, 4)).cuda(), device_ids=[0])
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    x = torch.randn(256, 64, device="cuda"); y = torch.randint(0, 4, (256,), device="cuda")
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    dist.destroy_process_group()
+    print("nccl", h(t.cpu().numpy()), h(np.array(losses)))
+elif what == "lstm":
+    # cuDNN's RNN kernels, forward and backward, under PyTorch's deterministic settings.
+    import numpy as np, torch
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(64, 128, num_layers=2, batch_first=True).cuda()
+    x = torch.randn(16, 50, 64, device="cuda")
+    out, _ = rnn(x)
+    out.pow(2).mean().backward()
+    print("lstm", h(out.detach().cpu().numpy()), h(rnn.weight_hh_l0.grad.cpu().numpy()))
+elif what == "fp8":
+    # FP8 (e4m3) GEMMs with per-tensor scales, as FP8 inference uses them (Hopper's FP8
+    # tensor cores, through cuBLASLt).
+    import torch
+    torch.manual_seed(0)
+    a = torch.randn(512, 1024, device="cuda")
+    b = torch.randn(256, 1024, device="cuda")
+    one = torch.tensor(1.0, device="cuda")
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    c = torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    print("fp8", h(c.float().cpu().numpy()))
 elif what == "mp":
     import torch, torch.multiprocessing as mp
     def child(q, r):

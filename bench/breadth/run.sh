@@ -2,7 +2,8 @@
 # Programs users bring (CuPy with cuBLAS/cuFFT/cuSOLVER/cuSPARSE, Triton, torch.compile,
 # JAX, numba-cuda, a PyTorch DataLoader with pinned memory and workers, CUDA tensors
 # handed to another process, PyTorch's expandable segments, a bf16 Llama-style model with
-# transformers), each run natively twice and then through one detshare-server: the hashes
+# transformers, CUDA graphs, fused attention, NCCL with DDP, cuDNN's LSTM, FP8 GEMMs),
+# each run natively twice and then through one detshare-server: the hashes
 # each prints must be identical.  A program whose two native runs differ is not
 # deterministic on its own, and is reported so rather than compared.  GPU box only.
 #
@@ -20,7 +21,7 @@ out=${OUT:-$repo/bench/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 cap=${CAP:-150}
-what=${WHAT:-cupy cupy2 cupyraw triton tritonauto compile compiletrain jax numba resnet loader mp expand bf16 bf16train}
+what=${WHAT:-cupy cupy2 cupyraw triton tritonauto compile compiletrain jax numba resnet loader mp expand bf16 bf16train cudagraph sdpa nccl lstm fp8}
 [ -d .dev/libs ] && export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1 XLA_FLAGS=--xla_gpu_autotune_level=0
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) || { echo "run.sh: no GPU" >&2; exit 1; }
