@@ -593,11 +593,22 @@ static const slot_t context_identity[93] = {
  * cuBLASLt (CUDA 13, bf16 GEMM heuristics on an H100) asks for this table and later calls
  * its slot 4 whether or not the driver gave it one: refusing the table crashed it on a
  * NULL pointer [measured].  Slot 4 takes two out-pointers and the caller takes its
- * fallback path when the call fails, so every slot here fails, and says so once. */
+ * fallback path when the call fails, so every slot here fails.  Slot 4's failure is
+ * that known path, taken by every bf16 or FP8 GEMM program, so it is no warning; any
+ * other slot is unknown use and says so once. */
+static CUresult unknown_1734dc26_slot4(void)
+{
+    static atomic_int once;
+
+    if (atomic_exchange(&once, 1) == 0)
+        ds_debug("cuBLASLt asked for slot 4 of export table 1734dc26: declined, as the "
+                 "real driver's answer is unknown; cuBLASLt takes its fallback");
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 SLOT_STUB(UNKNOWN_1734DC26, 1)
 SLOT_STUB(UNKNOWN_1734DC26, 2)
 SLOT_STUB(UNKNOWN_1734DC26, 3)
-SLOT_STUB(UNKNOWN_1734DC26, 4)
 SLOT_STUB(UNKNOWN_1734DC26, 5)
 SLOT_STUB(UNKNOWN_1734DC26, 6)
 SLOT_STUB(UNKNOWN_1734DC26, 7)
@@ -615,7 +626,7 @@ SLOT_STUB(UNKNOWN_1734DC26, 16)
 static const slot_t unknown_1734dc26[17] = {
     (slot_t)(uintptr_t)(17 * sizeof(slot_t)),
     (slot_t)UNKNOWN_1734DC26_stub_1,  (slot_t)UNKNOWN_1734DC26_stub_2,
-    (slot_t)UNKNOWN_1734DC26_stub_3,  (slot_t)UNKNOWN_1734DC26_stub_4,
+    (slot_t)UNKNOWN_1734DC26_stub_3,  (slot_t)unknown_1734dc26_slot4,
     (slot_t)UNKNOWN_1734DC26_stub_5,  (slot_t)UNKNOWN_1734DC26_stub_6,
     (slot_t)UNKNOWN_1734DC26_stub_7,  (slot_t)UNKNOWN_1734DC26_stub_8,
     (slot_t)UNKNOWN_1734DC26_stub_9,  (slot_t)UNKNOWN_1734DC26_stub_10,

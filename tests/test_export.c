@@ -2,9 +2,11 @@
  * served with the sizes and behaviour measured on the real driver. */
 #include "ds_test.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef void *slot_t;
 
@@ -65,6 +67,31 @@ Test(export, the_unknown_table_cublaslt_needs_fails_each_call)
         cr_assert_not_null(table(UNKNOWN_1734)[i]);
     cr_assert_neq(slot4(&out, &out2), CUDA_SUCCESS);
     cr_assert_null(out);
+}
+
+/* Every bf16 or FP8 GEMM program calls that slot 4: its failure is the expected path and
+ * leaves the tenant's stderr alone, while a call to any other slot of the table is news
+ * and is logged. */
+Test(export, only_unknown_use_of_that_table_is_logged)
+{
+    CUresult (*slot)(void **, void *);
+    void *out = NULL, *out2 = NULL;
+    char log[512] = "";
+    int p[2], saved;
+
+    cr_assert_eq(pipe(p), 0);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    saved = dup(2);
+    cr_assert_geq(saved, 0);
+    dup2(p[1], 2);
+    slot = (CUresult(*)(void **, void *))table(UNKNOWN_1734)[4];
+    cr_assert_eq(slot(&out, &out2), CUDA_ERROR_NOT_SUPPORTED);
+    slot = (CUresult(*)(void **, void *))table(UNKNOWN_1734)[5];
+    cr_assert_eq(slot(&out, &out2), CUDA_ERROR_NOT_SUPPORTED);
+    dup2(saved, 2);
+    cr_assert_gt(read(p[0], log, sizeof(log) - 1), 0);
+    cr_expect(strstr(log, "slot 5") != NULL, "%s", log);
+    cr_expect(strstr(log, "slot 4") == NULL, "%s", log);
 }
 
 Test(export, unknown_tables_and_bad_arguments_are_refused)
