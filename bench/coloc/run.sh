@@ -17,7 +17,8 @@
 # compares figures of the same repeat and takes medians over repeats.  decode+prefill is
 # issue 9's bursty LLM scenario: the decoder has a TPOT SLO of SLO_X (default 1.25) times
 # its p50 alone natively in the same repeat, given to detshare's servers (detshare-ctl
-# tenant decode class latency slo MS) and counted against by the report.  Needs a GPU, PyTorch, torchvision and
+# tenant decode class latency slo MS) and counted against by the report.  ALONE_MPS=1 also
+# runs each job alone under native MPS (alone-native-mps).  Needs a GPU, PyTorch, torchvision and
 # transformers; a job that fails is recorded and the run goes on.
 set -uo pipefail
 export LC_ALL=C PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -85,6 +86,14 @@ start_server() {
     export DETSHARE_SERVER="unix:$sock"
 }
 
+# A native MPS daemon of our own, for the processes started after this.
+start_mps() {
+    mpsdir=$tmp/native-mps
+    mkdir -p "$mpsdir/pipe" "$mpsdir/log"
+    CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log nvidia-cuda-mps-control -d
+    export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log
+}
+
 # Run job $2 as scenario $1 of repeat $rep, in the background; detshare when $3 is "ds".
 launch() {
     local class=best-effort
@@ -125,11 +134,7 @@ run_mode() {
     local mode=$1 how=ds pids
     case $mode in
     native-timesliced) how=native ;;
-    native-mps)
-        how=native mpsdir=$tmp/native-mps
-        mkdir -p "$mpsdir/pipe" "$mpsdir/log"
-        CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log nvidia-cuda-mps-control -d
-        export CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe CUDA_MPS_LOG_DIRECTORY=$mpsdir/log ;;
+    native-mps) how=native; start_mps ;;
     *) start_server "$mode" ;;
     esac
     for pair in $pairs; do
@@ -145,12 +150,32 @@ run_mode() {
     esac
 }
 
+# Every job alone, as scenario alone-$1: native, native-mps (a native MPS daemon, which
+# detshare's own executors always have) or detshare (through a server).
+run_alone() {
+    local how=native
+    case $1 in
+    native-mps) start_mps ;;
+    detshare) how=ds; start_server shared ;;
+    esac
+    for job in $alone_jobs; do launch "alone-$1" "$job" "$how"; wait $!; done
+    case $1 in
+    native-mps) stop_mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
+    detshare) stop_server; unset DETSHARE_SERVER ;;
+    esac
+}
+
+# Jobs ran faster alone through detshare than alone natively (1.09-1.23x, runs 103-110),
+# native always first.  So that order and warm-up can be told from detshare itself, the
+# alone scenarios go in the other order on even repeats, and ALONE_MPS=1 adds each job
+# alone under native MPS.
 alone_jobs=$(echo $pairs | tr ' +' '\n\n' | sort -u)
+alone="native detshare"
+[ "${ALONE_MPS:-0}" = 1 ] && alone="native native-mps detshare"
 for ((rep = 1; rep <= repeats; rep++)); do
-    for job in $alone_jobs; do launch "alone-native" "$job" native; wait $!; done
-    start_server shared
-    for job in $alone_jobs; do launch "alone-detshare" "$job" ds; wait $!; done
-    stop_server; unset DETSHARE_SERVER
+    order=$alone
+    [ $((rep % 2)) -eq 0 ] && order=$(echo $alone | tr ' ' '\n' | tac | tr '\n' ' ')
+    for a in $order; do run_alone "$a"; done
     for mode in $modes; do run_mode "$mode"; done
 done
 
