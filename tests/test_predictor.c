@@ -101,10 +101,13 @@ Test(predictor, the_kernel_time_follows_a_change_of_kernels)
     CU_OK(cuCtxSynchronize());
     long_us = field("kernel_us");
     /* Completions are seen in steps of up to 16 launches (20 ms here) by a control
-     * process that samples every 5 ms; on a loaded 2-core CI machine with ASan the
-     * first estimate came out at 2161 us (1.7x).  What must hold is that it follows
-     * the change: four times longer kernels, an estimate about four times larger. */
-    cr_expect(short_us > 1000 && short_us < 2500, "1.25 ms kernels, estimated %.0f us",
+     * process that samples every 5 ms, and 16 launches seen at once outweigh what came
+     * before (sched/predict.c), so the estimate is about the last step's.  A step seen
+     * late makes that one long and the next short: on a loaded 2-core machine the first
+     * estimate came out at 2161 us (1.7x, CI with ASan) and at 959 us (0.77x, beside
+     * other suites).  What must hold is that it follows the change: four times longer
+     * kernels, an estimate about four times larger. */
+    cr_expect(short_us > 750 && short_us < 2500, "1.25 ms kernels, estimated %.0f us",
               short_us);
     cr_expect(long_us > 3750 && long_us < 7500, "then 5 ms kernels, estimated %.0f us",
               long_us);
