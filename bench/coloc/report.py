@@ -306,7 +306,7 @@ def write_png(path, summ):
     ax.bar(range(len(values)), values)
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xticks(range(len(values)), labels, rotation=90, fontsize=6)
-    ax.set_ylabel("throughput vs the job alone natively (median of repeats)")
+    ax.set_ylabel("throughput ÷ alone natively\n(median of repeats)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
