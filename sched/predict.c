@@ -1,6 +1,9 @@
 #include "predict.h"
 
-/* Weight of a new sample in the running averages: about the last four count. */
+/* Weight of a new sample in the running averages: about the last four count.  A
+ * completed launch is one sample of the kernel time, so a progress step of 16 launches
+ * (the executor stamps every 16th) all but replaces what came before: the kernel time
+ * follows the last step, which is what slo-aware was tuned with on the H100. */
 #define NEW_WEIGHT 0.25
 
 static double blend(double old, double sample, int first)
