@@ -17,6 +17,12 @@
  * one whose kernel time rose to PREFILL_X times the shortest it has shown is running a
  * prompt of its own, and counts as prefill until its kernels are short again.  Every
  * other tenant is prefill.
+ *
+ * A tenant is confined only for another tenant's decoding.  A lone decoder that turns to
+ * a prompt of its own (or whose kernel estimate jumps: the predictor's is about the last
+ * 16 launches') had been put on a quarter of the SMs by its own decoding a moment
+ * before: on an H100 (run 108, 2026-11-23) a decoder beside a trainer moved there 6
+ * times in 8 s, for 5-35 ms each, slowing the steps it was to protect.
  */
 #include "policy.h"
 
@@ -25,7 +31,7 @@
 #define SLOTS 64
 
 static double short_us[SLOTS]; /* by slot: the shortest kernel time it has shown */
-static int quiet = HOLD + 1;
+static int quiet[SLOTS];       /* by slot: ticks since it last had decode work */
 
 static int decodes(const struct ds_sched_tenant *t)
 {
@@ -38,30 +44,43 @@ static int decodes(const struct ds_sched_tenant *t)
     return s == 0 || t->kernel_us <= PREFILL_X * s;
 }
 
-/* Whether a decoder has work now, learning kernel times on the way. */
-static int decode_work(const struct ds_sched_view *v)
+/* Each tenant's decode work this tick, learning kernel times on the way. */
+static void decode_work(const struct ds_sched_view *v)
 {
-    int step = 0;
-
     for (int i = 0; i < v->n; i++) {
         const struct ds_sched_tenant *t = &v->t[i];
 
-        if (t->id >= 0 && t->id < SLOTS && t->kernel_us > 0 && t->new_done > 0 &&
+        if (t->id < 0 || t->id >= SLOTS)
+            continue;
+        if (t->kernel_us > 0 && t->new_done > 0 &&
             (short_us[t->id] == 0 || t->kernel_us < short_us[t->id]))
             short_us[t->id] = t->kernel_us;
         if (decodes(t) && (t->inflight > 0 || t->new_launches > 0))
-            step = 1;
+            quiet[t->id] = 0;
+        else if (quiet[t->id] <= HOLD)
+            quiet[t->id]++;
     }
-    return step;
+}
+
+/* Whether a tenant other than v->t[self] has had decode work within HOLD ticks. */
+static int other_decoding(const struct ds_sched_view *v, int self)
+{
+    for (int i = 0; i < v->n; i++) {
+        int id = v->t[i].id;
+
+        if (i != self && id >= 0 && id < SLOTS && quiet[id] <= HOLD)
+            return 1;
+    }
+    return 0;
 }
 
 static void place(struct ds_sched_view *v)
 {
-    int active = quiet <= HOLD;
     unsigned keep = v->sm_groups / 4 > 0 ? v->sm_groups / 4 : 1;
 
     for (int i = 0; i < v->n; i++) {
         struct ds_sched_tenant *t = &v->t[i];
+        int active = other_decoding(v, i);
 
         if (!active || decodes(t) || v->sm_groups < 2) {
             t->groups = 0;
@@ -78,38 +97,34 @@ static void place(struct ds_sched_view *v)
 
 static void tick(struct ds_sched_view *v)
 {
-    quiet = decode_work(v) ? 0 : quiet + 1;
+    decode_work(v);
     place(v);
-}
-
-static int any_decoder(const struct ds_sched_view *v)
-{
-    for (int i = 0; i < v->n; i++)
-        if (decodes(&v->t[i]))
-            return 1;
-    return 0;
 }
 
 static void start(struct ds_sched_view *v)
 {
-    quiet = HOLD + 1;
-    for (int i = 0; i < SLOTS; i++)
+    for (int i = 0; i < SLOTS; i++) {
         short_us[i] = 0;
+        quiet[i] = HOLD + 1;
+    }
     place(v);
 }
 
+/* A slot's new tenant inherits nothing from the one before. */
 static void join(struct ds_sched_view *v, int joined)
 {
-    if (v->t[joined].id >= 0 && v->t[joined].id < SLOTS)
-        short_us[v->t[joined].id] = 0;
+    int id = v->t[joined].id;
+
+    if (id >= 0 && id < SLOTS) {
+        short_us[id] = 0;
+        quiet[id] = HOLD + 1;
+    }
     place(v);
 }
 
-/* The last decoder gone, nothing is left to protect. */
+/* A decoder gone leaves nothing to protect: those left are placed for each other. */
 static void leave(struct ds_sched_view *v)
 {
-    if (!any_decoder(v))
-        quiet = HOLD + 1;
     place(v);
 }
 
