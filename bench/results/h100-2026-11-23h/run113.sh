@@ -11,4 +11,4 @@ export LD_LIBRARY_PATH="$PWD/.dev/libs" PATH=/opt/torch/.venv/bin:$PATH
 BUILD=build-gpu OUT=$out SECS=20 REPEATS=1 PAIRS="decode+prefill" MODES="slo-aware tpot-first" \
   COMMIT=${COMMIT:-unknown} timeout 560 bash bench/coloc/run.sh > $out/coloc.txt 2>&1
 tail -24 $out/coloc.txt
-grep -h "policy tpot-first" $out/*-raw/server-tpot-first*.log 2> /dev/null | head -20
+tar xzf $out/coloc-*-raw.tar.gz -O --wildcards '*server-tpot-first*' | grep "policy tpot-first" | head -20
