@@ -85,8 +85,9 @@ static void place(struct ds_sched_view *v)
         if (!active || decodes(t) || v->sm_groups < 2) {
             t->groups = 0;
             t->gated = 0;
-            t->why = !active ? "no decoding: every SM" : decodes(t) ? "decode: every SM"
-                                                                    : "prefill: every SM";
+            t->why = decodes(t) ? "decode: every SM"
+                     : !active      ? "nobody else decoding: every SM"
+                                    : "prefill: every SM";
             continue;
         }
         t->groups = ds_groups_range(0, keep);
