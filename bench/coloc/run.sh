@@ -45,14 +45,20 @@ raw=$out/$name-raw
 rm -rf "$raw" && mkdir -p "$raw" || exit 1
 tmp=$(mktemp -d)
 srv= mpsdir=
-stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; srv=; mps_gone; }
+stop_server() { [ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; srv=; unset DETSHARE_SERVER; mps_gone; }
 # Each scenario starts once the last MPS server is gone.  After the native MPS daemon's
 # `quit`, executors of a server started within a second or two still ran without MPS,
 # even once its MPS server had exited (runs 98-100: the next scenario's executors warned
 # that they were no MPS clients), so the native daemon's end is also waited out
 # (MPS_SETTLE seconds, default 5).
 mps_gone() { for _ in $(seq 100); do pgrep -f nvidia-cuda-mps-server > /dev/null || return 0; sleep 0.1; done; echo "run.sh: an MPS server is still running" >&2; }
-stop_mps() { [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control; mpsdir=; mps_gone; sleep "${MPS_SETTLE:-5}"; }
+stop_mps() {
+    [ -n "$mpsdir" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$mpsdir/pipe nvidia-cuda-mps-control
+    mpsdir=
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    mps_gone
+    sleep "${MPS_SETTLE:-5}"
+}
 # The report, also of what finished when the run is cut short (a device call's time
 # limit: run 103 lost its report so); jobs still running are ended first.
 reported=
@@ -129,40 +135,48 @@ give_slo() {
     done
 }
 
-# Every job alone, then each pair: natively, and through one server per policy.
-run_mode() {
-    local mode=$1 how=ds pids
-    case $mode in
+# Start what mode $1 runs under (nothing, a native MPS daemon, or a server with that
+# policy) and set how: native or ds.  end_mode stops it.
+begin_mode() {
+    how=ds
+    case $1 in
     native-timesliced) how=native ;;
     native-mps) how=native; start_mps ;;
-    *) start_server "$mode" ;;
+    *) start_server "$1" ;;
     esac
+}
+end_mode() {
+    case $1 in
+    native-timesliced) ;;
+    native-mps) stop_mps ;;
+    *) stop_server ;;
+    esac
+}
+
+# Each pair at once under mode $1: natively, or through a server with that policy.
+run_mode() {
+    local mode=$1 how pids
+    begin_mode "$mode"
     for pair in $pairs; do
         pids=
         for job in ${pair/+/ }; do launch "$mode-$pair" "$job" "$how"; pids="$pids $!"; done
         [ "$pair" = decode+prefill ] && [ "$how" = ds ] && give_slo
         for p in $pids; do wait "$p"; echo "$mode-$pair@r$rep $p exit $?" >> "$raw/exits.txt"; done
     done
-    case $mode in
-    native-mps) stop_mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
-    native-timesliced) ;;
-    *) stop_server; unset DETSHARE_SERVER ;;
-    esac
+    end_mode "$mode"
 }
 
 # Every job alone, as scenario alone-$1: native, native-mps (a native MPS daemon, which
-# detshare's own executors always have) or detshare (through a server).
+# detshare's own executors always have) or detshare (through a server, policy shared).
 run_alone() {
-    local how=native
+    local mode=$1 how
     case $1 in
-    native-mps) start_mps ;;
-    detshare) how=ds; start_server shared ;;
+    native) mode=native-timesliced ;;
+    detshare) mode=shared ;;
     esac
+    begin_mode "$mode"
     for job in $alone_jobs; do launch "alone-$1" "$job" "$how"; wait $!; done
-    case $1 in
-    native-mps) stop_mps; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
-    detshare) stop_server; unset DETSHARE_SERVER ;;
-    esac
+    end_mode "$mode"
 }
 
 # Jobs ran faster alone through detshare than alone natively (1.09-1.23x, runs 103-110),
