@@ -2,7 +2,7 @@
 natively and once through detshare, the lines must be identical (bench/breadth/run.sh).
 usage: programs.py NAME, NAME one of cupy cupy2 cupyraw triton tritonauto compile
 compiletrain jax numba resnet resnetdet loader mp expand bf16 bf16train cudagraph sdpa
-nccl lstm fp8.  The program's warnings go to
+nccl lstm fp8 sparse jaxsolve.  The program's warnings go to
 stderr; only the last stdout line is compared."""
 import os, sys, hashlib
 # cuBLAS's deterministic workspaces, for the training programs.
@@ -285,6 +285,30 @@ elif what == "fp8":
     a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
     c = torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     print("fp8", h(c.float().cpu().numpy()))
+elif what == "sparse":
+    # issue 29: a CSR x dense product (cuSPARSE SpMM) that once printed different bytes
+    # through detshare than natively; bench/breadth/repeat.sh runs it many times each way.
+    import torch
+    torch.manual_seed(0)
+    a = torch.rand(1024, 1024)
+    a[a < 0.98] = 0
+    s = a.cuda().to_sparse_csr()
+    b = torch.rand(1024, 64).cuda()
+    c = s @ b
+    g = torch.rand(1024, 1024, device="cuda")
+    g[g < 0.98] = 0
+    d = g.to_sparse_csr() @ torch.rand(1024, 64, device="cuda")
+    print("sparse", h(c.cpu().numpy()), h(d.cpu().numpy()))
+elif what == "jaxsolve":
+    # issue 29: XLA's triangular solve, float64 (failed through detshare: "Unable to launch
+    # triangular solve"); eigh of the same matrix worked.
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    k = jax.random.normal(jax.random.PRNGKey(0), (128, 128), dtype=jnp.float64)
+    a = k @ k.T + 128 * jnp.eye(128, dtype=jnp.float64)
+    b = jnp.arange(128, dtype=jnp.float64)
+    print("jaxsolve", h(jax.device_get(jnp.linalg.solve(a, b))), h(jax.device_get(jnp.linalg.eigh(a)[0])))
 elif what == "mp":
     import torch, torch.multiprocessing as mp
     def child(q, r):
