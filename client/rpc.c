@@ -507,6 +507,8 @@ static int start_flusher(void)
 
 static CUresult connect_once(void)
 {
+    char name[DS_NAME_MAX + 1];
+    ds_class klass;
     struct ds_addr a;
     int fd;
     CUresult rc;
@@ -519,16 +521,12 @@ static CUresult connect_once(void)
         ds_error("cannot reach detshare-server at %s: %s", conn.where, strerror(errno));
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (a.kind != DS_ADDR_UNIX) {
-        char name[DS_NAME_MAX + 1];
-        ds_class klass;
-
-        tenant_identity(name, sizeof(name), &klass);
-        if (ds__token_present(fd, conn.where, name) != CUDA_SUCCESS) {
-            close(fd);
-            return CUDA_ERROR_NO_DEVICE;
-        }
-    } else {
+    tenant_identity(name, sizeof(name), &klass);
+    if (ds__token_present(fd, conn.where, name, a.kind != DS_ADDR_UNIX) != CUDA_SUCCESS) {
+        close(fd);
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    if (a.kind == DS_ADDR_UNIX) {
         int arena = ds__mem_arena_create();
 
         if (arena >= 0) {

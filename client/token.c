@@ -56,21 +56,21 @@ static int find_token(char *buf, size_t len)
     return 0;
 }
 
-CUresult ds__token_present(int sock, const char *where, const char *name)
+CUresult ds__token_present(int sock, const char *where, const char *name, int with_token)
 {
-    char token[DS_TOKEN_MAX + 1], why[DS_PREFACE_REASON_MAX + 1];
+    char token[DS_TOKEN_MAX + 1] = "", why[DS_PREFACE_REASON_MAX + 1];
     int rc;
 
-    if (find_token(token, sizeof(token)) != 0)
+    if (with_token && find_token(token, sizeof(token)) != 0)
         return CUDA_ERROR_NO_DEVICE;
     rc = ds_preface_send(sock, token, strlen(token), name);
     explicit_bzero(token, sizeof(token));
     if (rc == 0)
         rc = ds_preface_await(sock, why, sizeof(why));
     if (rc == 1)
-        ds_error("detshare-server at %s refused the token: %s", where, why);
+        ds_error("detshare-server at %s refused this tenant: %s", where, why);
     else if (rc != 0)
-        ds_error("detshare-server at %s did not answer the token: %s", where,
+        ds_error("detshare-server at %s did not answer the tenant's preface: %s", where,
                  rc == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(rc));
     return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }

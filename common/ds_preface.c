@@ -3,6 +3,7 @@
 #include "ds_error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -105,4 +106,18 @@ size_t ds_preface_answer(const char *why, unsigned char *out)
     out[1] = (unsigned char)n;
     memcpy(out + 2, why, n);
     return 2 + n;
+}
+
+void ds_name_clean(char *dst, const char *src, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len && i < DS_NAME_MAX && src[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)src[i];
+
+        dst[i] = (ch > 32 && ch < 127) ? (char)ch : '_';
+    }
+    dst[i] = '\0';
+    if (i == 0)
+        snprintf(dst, DS_NAME_MAX + 1, "anonymous");
 }

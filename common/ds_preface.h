@@ -58,4 +58,10 @@ void ds_preface_decode(const unsigned char *buf, struct ds_preface *p);
  * length. */
 size_t ds_preface_answer(const char *why, unsigned char *out);
 
+/* Tenant names as the server keeps them: src's first len bytes (up to a NUL, at most
+ * DS_NAME_MAX) with every byte that is not printable ASCII or is a space replaced by
+ * '_', so that a hostile name cannot forge log lines; "anonymous" when empty.  dst
+ * holds DS_NAME_MAX + 1 bytes. */
+void ds_name_clean(char *dst, const char *src, size_t len);
+
 #endif

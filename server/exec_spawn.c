@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,8 +29,28 @@ static int move_high(int fd)
     return high;
 }
 
-static int start(int shm_fd, int child_ctl, int slot, pid_t *pid)
+/* environ with CUDA_MPS_PIPE_DIRECTORY replaced by `var` ("NAME=VALUE"); NULL when
+ * out of memory.  Free the array only: its strings are environ's and var. */
+static char **env_with(char *var)
 {
+    size_t n = 0, k = 0;
+    char **env;
+
+    while (environ[n] != NULL)
+        n++;
+    env = calloc(n + 2, sizeof(*env));
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "CUDA_MPS_PIPE_DIRECTORY=", 24) != 0)
+            env[k++] = environ[i];
+    env[k] = var;
+    return env;
+}
+
+static int start(int shm_fd, int child_ctl, int slot, const char *mps_pipe, pid_t *pid)
+{
+    char var[300], **env = environ;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none, all;
@@ -48,13 +70,19 @@ static int start(int shm_fd, int child_ctl, int slot, pid_t *pid)
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &all);
-    rc = posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, environ);
+    if (mps_pipe != NULL) {
+        snprintf(var, sizeof(var), "CUDA_MPS_PIPE_DIRECTORY=%s", mps_pipe);
+        env = env_with(var);
+    }
+    rc = env != NULL ? posix_spawn(pid, "/proc/self/exe", &fa, &at, argv, env) : ENOMEM;
+    if (env != environ)
+        free(env);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     return rc;
 }
 
-int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out)
+int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spawned *out)
 {
     int sv[2], high_shm, rc;
 
@@ -65,7 +93,7 @@ int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out)
     if (high_shm < 0 || sv[1] < 0) {
         rc = errno;
     } else {
-        rc = start(high_shm, sv[1], slot, &out->pid);
+        rc = start(high_shm, sv[1], slot, mps_pipe, &out->pid);
     }
     if (high_shm >= 0)
         close(high_shm);

@@ -35,8 +35,10 @@ struct ds_spawned {
     int slot;
 };
 
-/* Start an executor for control block slot `slot`.  Returns 0, or -1 with errno set. */
-int ds_spawn_executor(int shm_fd, int slot, struct ds_spawned *out);
+/* Start an executor for control block slot `slot`, with this process's environment but
+ * for CUDA_MPS_PIPE_DIRECTORY=mps_pipe when mps_pipe is not NULL (an executor of a fault
+ * domain of its own, shm.h).  Returns 0, or -1 with errno set. */
+int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spawned *out);
 
 /* Give the executor its tenant's connection and close the control end.  The executor
  * need not have finished starting: the descriptor waits in the socket.  Returns 0, or

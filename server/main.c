@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512MiB (default 80G)\n"
             "  --config PATH           quotas by tenant name, one per line:\n"
             "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
-            "                                  kernel-time=PCT class=CLASS\n"
+            "                                  kernel-time=PCT class=CLASS isolation=DOMAIN\n"
             "                          read at start and again on SIGHUP, which also reads\n"
             "                          --token-file again (docs/admin.md)\n"
             "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
@@ -49,6 +49,14 @@ static void usage(FILE *f)
             "                          names; off time-slices the GPU between tenants\n"
             "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
             "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
+            "  --isolation shared|own  fault domain of tenants whose quota rule sets none\n"
+            "                          (default shared): under MPS a kernel's fault ends every\n"
+            "                          shared tenant's context; an own tenant is no MPS client,\n"
+            "                          takes turns with the others and keeps its faults to\n"
+            "                          itself (docs/reliability.md)\n"
+            "  --quarantine DURATION   a tenant name whose kernel faulted in the shared domain\n"
+            "                          runs in its own for this long (e.g. 600, 90s, 10m, 2h;\n"
+            "                          default 10m; 0: never)\n"
             "  --policy NAME|PATH      who runs on which SMs (default slo-aware); a PATH (with\n"
             "                          a '/') loads a policy from a shared object\n"
             "                          (examples/policy/first_half.c); built in:\n");
@@ -215,6 +223,29 @@ static int load_config(struct ds_server_config *cfg)
     return 0;
 }
 
+/* "600", "90s", "10m", "2h" -> nanoseconds (0 allowed).  Returns 0, or -1. */
+static int parse_duration(const char *arg, uint64_t *ns)
+{
+    char *end;
+    unsigned long long n;
+    uint64_t unit = 1;
+
+    errno = 0;
+    n = strtoull(arg, &end, 10);
+    if (end == arg || errno != 0 || arg[0] == '-')
+        return -1;
+    if (strcmp(end, "m") == 0)
+        unit = 60;
+    else if (strcmp(end, "h") == 0)
+        unit = 3600;
+    else if (strcmp(end, "s") != 0 && end[0] != '\0')
+        return -1;
+    if (n > UINT64_MAX / 1000000000ull / unit)
+        return -1;
+    *ns = n * unit * 1000000000ull;
+    return 0;
+}
+
 /* Run the control process, with the MPS daemon the device needs.  Returns the exit
  * status. */
 static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const char *mps_dir)
@@ -234,6 +265,8 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
         return 1;
     cfg->mps_daemon = mps.daemon;
     cfg->mps_mode = ds_mps_mode_name(mps_mode);
+    if (mps_mode == DS_MPS_START)
+        snprintf(cfg->own_mps_pipe, sizeof(cfg->own_mps_pipe), "%s", mps.none);
     if (mps.daemon > 0)
         snprintf(cfg->mps, sizeof(cfg->mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
                  (int)mps.daemon);
@@ -263,12 +296,15 @@ int main(int argc, char **argv)
         { "insecure", no_argument, NULL, 'I' },
         { "admin-group", required_argument, NULL, 'G' },
         { "metrics", required_argument, NULL, 'P' },
+        { "isolation", required_argument, NULL, 'i' },
+        { "quarantine", required_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
                                    .warm = 1, .policy = &ds_policy_slo_aware,
-                                   .admin_gid = (gid_t)-1 };
+                                   .admin_gid = (gid_t)-1, .isolation = DS_ISO_SHARED,
+                                   .quarantine_ns = 600ull * 1000000000ull };
     enum ds_mps_mode mps_mode = DS_MPS_START;
     const char *device = "auto", *mps_dir = NULL;
     struct ds_tokens *tokens = NULL;
@@ -323,6 +359,21 @@ int main(int argc, char **argv)
             break;
         case 'D':
             mps_dir = optarg;
+            break;
+        case 'i':
+            if (ds_quota_parse_isolation(optarg, &cfg.isolation) != 0 ||
+                cfg.isolation == DS_ISO_UNSET) {
+                fprintf(stderr, "detshare-server: --isolation is shared or own, not %s\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'q':
+            if (parse_duration(optarg, &cfg.quarantine_ns) != 0) {
+                fprintf(stderr, "detshare-server: --quarantine takes a duration (600, 90s, "
+                                "10m, 2h, 0), not %s\n", optarg);
+                return 2;
+            }
             break;
         case 't':
             cfg.token_file = optarg;

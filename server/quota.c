@@ -112,13 +112,38 @@ const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *w
         *which = DS_QUOTA_CLASS;
         return set_class(kv + 6, q);
     }
-    return "expected memory=SIZE, sm-share=PCT, kernel-time=PCT or class=CLASS";
+    if (strncmp(kv, "isolation=", 10) == 0) {
+        *which = DS_QUOTA_ISOLATION;
+        return ds_quota_parse_isolation(kv + 10, &q->isolation) == 0
+                   ? NULL
+                   : "isolation= takes shared, own, or default (the server's --isolation)";
+    }
+    return "expected memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS or "
+           "isolation=DOMAIN";
+}
+
+int ds_quota_parse_isolation(const char *v, uint32_t *out)
+{
+    if (strcmp(v, "shared") == 0)
+        *out = DS_ISO_SHARED;
+    else if (strcmp(v, "own") == 0)
+        *out = DS_ISO_OWN;
+    else if (strcmp(v, "default") == 0 || strcmp(v, "none") == 0)
+        *out = DS_ISO_UNSET;
+    else
+        return DS_EINVAL;
+    return 0;
+}
+
+const char *ds_quota_isolation_name(uint32_t isolation)
+{
+    return isolation == DS_ISO_OWN ? "own" : isolation == DS_ISO_SHARED ? "shared" : "default";
 }
 
 int ds_quota_empty(const struct ds_shm_quota *q)
 {
     return q->memory == 0 && q->sm_share == 0 && q->kernel_time == 0 &&
-           q->klass == DS_QUOTA_CLAIMED;
+           q->klass == DS_QUOTA_CLAIMED && q->isolation == DS_ISO_UNSET;
 }
 
 int ds_quota_class_of(const struct ds_shm_quota *q, int claimed)

@@ -31,7 +31,15 @@ enum {
     DS_QUOTA_SM_SHARE = 2,
     DS_QUOTA_KERNEL_TIME = 4,
     DS_QUOTA_CLASS = 8,
+    DS_QUOTA_ISOLATION = 16,
 };
+
+/* "shared", "own", or "default" (also "none": not set by the rule) -> enum ds_isolation.
+ * Returns 0, or DS_EINVAL. */
+int ds_quota_parse_isolation(const char *v, uint32_t *out);
+
+/* "shared", "own" or "default", for status and logs. */
+const char *ds_quota_isolation_name(uint32_t isolation);
 
 /* A rule's class=: the tenant's own word (its hello's DETSHARE_CLASS), or one the
  * operator sets, since a class a tenant may claim is priority any tenant may take. */
@@ -45,7 +53,8 @@ int ds_quota_empty(const struct ds_shm_quota *q);
 int ds_quota_class_of(const struct ds_shm_quota *q, int claimed);
 
 /* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none,
- * kernel-time=PCT|none (PCT 1..100), class=latency|best-effort|claimed.  Returns NULL and sets *which to the limit's bit,
+ * kernel-time=PCT|none (PCT 1..100), class=latency|best-effort|claimed,
+ * isolation=shared|own|default.  Returns NULL and sets *which to the limit's bit,
  * or returns why the setting is refused (static text). */
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which);
 

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 15
+#define DS_SHM_VERSION 16
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -114,6 +114,19 @@ struct ds_shm_slot {
      * error is counted at that call, not again at the synchronous call that returns it). */
     atomic_uint_fast64_t calls[DS_PROC_MAX + 1];
     atomic_uint_fast64_t errors[DS_PROC_MAX + 1];
+    /* Written by the control process before the handover: an id that no other
+     * connection of this server's life had (slots are reused), for logs, status and
+     * metrics; and the fault domain its executor runs in (enum ds_isolation). */
+    uint64_t id;
+    atomic_uint isolation;
+    /* Written by the executor once its device context failed: the CUresult, when
+     * (ds_now_ns clock), and whose kernel it says faulted (enum ds_fault_origin; a sim
+     * executor knows, a GPU one may not). */
+    atomic_int fault_cu;
+    atomic_uint fault_origin;
+    atomic_uint_fast64_t fault_ns;
+    /* The id of the tenant whose fault cost this one its context (0: none, or not known). */
+    atomic_uint_fast64_t lost_to;
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's
@@ -130,6 +143,17 @@ struct ds_shm_ipc {
 };
 
 enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
+
+/* Fault domains (docs/reliability.md).  Under MPS a kernel's fault ends the context of
+ * every client of the MPS server, so the tenants that share SMs share their faults:
+ * `shared` executors are clients of the server's MPS daemon; an `own` executor is none
+ * (it takes turns with the shared group on the GPU), and a fault on one side stays on
+ * that side.  0 in a quota rule: not set there. */
+enum ds_isolation { DS_ISO_UNSET = 0, DS_ISO_SHARED = 1, DS_ISO_OWN = 2 };
+
+/* Whose kernel ended a failed context, as its executor tells it. */
+enum ds_fault_origin { DS_FAULT_NONE = 0, DS_FAULT_OWN = 1, DS_FAULT_NEIGHBOUR = 2,
+                       DS_FAULT_UNKNOWN = 3 };
 enum ds_shm_mps { DS_SHM_MPS_NONE, DS_SHM_MPS_WARN, DS_SHM_MPS_RETRY };
 
 /* One quota rule: the limits of the tenants whose name it matches (server/quota.h). */
@@ -141,7 +165,7 @@ struct ds_shm_quota {
                                  * device, 1..100; 0: no limit (throttle.h) */
     uint32_t klass;             /* enum ds_quota_class: the class the tenant gets,
                                  * whatever its hello claims */
-    uint32_t reserved;
+    uint32_t isolation;         /* enum ds_isolation: the tenant's fault domain */
 };
 
 struct ds_shm {
@@ -169,6 +193,13 @@ struct ds_shm {
     /* SM-group sets the control process bound tenants to lately, newest last (0: none):
      * warm executors make their contexts before a tenant needs one (server/exec/binder.h). */
     atomic_uint_fast64_t hot_groups[DS_SHM_HOT];
+    /* The shared domain's kernel faults.  An executor of that domain whose own kernel
+     * faulted writes its tenant's id and name here, then bumps shared_faults: on the
+     * sim, which models MPS, every other context of the domain then fails as under MPS,
+     * and the executors of the tenants it cost can name the culprit. */
+    atomic_uint shared_faults;
+    atomic_uint_fast64_t shared_fault_by;
+    char shared_fault_name[DS_NAME_MAX + 1];
     uint64_t reserved[4];
     /* The quota rules, written only by the control process under a sequence lock:
      * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */

@@ -1,6 +1,7 @@
 /* Tenants that die or misbehave: nothing they do reaches another tenant, and what they
  * held comes back. */
 #include "ds_test.h"
+#include "ds_preface.h"
 #include "detshare.h"
 
 #include <arpa/inet.h>
@@ -153,7 +154,7 @@ Test(hostile, a_crashed_executor_takes_down_only_its_tenant)
     cr_assert(ds_test_log_has(&srv, "killed by signal 9"));
 }
 
-static int raw_connect(void)
+static int bare_connect(void)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -161,6 +162,13 @@ static int raw_connect(void)
     snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", srv.sock);
     cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
     return fd;
+}
+
+/* A connection past its preface (every tenant shows one first, ds_preface.h), whose
+ * executor reads what comes next. */
+static int raw_connect(void)
+{
+    return ds_test_raw_connect(&srv, "from-the-future");
 }
 
 /* 1 when the server closes fd within 5 s. */
@@ -176,6 +184,23 @@ static int closed_by_server(int fd)
             return 1;
     }
     return 0;
+}
+
+/* Garbage instead of a preface costs no executor, and the peer is told why. */
+Test(hostile, garbage_instead_of_a_preface_is_refused_with_a_reason)
+{
+    int executors = ds_test_log_count(&srv, "connected on");
+    int fd = bare_connect();
+    char buf[300] = "";
+    ssize_t n;
+
+    cr_assert_eq(write(fd, "\x80\x00\x00\x28garbage", 11), 11);
+    n = read(fd, buf, sizeof(buf) - 1);
+    cr_assert_gt(n, 2);
+    cr_assert_eq(buf[0], DS_PREFACE_REFUSED);
+    cr_assert_not_null(strstr(buf + 2, "not a preface"), "answer: %s", buf + 2);
+    close(fd);
+    cr_assert_eq(ds_test_log_count(&srv, "connected on"), executors);
 }
 
 Test(hostile, garbage_bytes_close_only_that_connection)

@@ -244,7 +244,6 @@ static CUresult raw_link(CLIENT *c, ds_link_args *a, int *had_logs)
 
 Test(link, the_executor_checks_what_the_client_would_have)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
     struct timeval wait = { .tv_sec = 5 };
     ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = "linker",
                         .klass = DS_CLASS_BEST_EFFORT };
@@ -254,11 +253,9 @@ Test(link, the_executor_checks_what_the_client_would_have)
                          .data = { .data_len = (u_int)strlen(ptx), .data_val = ptx } };
     ds_link_option bad = { .option = CU_JIT_GLOBAL_SYMBOL_ADDRESSES, .value = 0x1000 };
     ds_link_args a = { .inputs = { 1, &in } };
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0), logs;
+    int fd = ds_test_raw_connect(&srv, "linker"), logs;
     CLIENT *c;
 
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", srv.sock);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
     c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
     cr_assert_not_null(c);
     cr_assert_eq(raw_link(c, &a, &logs), CUDA_ERROR_NOT_INITIALIZED);

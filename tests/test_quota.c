@@ -118,7 +118,7 @@ Test(quota, over_its_quota_a_tenant_alone_is_refused_and_sees_its_quota)
     CU_OK(cuMemGetInfo(&free_b, &total));
     cr_expect_eq(free_b, 1 * MiB, "free = quota - used");
     CU_IS(cuMemAlloc(&b, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-    cr_expect(ds_test_log_has(&srv, "tenant[small] info: over its memory quota: 2097152 bytes"));
+    cr_expect(ds_test_log_has(&srv, "[small] info: over its memory quota: 2097152 bytes"));
     /* Someone else's allocations go on as before, while this tenant is at its limit. */
     ds_test_peer_join(&peer);
     /* The refusal changed nothing: what is left can still be had, and freeing returns

@@ -276,7 +276,6 @@ Test(tensormap, im2col_wide_encodes_on_an_h100)
 Test(tensormap, arrays_not_matching_the_rank_are_refused_on_the_wire)
 {
     struct timeval wait = { .tv_sec = 5 };
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
     u_quad_t dim[5] = { 1024, 512, 4 }, stride[5] = { 2048, 2048 * 512 };
     u_int box[5] = { 64, 64, 1 }, elem[5] = { 1, 1, 1 };
     ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = "wire" };
@@ -287,11 +286,9 @@ Test(tensormap, arrays_not_matching_the_rank_are_refused_on_the_wire)
     };
     ds_tensormap_res r;
     ds_hello_res hr;
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int fd = ds_test_raw_connect(&srv, "wire");
     CLIENT *c;
 
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", srv.sock);
-    cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
     c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
     cr_assert_not_null(c);
     memset(&hr, 0, sizeof(hr));

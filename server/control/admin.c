@@ -192,18 +192,19 @@ static void pack_quotas(struct ds_admin *a, msgpack_packer *pk, int tenants)
     }
 }
 
-/* The quota request's "class": 1 and q->klass set when it names one ("latency",
- * "best-effort", "claimed"), 0 when absent, -1 when it is anything else. */
-static int get_class(const msgpack_object *req, struct ds_shm_quota *q)
+/* The quota request's word-valued setting `key` ("class": latency, best-effort,
+ * claimed; "isolation": shared, own, default): 1 and q's field set when it names one,
+ * 0 when absent, -1 when it is anything else. */
+static int get_word(const msgpack_object *req, const char *key, struct ds_shm_quota *q)
 {
-    char v[32], kv[40];
+    char v[32], kv[48];
     unsigned which;
 
-    if (lookup(req, "class") == NULL)
+    if (lookup(req, key) == NULL)
         return 0;
-    if (get_str(req, "class", v, sizeof(v)) == NULL)
+    if (get_str(req, key, v, sizeof(v)) == NULL)
         return -1;
-    snprintf(kv, sizeof(kv), "class=%s", v);
+    snprintf(kv, sizeof(kv), "%s=%s", key, v);
     return ds_quota_setting(kv, q, &which) == NULL ? 1 : -1;
 }
 
@@ -216,7 +217,8 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
     int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
     int has_ktime = get_limit(req, "kernel_time", 100, &ktime);
-    int has_class = get_class(req, &q);
+    int has_class = get_word(req, "class", &q);
+    int has_isolation = get_word(req, "isolation", &q);
     const char *why;
 
     if (name == NULL) {
@@ -224,11 +226,12 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
         return;
     }
     if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 || has_ktime < 0 ||
-        has_class < 0 || has_memory + has_share + has_ktime + has_class == 0) {
+        has_class < 0 || has_isolation < 0 ||
+        has_memory + has_share + has_ktime + has_class + has_isolation == 0) {
         pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
                        "in '*'), and \"memory\" (bytes), \"sm_share\" or \"kernel_time\" "
-                       "(1-100), nil for no limit, or \"class\" (latency, best-effort, "
-                       "claimed)");
+                       "(1-100), nil for no limit, \"class\" (latency, best-effort, "
+                       "claimed) or \"isolation\" (shared, own, default)");
         return;
     }
     snprintf(q.name, sizeof(q.name), "%s", name);
@@ -239,7 +242,8 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
                              (has_memory ? DS_QUOTA_MEMORY : 0u) |
                                  (has_share ? DS_QUOTA_SM_SHARE : 0u) |
                                  (has_ktime ? DS_QUOTA_KERNEL_TIME : 0u) |
-                                 (has_class ? DS_QUOTA_CLASS : 0u),
+                                 (has_class ? DS_QUOTA_CLASS : 0u) |
+                                 (has_isolation ? DS_QUOTA_ISOLATION : 0u),
                              &tenants);
     if (why != NULL)
         pack_error(pk, why);

@@ -1,5 +1,7 @@
 #include "auth.h"
 
+#include "ds_preface.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,8 @@ struct ds_auth {
     uv_stream_t *client;
     ds_auth_done done;
     void *ctx;
+    int check_tokens;
+    char peer[DS_AUTH_PEER_MAX];
     unsigned char buf[DS_PREFACE_MAX];
     size_t have;
 };
@@ -24,7 +28,7 @@ static void free_auth(uv_handle_t *h)
 }
 
 /* Stop waiting and hand the stream to the callback; a's memory goes with its timer. */
-static void finish(struct ds_auth *a, const char *name, const char *why)
+static void finish(struct ds_auth *a, const char *name, int vouched, const char *why)
 {
     uv_read_stop(a->client);
     a->client->data = NULL;
@@ -33,12 +37,12 @@ static void finish(struct ds_auth *a, const char *name, const char *why)
         a->next->prev = a->prev;
     a->list->n--;
     uv_close((uv_handle_t *)&a->timer, free_auth);
-    a->done(a->ctx, a->client, name, why);
+    a->done(a->ctx, a->client, name, vouched, why);
 }
 
 static void on_timeout(uv_timer_t *t)
 {
-    finish(t->data, NULL, "no token preface in time");
+    finish(t->data, NULL, 0, "no preface in time");
 }
 
 /* Room for exactly the bytes the preface still needs, never more. */
@@ -59,12 +63,11 @@ static void decided(struct ds_auth *a)
     const char *why;
 
     ds_preface_decode(a->buf, &p);
+    if (!a->check_tokens)
+        tokens = NULL;
     why = tokens != NULL ? ds_tokens_check(tokens, &p) : NULL;
-    if (why != NULL || tokens == NULL)
-        name[0] = '\0';
-    else
-        snprintf(name, sizeof(name), "%.*s", (int)p.name_len, p.name);
-    finish(a, name, why);
+    ds_name_clean(name, p.name, p.name_len);
+    finish(a, why == NULL ? name : NULL, tokens != NULL, why);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -76,28 +79,42 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (n == 0)
         return;
     if (n < 0) {
-        finish(a, NULL, n == UV_EOF ? "the connection closed before its token preface"
-                                    : "the connection failed before its token preface");
+        finish(a, NULL, 0, n == UV_EOF ? "the connection closed before its preface"
+                                       : "the connection failed before its preface");
         return;
     }
     a->have += (size_t)n;
     missing = ds_preface_missing(a->buf, a->have);
     if (missing < 0)
-        finish(a, NULL, "not a token preface (a client of another detshare version?)");
+        finish(a, NULL, 0, "not a preface (a client of another detshare version?)");
     else if (missing == 0)
         decided(a);
 }
 
-int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, ds_auth_done done, void *ctx)
+static int waiting_from(const struct ds_auth_list *l, const char *peer)
+{
+    int n = 0;
+
+    for (const struct ds_auth *a = l->head; a != NULL; a = a->next)
+        n += strcmp(a->peer, peer) == 0;
+    return n;
+}
+
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const char *peer,
+                  int check_tokens, ds_auth_done done, void *ctx)
 {
     struct ds_auth *a;
     int rc;
 
     if (l->n >= DS_AUTH_MAX)
         return UV_EBUSY;
+    if (waiting_from(l, peer) >= DS_AUTH_PER_PEER)
+        return UV_EAGAIN;
     if ((a = calloc(1, sizeof(*a))) == NULL)
         return UV_ENOMEM;
-    *a = (struct ds_auth){ .list = l, .client = client, .done = done, .ctx = ctx };
+    *a = (struct ds_auth){ .list = l, .client = client, .done = done, .ctx = ctx,
+                           .check_tokens = check_tokens };
+    snprintf(a->peer, sizeof(a->peer), "%s", peer);
     client->data = a;
     rc = uv_read_start(client, on_alloc, on_read);
     if (rc != 0) {
@@ -119,7 +136,7 @@ int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, ds_auth_done done
 void ds_auth_cancel_all(struct ds_auth_list *l, const char *why)
 {
     while (l->head != NULL)
-        finish(l->head, NULL, why);
+        finish(l->head, NULL, 0, why);
 }
 
 int ds_auth_answer(uv_stream_t *client, const char *why)

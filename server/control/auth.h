@@ -1,8 +1,10 @@
 /*
- * A TCP tenant's preface (ds_preface.h), read by the control process before the tenant
+ * A tenant's preface (ds_preface.h), read by the control process before the tenant
  * costs an executor or a slot: without blocking the loop, exactly the preface's bytes
- * (whatever follows is the executor's), for at most DS_AUTH_TIMEOUT_MS, and with at
- * most DS_AUTH_MAX connections waiting at once.
+ * (whatever follows is the executor's), for at most DS_AUTH_TIMEOUT_MS from the
+ * connection (bytes trickled in do not extend it), with at most DS_AUTH_MAX connections
+ * waiting at once and DS_AUTH_PER_PEER of them from one peer (a Unix uid, a TCP
+ * address), so that one peer holding connections open cannot lock the others out.
  */
 #ifndef DS_AUTH_H
 #define DS_AUTH_H
@@ -13,6 +15,8 @@
 
 #define DS_AUTH_TIMEOUT_MS 3000
 #define DS_AUTH_MAX 64
+#define DS_AUTH_PER_PEER 8
+#define DS_AUTH_PEER_MAX 64
 
 struct ds_auth;
 
@@ -26,16 +30,19 @@ struct ds_auth_list {
 };
 
 /* Called once per connection given to ds_auth_start.  `why` is NULL when the preface was
- * accepted, `name` then being the tenant name it was accepted for ("" when tokens is
- * NULL: nothing was checked); else it is the reason, for the log and the tenant.  The
- * stream is the callee's from then on (not reading), to answer (ds_auth_answer) and
- * close. */
-typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name,
+ * accepted, `name` then being the tenant name it gave (ds_name_clean's form) and
+ * `vouched` 1 when a token was checked for that name (0: tokens NULL, or a connection
+ * that shows none); else `why` is the reason, for the log and the tenant.  The stream is
+ * the callee's from then on (not reading), to answer (ds_auth_answer) and close. */
+typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name, int vouched,
                              const char *why);
 
-/* Read client's preface and check it against l's tokens.  Returns 0, or a libuv error
- * (the stream is then still the caller's).  DS_AUTH_MAX waiting already is UV_EBUSY. */
-int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, ds_auth_done done, void *ctx);
+/* Read client's preface; when check_tokens, check it against l's tokens.  `peer` names
+ * who connected (for the per-peer bound).  Returns 0, or a libuv error (the stream is
+ * then still the caller's): UV_EBUSY when DS_AUTH_MAX are waiting already, UV_EAGAIN
+ * when DS_AUTH_PER_PEER of them are peer's. */
+int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const char *peer,
+                  int check_tokens, ds_auth_done done, void *ctx);
 
 /* End every wait in l, each with `why` (the server stops). */
 void ds_auth_cancel_all(struct ds_auth_list *l, const char *why);

@@ -2,7 +2,9 @@
 #include "control_int.h"
 
 #include "config.h"
+#include "ds_clock.h"
 #include "ds_log.h"
+#include "quota.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -21,16 +23,22 @@
 /* Executors a tenant is offered when those taken for it turn out to be leaving. */
 #define HANDOVER_TRIES 3
 
-/* Start an executor ahead of its tenant, on a slot of its own.  Returns 0 or -1. */
-static int spawn_one(struct control *c, struct ds_spawned *out)
+/* Start an executor on a slot of its own, in fault domain `isolation` (enum
+ * ds_isolation): an `own` one is pointed at an MPS pipe directory where no daemon
+ * listens, so that its context is no MPS client.  Returns 0 or -1. */
+static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolation)
 {
     int slot = ds_shm_slot_take(c->shm);
+    const char *pipe = isolation == DS_ISO_OWN && c->cfg->own_mps_pipe[0] != '\0'
+                           ? c->cfg->own_mps_pipe
+                           : NULL;
 
     if (slot < 0) {
         errno = EBUSY;
         return -1;
     }
-    if (ds_spawn_executor(c->shm_fd, slot, out) != 0) {
+    atomic_store(&c->shm->slots[slot].isolation, isolation);
+    if (ds_spawn_executor(c->shm_fd, slot, pipe, out) != 0) {
         int err = errno;
 
         ds_shm_slot_clear(c->shm, slot);
@@ -42,11 +50,11 @@ static int spawn_one(struct control *c, struct ds_spawned *out)
     return 0;
 }
 
-/* Keep cfg->warm executors waiting with the device open. */
+/* Keep cfg->warm executors of the shared domain waiting with the device open. */
 static void fill_pool(struct control *c)
 {
     while (!c->stopping && c->nwarm < c->cfg->warm) {
-        if (spawn_one(c, &c->warm[c->nwarm]) != 0) {
+        if (spawn_one(c, &c->warm[c->nwarm], DS_ISO_SHARED) != 0) {
             ds_warn("cannot start a warm executor: %s", strerror(errno));
             return;
         }
@@ -54,12 +62,14 @@ static void fill_pool(struct control *c)
     }
 }
 
-/* The oldest warm executor (the likeliest to be ready), or a new one. */
-static int take_executor(struct control *c, struct ds_spawned *out, int *warm)
+/* An executor for a tenant of domain `isolation`: the oldest warm one (the likeliest to
+ * be ready) for the shared domain, else a new one. */
+static int take_executor(struct control *c, uint32_t isolation, struct ds_spawned *out,
+                         int *warm)
 {
-    *warm = c->nwarm > 0;
-    if (c->nwarm == 0)
-        return spawn_one(c, out);
+    *warm = isolation == DS_ISO_SHARED && c->nwarm > 0;
+    if (!*warm)
+        return spawn_one(c, out, isolation);
     *out = c->warm[0];
     memmove(&c->warm[0], &c->warm[1], (size_t)(c->nwarm - 1) * sizeof(c->warm[0]));
     c->nwarm--;
@@ -95,7 +105,8 @@ static char *render_metrics(void *ctx, size_t *len)
     struct ds_exposition_state st = { .cfg = c->cfg, .shm = c->shm, .policy = c->policy->name,
                                       .tenants = c->tenants, .ntenants = c->ntenants,
                                       .nwarm = c->nwarm, .mps_daemon_up = c->mps_up,
-                                      .tenants_served = c->served };
+                                      .tenants_served = c->served,
+                                      .domains = &c->domains };
 
     memcpy(st.refused, c->refused, sizeof(st.refused));
     return ds_exposition_render(&st, len);
@@ -166,7 +177,32 @@ static void peer_name(uv_stream_t *client, char *buf, size_t len)
     snprintf(buf, len, "%s", host);
 }
 
-/* A connection the server will not serve: a log line, the reason to a TCP tenant (its
+/* Refusals logged per second at most: a flood of connections must not flood the log. */
+#define REFUSED_LOG_PER_S 10
+
+/* Whether this refusal gets its own log line; when a second with too many is over,
+ * one line tells how many were not logged. */
+static int log_refusal(struct control *c)
+{
+    uint64_t now = ds_now_ns();
+
+    if (now - c->refused_window_ns >= 1000000000ull) {
+        if (c->refused_quiet > 0)
+            ds_warn("refused %u more connection(s) in that second without logging each",
+                    c->refused_quiet);
+        c->refused_window_ns = now;
+        c->refused_logged = 0;
+        c->refused_quiet = 0;
+    }
+    if (c->refused_logged < REFUSED_LOG_PER_S) {
+        c->refused_logged++;
+        return 1;
+    }
+    c->refused_quiet++;
+    return 0;
+}
+
+/* A connection the server will not serve: a log line, the reason to the tenant (its
  * client prints it), a count for metrics, and nothing else spent on it. */
 static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reason,
                    const char *why)
@@ -174,30 +210,35 @@ static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reas
     char where[300], peer[64] = "";
 
     l->ctl->refused[reason]++;
-    ds_addr_format(&l->addr, where, sizeof(where));
-    if (l->addr.kind != DS_ADDR_UNIX)
-        peer_name(client, peer, sizeof(peer));
-    ds_warn("refusing a tenant on %s%s%s: %s", where, peer[0] ? " from " : "", peer, why);
-    if (l->addr.kind != DS_ADDR_UNIX)
-        ds_auth_answer(client, why);
+    if (log_refusal(l->ctl)) {
+        ds_addr_format(&l->addr, where, sizeof(where));
+        if (l->addr.kind != DS_ADDR_UNIX)
+            peer_name(client, peer, sizeof(peer));
+        ds_warn("refusing a tenant on %s%s%s: %s", where, peer[0] ? " from " : "", peer, why);
+    }
+    ds_auth_answer(client, why);
 }
 
-/* Executor e (warm: started ahead) takes the tenant on fd, accepted on l: its slot
- * records who the tenant is, and the policy places it before its first kernel runs. */
+/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
+ * records who the tenant is (a new id, its peer, the name its hello must give), and the
+ * policy places it before its first kernel runs.  vouched: a token was checked for it. */
 static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
-                   const char *granted)
+                   const char *name, int vouched)
 {
     struct ds_shm_slot *s = &l->ctl->shm->slots[e->slot];
     char where[300], who[64] = "";
 
     ds_addr_format(&l->addr, where, sizeof(where));
+    s->id = ++l->ctl->next_id;
     if (record_peer(s, fd) == 0)
         snprintf(who, sizeof(who), ", from process %d of uid %u", (int)s->peer_pid,
                  (unsigned)s->peer_uid);
-    snprintf(s->granted, sizeof(s->granted), "%s", granted ? granted : "");
-    ds_info("tenant #%d connected on %s (executor pid %d, %s)%s%s%s", e->slot, where, (int)e->pid,
-            warm ? "started ahead" : "started for it", who,
-            granted && granted[0] ? ", token accepted for " : "", granted ? granted : "");
+    snprintf(s->granted, sizeof(s->granted), "%s", name);
+    ds_info("tenant %llu (%s) connected on %s (executor pid %d, %s, %s domain)%s%s%s",
+            (unsigned long long)s->id, name, where, (int)e->pid,
+            warm ? "started ahead" : "started for it",
+            atomic_load(&s->isolation) == DS_ISO_OWN ? "its own" : "the shared", who,
+            vouched ? ", token accepted for " : "", vouched ? name : "");
     ds__place_joined(l->ctl, e->slot);
 }
 
@@ -205,30 +246,54 @@ static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_
  * executor that came up as no MPS client shuts its end first: the handover fails with
  * EPIPE), to others, HANDOVER_TRIES executors in all. */
 static void hand_over(struct listener *l, struct ds_spawned *e, uv_os_fd_t fd,
-                      const char *granted)
+                      const char *name, int vouched)
 {
+    struct ds_shm *shm = l->ctl->shm;
     struct ds_spawned next;
     int warm;
 
     for (int tries = 1; ds_spawn_handover(e, fd) != 0; tries++) {
         int err = errno;
+        uint32_t isolation = atomic_load(&shm->slots[e->slot].isolation);
 
-        if (err == EPIPE && tries < HANDOVER_TRIES && take_executor(l->ctl, &next, &warm) == 0) {
-            ds_info("tenant #%d: its executor was leaving; executor pid %d takes it", e->slot,
-                    (int)next.pid);
+        if (err == EPIPE && tries < HANDOVER_TRIES &&
+            take_executor(l->ctl, isolation, &next, &warm) == 0) {
+            ds_info("tenant %llu: its executor was leaving; executor pid %d takes it",
+                    (unsigned long long)shm->slots[e->slot].id, (int)next.pid);
             *e = next;
-            assign(l, e, warm, fd, granted);
+            assign(l, e, warm, fd, name, vouched);
             continue;
         }
-        ds_error("cannot hand tenant #%d to its executor: %s", e->slot, strerror(err));
+        ds_error("cannot hand tenant %llu to its executor: %s",
+                 (unsigned long long)shm->slots[e->slot].id, strerror(err));
         kill(e->pid, SIGKILL);
         return;
     }
 }
 
-/* Hand an accepted connection to an executor; `granted` is the tenant name its token
- * was accepted for (shm.h), NULL when none was checked.  Closes client. */
-static void serve(struct listener *l, uv_stream_t *client, const char *granted)
+/* The fault domain of tenant `name`: where executors are MPS clients, its quarantine,
+ * its quota rule or the server's --isolation decides (domain.h); where none is (the
+ * sim models MPS; --mps off), every tenant has its own context anyway. */
+static uint32_t domain_for(struct control *c, const char *name)
+{
+    const struct ds_shm_quota *rule = ds_quota_match(c->rules, c->nrules, name);
+    uint32_t d = ds__domain_of(&c->domains, rule, name, ds_now_ns());
+
+    if (c->cfg->device == DS_SHM_SIM)
+        return d;
+    if (atomic_load(&c->shm->mps_expected) == DS_SHM_MPS_NONE)
+        return DS_ISO_OWN;
+    if (d == DS_ISO_OWN && c->cfg->own_mps_pipe[0] == '\0') {
+        ds_warn("tenant %s: a domain of its own needs --mps start (the daemon of --mps "
+                "external serves every executor): it shares the MPS domain", name);
+        return DS_ISO_SHARED;
+    }
+    return d;
+}
+
+/* Hand an accepted connection to an executor of its domain; `name` is the tenant name
+ * its preface gave, `vouched` whether a token was checked for it.  Closes client. */
+static void serve(struct listener *l, uv_stream_t *client, const char *name, int vouched)
 {
     struct control *c = l->ctl;
     struct ds_spawned e;
@@ -239,43 +304,69 @@ static void serve(struct listener *l, uv_stream_t *client, const char *granted)
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    if (take_executor(c, &e, &warm) != 0) {
+    if (take_executor(c, domain_for(c, name), &e, &warm) != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
         fill_pool(c);
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    assign(l, &e, warm, fd, granted);
+    assign(l, &e, warm, fd, name, vouched);
     /* Before the handover: the tenant sends nothing more until it has this answer. */
-    if (l->addr.kind != DS_ADDR_UNIX && ds_auth_answer(client, NULL) != 0)
-        ds_debug("tenant #%d left before its token was answered", e.slot);
+    if (ds_auth_answer(client, NULL) != 0)
+        ds_debug("tenant %llu left before its preface was answered",
+                 (unsigned long long)c->shm->slots[e.slot].id);
     c->served++;
-    hand_over(l, &e, fd, granted);
+    hand_over(l, &e, fd, name, vouched);
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }
 
-/* ds_auth_done: the preface of a TCP tenant was read, or it never came. */
-static void authed(void *ctx, uv_stream_t *client, const char *name, const char *why)
+/* ds_auth_done: a tenant's preface was read, or it never came. */
+static void authed(void *ctx, uv_stream_t *client, const char *name, int vouched,
+                   const char *why)
 {
     struct listener *l = ctx;
 
     if (why == NULL && l->ctl->stopping)
         why = "the server is shutting down";
     if (why != NULL) {
-        refuse(l, client, l->ctl->stopping ? DS_REFUSED_SHUTDOWN : DS_REFUSED_TOKEN, why);
+        refuse(l, client,
+               l->ctl->stopping           ? DS_REFUSED_SHUTDOWN
+               : l->addr.kind == DS_ADDR_UNIX ? DS_REFUSED_PREFACE
+                                              : DS_REFUSED_TOKEN,
+               why);
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    serve(l, client, name);
+    serve(l, client, name, vouched);
+}
+
+/* Who connected, for the per-peer bound on prefaces awaited: a Unix peer's uid (the
+ * kernel vouches for it), a TCP peer's address. */
+static void peer_key(struct listener *l, uv_stream_t *client, char *buf, size_t len)
+{
+    struct ucred cred;
+    socklen_t n = sizeof(cred);
+    uv_os_fd_t fd;
+    char host[48];
+
+    if (l->addr.kind != DS_ADDR_UNIX) {
+        peer_name(client, host, sizeof(host));
+        snprintf(buf, len, "tcp:%s", host);
+    } else if (uv_fileno((uv_handle_t *)client, &fd) == 0 &&
+               getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) == 0) {
+        snprintf(buf, len, "uid:%u", (unsigned)cred.uid);
+    } else {
+        snprintf(buf, len, "unix:?");
+    }
 }
 
 static void on_connection(uv_stream_t *server, int status)
 {
     struct listener *l = server->data;
     struct control *c = l->ctl;
-    char where[300];
+    char where[300], peer[DS_AUTH_PEER_MAX];
     uv_stream_t *client;
     int rc;
 
@@ -288,15 +379,16 @@ static void on_connection(uv_stream_t *server, int status)
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    /* Peer credentials identify a Unix tenant; a TCP tenant shows its token first. */
-    if (l->addr.kind == DS_ADDR_UNIX) {
-        serve(l, client, NULL);
-        return;
-    }
-    rc = ds_auth_start(&c->authing, client, authed, l);
+    /* Every tenant shows a preface first (its name, and over TCP its token): its fault
+     * domain is chosen from the name, and a connection that never sends one costs no
+     * executor. */
+    peer_key(l, client, peer, sizeof(peer));
+    rc = ds_auth_start(&c->authing, client, peer, l->addr.kind != DS_ADDR_UNIX, authed, l);
     if (rc != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
-               rc == UV_EBUSY ? "too many connections are presenting tokens" : uv_strerror(rc));
+               rc == UV_EBUSY    ? "too many connections are presenting prefaces"
+               : rc == UV_EAGAIN ? "too many connections from this peer are presenting prefaces"
+                                 : uv_strerror(rc));
         uv_close((uv_handle_t *)client, free_handle);
     }
 }
@@ -386,10 +478,10 @@ static int reap_warm(struct control *c, pid_t pid, int status)
     return 1;
 }
 
-/* An executor left because its device context failed.  Under MPS a fault ends the
- * context of every client on the GPU, and the MPS server admits no new client until all
- * of them have exited: the other executors are told to look at their own (shm faults),
- * and the warm ones, which have no tenant to find out, are replaced. */
+/* An executor of the shared domain left because its device context failed.  Under MPS
+ * a fault ends the context of every client on the GPU, and the MPS server admits no new
+ * client until all of them have exited: the other executors are told to look at their
+ * own (shm faults), and the warm ones, which have no tenant to find out, are replaced. */
 static void device_fault(struct control *c)
 {
     atomic_fetch_add(&c->shm->faults, 1);
@@ -399,6 +491,44 @@ static void device_fault(struct control *c)
             c->nwarm);
     for (int i = 0; i < c->nwarm; i++)
         kill(c->warm[i].pid, SIGTERM);
+}
+
+/* Whether the executors of the shared domain share their faults: they are clients of
+ * one MPS server (the sim models that). */
+static int shares_faults(const struct control *c)
+{
+    return c->cfg->device == DS_SHM_SIM || atomic_load(&c->shm->mps_expected) != DS_SHM_MPS_NONE;
+}
+
+/* The tenant in slot s left with a failed context: say whose fault it was, count it,
+ * and quarantine a name whose own kernel faulted in the shared domain. */
+static void tell_fault(struct control *c, const struct ds_shm_slot *s, const char *name)
+{
+    unsigned origin = atomic_load(&s->fault_origin);
+    int cu = atomic_load(&s->fault_cu), shared = atomic_load(&s->isolation) == DS_ISO_SHARED &&
+                                                shares_faults(c);
+    unsigned long long id = (unsigned long long)s->id, by = atomic_load(&s->lost_to);
+    uint64_t now = ds_now_ns();
+
+    if (origin == DS_FAULT_OWN) {
+        ds_warn("tenant %llu (%s): its own kernel faulted (CUresult %d)%s", id, name, cu,
+                shared ? ", ending the contexts of the tenants sharing its MPS domain" : "");
+        if (shared && ds__domain_fault(&c->domains, name, now))
+            ds_warn("tenant name %s is quarantined for %llu s: its connections run in a "
+                    "fault domain of their own (detshare-ctl quota %s isolation=shared "
+                    "lifts it)", name,
+                    (unsigned long long)(c->domains.quarantine_ns / 1000000000ull), name);
+        else if (!shared)
+            ds__domain_count_own(&c->domains, name, now);
+    } else if (origin == DS_FAULT_NEIGHBOUR && by != 0) {
+        ds_warn("tenant %llu (%s) lost its context to tenant %llu (%s)'s fault on the shared "
+                "GPU", id, name, by, c->shm->shared_fault_name);
+        ds__domain_lost(&c->domains, name, now);
+    } else {
+        ds_warn("tenant %llu (%s) lost its context (CUresult %d): its own kernel's fault or, "
+                "under MPS, a neighbour's; which one cannot be told", id, name, cu);
+        ds__domain_unknown(&c->domains, name, now);
+    }
 }
 
 static void mps_daemon_exited(struct control *c, int status)
@@ -434,13 +564,18 @@ static void on_sigchld(uv_signal_t *h, int signum)
                 continue;
             /* A clean exit has freed everything; a killed executor's count is what the
              * tenant held when it died (the process's exit returned it to the driver). */
-            ds_info("tenant #%d (%s) left: %s; it still held %llu bytes of device memory", i,
-                    s->tenant[0] ? s->tenant : "before handshake",
-                    exit_reason(status, buf, sizeof(buf)),
+            const char *name = s->tenant[0] ? s->tenant : "before handshake";
+            int lost = WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DEVICE_LOST;
+            int shared = atomic_load(&s->isolation) == DS_ISO_SHARED;
+
+            ds_info("tenant %llu (%s) left: %s; it still held %llu bytes of device memory",
+                    (unsigned long long)s->id, name, exit_reason(status, buf, sizeof(buf)),
                     (unsigned long long)atomic_load(&s->mem_used));
+            if (atomic_load(&s->fault_cu) != 0)
+                tell_fault(c, s, name);
             ds_shm_slot_clear(c->shm, i);
             c->live--;
-            if (WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DEVICE_LOST)
+            if (lost && shared)
                 device_fault(c);
             if (!c->stopping)
                 ds__place_left(c, i);
@@ -456,7 +591,8 @@ static void on_grace_over(uv_timer_t *t)
 
     for (int i = 0; i < DS_SHM_SLOTS; i++)
         if (c->shm->slots[i].pid > 0) {
-            ds_warn("tenant #%d did not stop in time: killing it", i);
+            ds_warn("tenant %llu did not stop in time: killing it",
+                    (unsigned long long)c->shm->slots[i].id);
             kill(c->shm->slots[i].pid, SIGKILL);
         }
 }
@@ -674,6 +810,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->sm_groups = cfg->sm.count;
     c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;
     c.authing.tokens = cfg->tokens;
+    c.domains.fallback = cfg->isolation;
+    c.domains.quarantine_ns = cfg->quarantine_ns;
     failed = start_signals(&c) != 0;
     /* The rules need the timers start_signals made; the admin socket and metrics come
      * before the listeners: once tenants can connect, they can be seen. */
@@ -687,8 +825,11 @@ int ds_control_run(const struct ds_server_config *cfg)
         close_listeners(&c);
         close_all(&c);
     } else {
-        ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s", cfg->backend->name,
-                cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name);
+        ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s; tenants' fault "
+                "domain %s unless their rule says otherwise, quarantine %llu s",
+                cfg->backend->name, cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name,
+                ds_quota_isolation_name(cfg->isolation),
+                (unsigned long long)(cfg->quarantine_ns / 1000000000ull));
         fill_pool(&c);
         ds__place_start(&c);
     }

@@ -48,6 +48,13 @@ struct ds_server_config {
     const char *config;
     struct ds_shm_quota quotas[DS_SHM_QUOTAS];
     unsigned nquotas;
+    /* Fault domains (shm.h, domain.h): the domain of tenants whose rule sets none
+     * (--isolation), how long a name whose kernel faulted in the shared domain runs in
+     * its own (--quarantine, 0: never), and the MPS pipe directory an `own` executor is
+     * given, where no daemon listens ("" where executors are no MPS clients anyway). */
+    uint32_t isolation;
+    uint64_t quarantine_ns;
+    char own_mps_pipe[256];
 };
 
 /* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when

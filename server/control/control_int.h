@@ -8,6 +8,7 @@
 
 #include "admin.h"
 #include "auth.h"
+#include "domain.h"
 #include "control.h"
 #include "exec_spawn.h"
 #include "exposition.h"
@@ -60,7 +61,11 @@ struct control {
     const struct ds_policy *policy;
     struct ds_admin *admin;
     struct ds_metrics *metrics;
-    struct ds_auth_list authing; /* TCP connections whose token preface is awaited */
+    struct ds_auth_list authing; /* connections whose preface is awaited */
+    struct ds_domains domains;   /* fault domains: quarantine, faults by name */
+    uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
+    uint64_t refused_window_ns;  /* refusals logged in the second that began then */
+    unsigned refused_logged, refused_quiet;
     struct ds_tokens *reloaded;  /* the tokens read on SIGHUP, once any were */
     struct ds_shm_quota rules[DS_SHM_QUOTAS]; /* the quotas in force, as published */
     unsigned nrules;

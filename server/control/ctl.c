@@ -57,7 +57,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 /* What the command line asks: {"cmd": cmd} plus whichever of name, class, slo_ms and
  * the quota's limits it gave. */
 struct request {
-    const char *cmd, *name, *klass, *phase;
+    const char *cmd, *name, *klass, *phase, *isolation;
     unsigned long slo_ms;
     unsigned limits; /* DS_QUOTA_* bits: the quota's limits given */
     struct ds_shm_quota quota;
@@ -75,7 +75,7 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
-    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->phase + !!q->slo_ms +
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME));
     pack_str(pk, "cmd");
@@ -87,6 +87,10 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
     if (q->klass) {
         pack_str(pk, "class");
         pack_str(pk, q->klass);
+    }
+    if (q->isolation) {
+        pack_str(pk, "isolation");
+        pack_str(pk, q->isolation);
     }
     if (q->phase) {
         pack_str(pk, "phase");
@@ -269,13 +273,19 @@ static void print_status(const msgpack_object *st)
     field(" groups of ", dev, "sm_group_size");
     field("\nmps: ", st, "mps");
     field("\npolicy: ", st, "policy");
+    field("\nisolation by default: ", st, "isolation");
     printf("\ntenants: %u\n", ts && ts->type == MSGPACK_OBJECT_ARRAY ? ts->via.array.size : 0);
     for (uint32_t i = 0; ts && ts->type == MSGPACK_OBJECT_ARRAY && i < ts->via.array.size; i++) {
         const msgpack_object *t = &ts->via.array.ptr[i];
 
-        field("  #", t, "id");
+        field("  tenant ", t, "id");
         field(" ", t, "name");
         field(" (", t, "class");
+        field(", ", t, "isolation");
+        printf(" domain");
+        if (get(t, "quarantined") != NULL && get(t, "quarantined")->type == MSGPACK_OBJECT_BOOLEAN &&
+            get(t, "quarantined")->via.boolean)
+            printf(", quarantined");
         if (get(t, "slo_ms") != NULL && get(t, "slo_ms")->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
             field(", SLO ", t, "slo_ms");
             printf(" ms");
@@ -331,6 +341,7 @@ static void print_quotas(const msgpack_object *reply)
         print_limit(", sm-share ", get(&qs->via.array.ptr[i], "sm_share"), 0);
         print_limit(", kernel-time ", get(&qs->via.array.ptr[i], "kernel_time"), 0);
         field(", class ", &qs->via.array.ptr[i], "class");
+        field(", isolation ", &qs->via.array.ptr[i], "isolation");
     }
     if (get(reply, "tenants") != NULL)
         field("\ntenants under it now: ", reply, "tenants");
@@ -411,6 +422,8 @@ static int parse_quota(int argc, char **argv, int *i, struct request *q)
         q->limits |= which;
         if (which == DS_QUOTA_CLASS)
             q->klass = argv[*i] + strlen("class=");
+        if (which == DS_QUOTA_ISOLATION)
+            q->isolation = argv[*i] + strlen("isolation=");
     }
     return q->limits != 0 ? 0 : -1;
 }

@@ -1,5 +1,7 @@
 #include "exposition.h"
 
+#include "ds_clock.h"
+
 #include "detshare.h"
 #include "ds_procs.h"
 
@@ -126,6 +128,7 @@ static void put_server(struct text *t, const struct ds_exposition_state *st)
         [DS_REFUSED_TOKEN] = "token",
         [DS_REFUSED_CAPACITY] = "capacity",
         [DS_REFUSED_SHUTDOWN] = "shutdown",
+        [DS_REFUSED_PREFACE] = "preface",
     };
 
     gauge(t, "detshare_tenants", "Tenants connected now.", (unsigned long long)st->ntenants);
@@ -151,7 +154,7 @@ static void put_labels(struct text *t, const struct ds_shm_slot *s, int id)
 {
     put(t, "{tenant=\"");
     put_value(t, s->tenant);
-    put(t, "\",slot=\"%d\",class=\"%s\"", id,
+    put(t, "\",id=\"%llu\",slot=\"%d\",class=\"%s\"", (unsigned long long)s->id, id,
         atomic_load(&s->klass) == DS_CLASS_LATENCY ? "latency" : "best-effort");
 }
 
@@ -267,8 +270,43 @@ static void put_seconds(struct text *t, const struct ds_exposition_state *st, co
     }
 }
 
+/* Faults by tenant name, for every name the server remembers (domain.h), whether or
+ * not a tenant of that name is connected now: the tenants a fault ends leave. */
+static void put_faults(struct text *t, const struct ds_exposition_state *st)
+{
+    static const char *const kinds[] = { "own", "neighbour", "unknown" };
+    uint64_t now = ds_now_ns();
+
+    head(t, "detshare_tenant_faults_total", "counter",
+         "Device contexts of tenants of this name that failed, by whose kernel faulted: "
+         "own, a neighbour's in the shared MPS domain, or not known.");
+    for (int i = 0; st->domains != NULL && i < DS_DOMAIN_NAMES; i++) {
+        const struct ds_domain_name *e = &st->domains->names[i];
+        uint64_t n[3] = { e->own_faults, e->lost, e->unknown };
+
+        for (int k = 0; e->name[0] != '\0' && k < 3; k++) {
+            put(t, "detshare_tenant_faults_total{tenant=\"");
+            put_value(t, e->name);
+            put(t, "\",kind=\"%s\"} %llu\n", kinds[k], (unsigned long long)n[k]);
+        }
+    }
+    head(t, "detshare_tenant_quarantined", "gauge",
+         "1 while tenants of this name run in a fault domain of their own after their "
+         "kernel faulted in the shared one.");
+    for (int i = 0; st->domains != NULL && i < DS_DOMAIN_NAMES; i++) {
+        const struct ds_domain_name *e = &st->domains->names[i];
+
+        if (e->name[0] == '\0')
+            continue;
+        put(t, "detshare_tenant_quarantined{tenant=\"");
+        put_value(t, e->name);
+        put(t, "\"} %d\n", e->quarantine_end > now);
+    }
+}
+
 static void put_tenants(struct text *t, const struct ds_exposition_state *st)
 {
+    put_faults(t, st);
     per_tenant(t, st, "detshare_tenant_memory_used_bytes", "gauge",
                "Device memory the tenant has allocated.", mem_used);
     per_tenant(t, st, "detshare_tenant_launches_total", "counter",

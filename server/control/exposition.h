@@ -8,6 +8,7 @@
 #define DS_EXPOSITION_H
 
 #include "control.h"
+#include "domain.h"
 #include "shm.h"
 
 #include <stddef.h>
@@ -18,6 +19,7 @@ enum ds_refusal {
     DS_REFUSED_TOKEN,    /* no, a wrong or a malformed token preface, or none in time */
     DS_REFUSED_CAPACITY, /* no tenant slot, no executor, too many prefaces at once */
     DS_REFUSED_SHUTDOWN, /* the server was stopping */
+    DS_REFUSED_PREFACE,  /* a Unix peer's preface: malformed, or none in time */
     DS_REFUSED_COUNT
 };
 
@@ -32,6 +34,7 @@ struct ds_exposition_state {
     int mps_daemon_up;           /* meaningful when cfg->mps_daemon > 0 */
     uint64_t tenants_served;     /* handed to an executor since start */
     uint64_t refused[DS_REFUSED_COUNT];
+    const struct ds_domains *domains; /* faults by tenant name, quarantine (domain.h) */
 };
 
 /* The exposition of `st`, NUL-terminated, in a buffer the caller frees; its length in

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -212,7 +214,30 @@ static void spawn_child(const struct ds_mps *m, const char *log, pid_t parent)
     _exit(127);
 }
 
-/* Wait for the daemon's control pipe; 0 when it is there. */
+/* Whether the daemon's control socket takes connections.  Its file appears before the
+ * daemon listens on it: executors started in between came up as no MPS clients, the
+ * first warm one at every start of a server on an H200 (issue 24).  A control "pipe"
+ * that is no socket (a stand-in program's FIFO) answers once it exists. */
+static int control_answers(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct stat st;
+    int fd, ok;
+
+    if (stat(path, &st) != 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode))
+        return 1;
+    if (strlen(path) >= sizeof(sun.sun_path) ||
+        (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return 1;
+    memcpy(sun.sun_path, path, strlen(path) + 1);
+    ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* Wait for the daemon's control socket to take connections; 0 once it does. */
 static int await_ready(struct ds_mps *m, const char *log)
 {
     char control[sizeof(m->pipe) + 16];
@@ -220,7 +245,7 @@ static int await_ready(struct ds_mps *m, const char *log)
 
     snprintf(control, sizeof(control), "%s/control", m->pipe);
     for (int ms = 0; ms < READY_MS; ms += 10) {
-        if (access(control, F_OK) == 0)
+        if (control_answers(control))
             return 0;
         if (waitpid(m->daemon, &status, WNOHANG) == m->daemon) {
             m->daemon = 0;
@@ -313,11 +338,12 @@ int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *d
         default_dir(m->dir, sizeof(m->dir), gpu);
     if ((rc = private_dir(m->dir)) != 0)
         return rc;
+    /* Pointing an executor at an empty directory hides any daemon the host runs. */
+    if ((rc = sub_dir(m->dir, "none", m->none, sizeof(m->none))) != 0)
+        return rc;
     if (mode == DS_MPS_START)
         return start_daemon(m);
-    /* Pointing executors at an empty directory hides any daemon the host runs. */
-    if ((rc = sub_dir(m->dir, "none", m->pipe, sizeof(m->pipe))) != 0)
-        return rc;
+    snprintf(m->pipe, sizeof(m->pipe), "%s", m->none);
     setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
     ds_warn("MPS: off: tenants take turns on the GPU (time-slicing) instead of sharing SMs");
     return 0;

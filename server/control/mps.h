@@ -9,7 +9,8 @@
  * it through CUDA_MPS_PIPE_DIRECTORY.  A lock file makes the directory one server's; a
  * daemon an earlier, killed server left behind is stopped before a new one starts.
  * `external` uses whatever daemon the environment names; `off` hides every daemon from
- * the executors, which then time-slice.
+ * the executors, which then time-slice.  Under `start`, an executor pointed at DIR/none
+ * instead is no MPS client: a tenant of a fault domain of its own.
  *
  * DETSHARE_MPS_CONTROL names the control program (default nvidia-cuda-mps-control,
  * looked up in PATH).  Must be called while the process has one thread.
@@ -27,6 +28,8 @@ struct ds_mps {
     int lock_fd;
     char dir[200];
     char pipe[256];
+    char none[256]; /* DIR/none: an empty pipe directory, for executors of their own
+                     * fault domain (start and off) */
 };
 
 /* Parse start|external|off.  Returns 0, or DS_EINVAL. */

@@ -240,7 +240,7 @@ static void admin_status(void *ctx, msgpack_packer *pk)
 
     /* The predictor's latest, whether or not the policy has looked since. */
     view_of(c);
-    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, c->tenants, c->ntenants);
+    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, &c->domains, c->tenants, c->ntenants);
 }
 
 /* A run-time switch: the new policy places every tenant served now. */
@@ -351,10 +351,16 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
         r->kernel_time = q->kernel_time;
     if (limits & DS_QUOTA_CLASS)
         r->klass = q->klass;
+    if (limits & DS_QUOTA_ISOLATION) {
+        r->isolation = q->isolation;
+        ds__domain_lift(&c->domains, r->name);
+    }
     ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit), "
-            "class %s", r->name, (unsigned long long)r->memory, r->sm_share, r->kernel_time,
+            "class %s, isolation %s", r->name, (unsigned long long)r->memory, r->sm_share,
+            r->kernel_time,
             r->klass == DS_QUOTA_CLAIMED ? "as claimed" :
-            r->klass == DS_QUOTA_LATENCY ? "latency" : "best-effort");
+            r->klass == DS_QUOTA_LATENCY ? "latency" : "best-effort",
+            ds_quota_isolation_name(r->isolation));
     if (ds_quota_empty(r))
         *r = v[--n];
     ds__place_set_rules(c, v, n);

@@ -1,5 +1,6 @@
 #include "status.h"
 
+#include "ds_clock.h"
 #include "detshare.h"
 #include "quota.h"
 
@@ -124,15 +125,40 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
     pack_limit(pk, q ? q->kernel_time : 0);
 }
 
+/* Its fault domain, and what faults did to tenants of its name (domain.h). */
+static void pack_faults(msgpack_packer *pk, const struct ds_domains *d,
+                        const struct ds_shm_slot *s)
+{
+    const struct ds_domain_name *e = s->tenant[0] ? ds__domain_find(d, s->tenant) : NULL;
+    uint64_t by = atomic_load(&s->lost_to), now = ds_now_ns();
+
+    key(pk, "isolation");
+    key(pk, ds_quota_isolation_name(atomic_load(&s->isolation)));
+    key(pk, "quarantined");
+    if (e != NULL && e->quarantine_end > now)
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
+    key(pk, "faults");
+    msgpack_pack_uint64(pk, e != NULL ? e->own_faults : 0);
+    key(pk, "lost_to");
+    if (by != 0)
+        msgpack_pack_uint64(pk, by);
+    else
+        msgpack_pack_nil(pk);
+}
+
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
-                        const struct ds_shm *shm, const struct ds_shm_slot *s,
-                        const struct ds_sched_tenant *t)
+                        const struct ds_shm *shm, const struct ds_domains *d,
+                        const struct ds_shm_slot *s, const struct ds_sched_tenant *t)
 {
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 26);
+    msgpack_pack_map(pk, 31);
     key(pk, "id");
+    msgpack_pack_uint64(pk, s->id);
+    key(pk, "slot");
     msgpack_pack_int(pk, t->id);
     key(pk, "name");
     key(pk, s->tenant[0] ? s->tenant : "");
@@ -172,17 +198,43 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     pack_running(pk, t);
     pack_decision(pk, cfg, s, t);
+    pack_faults(pk, d, s);
     /* Last: the one nested map. */
     key(pk, "peer");
     pack_peer(pk, s);
     pack_memory(pk, shm, s);
 }
 
+/* Tenant names quarantined now, with the seconds left. */
+static void pack_quarantine(msgpack_packer *pk, const struct ds_domains *d)
+{
+    uint64_t now = ds_now_ns();
+    uint32_t n = 0;
+
+    for (int i = 0; i < DS_DOMAIN_NAMES; i++)
+        n += d->names[i].quarantine_end > now;
+    msgpack_pack_array(pk, n);
+    for (int i = 0; i < DS_DOMAIN_NAMES; i++) {
+        if (d->names[i].quarantine_end <= now)
+            continue;
+        msgpack_pack_map(pk, 2);
+        key(pk, "name");
+        key(pk, d->names[i].name);
+        key(pk, "seconds_left");
+        msgpack_pack_uint64(pk, (d->names[i].quarantine_end - now + 999999999u) / 1000000000u);
+    }
+}
+
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_shm *shm, const char *policy,
-                    const struct ds_sched_tenant *tenants, int n)
+                    const struct ds_domains *domains, const struct ds_sched_tenant *tenants,
+                    int n)
 {
-    msgpack_pack_map(pk, 4);
+    msgpack_pack_map(pk, 6);
+    key(pk, "isolation");
+    key(pk, ds_quota_isolation_name(cfg->isolation));
+    key(pk, "quarantine");
+    pack_quarantine(pk, domains);
     key(pk, "device");
     pack_device(pk, cfg);
     key(pk, "mps");
@@ -192,16 +244,18 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, "tenants");
     msgpack_pack_array(pk, (size_t)n);
     for (int i = 0; i < n; i++)
-        pack_tenant(pk, cfg, shm, &shm->slots[tenants[i].id], &tenants[i]);
+        pack_tenant(pk, cfg, shm, domains, &shm->slots[tenants[i].id], &tenants[i]);
 }
 
 void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n)
 {
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_map(pk, 5);
+        msgpack_pack_map(pk, 6);
         key(pk, "name");
         key(pk, v[i].name);
+        key(pk, "isolation");
+        key(pk, ds_quota_isolation_name(v[i].isolation));
         key(pk, "class");
         key(pk, v[i].klass == DS_QUOTA_LATENCY       ? "latency"
                 : v[i].klass == DS_QUOTA_BEST_EFFORT ? "best-effort"

@@ -7,16 +7,19 @@
 #define DS_STATUS_H
 
 #include "control.h"
+#include "domain.h"
 #include "shm.h"
 
 #include <msgpack.h>
 
+/* `domains`: the fault domains' quarantine and counts by tenant name (domain.h). */
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_shm *shm, const char *policy,
-                    const struct ds_sched_tenant *tenants, int n);
+                    const struct ds_domains *domains, const struct ds_sched_tenant *tenants,
+                    int n);
 
 /* Quota rules v[0..n) as an array of {"name", "class", "memory", "sm_share",
- * "kernel_time"} maps, nil for no limit. */
+ * "kernel_time", "isolation"} maps, nil for no limit. */
 void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n);
 
 #endif

@@ -1,11 +1,14 @@
 #include "executor.h"
 
+#include "fault.h"
+
 #include "conn.h"
 #include "devout.h"
 #include "ds_rec.h"
 #include "ds_arena.h"
 #include "ds_devout.h"
 #include "ds_fdpass.h"
+#include "ds_preface.h"
 #include "ds_error.h"
 #include "ds_log.h"
 #include "quota.h"
@@ -83,23 +86,13 @@ static void on_term(int sig)
     stop_requested = 1;
 }
 
-/* Keep names printable so a hostile name cannot forge log lines. */
 static void copy_name(char *dst, const char *src)
 {
-    size_t i;
-
-    for (i = 0; src[i] != '\0' && i < DS_NAME_MAX; i++) {
-        unsigned char ch = (unsigned char)src[i];
-
-        dst[i] = (ch > 32 && ch < 127) ? (char)ch : '_';
-    }
-    dst[i] = '\0';
-    if (i == 0)
-        snprintf(dst, DS_NAME_MAX + 1, "anonymous");
+    ds_name_clean(dst, src, DS_NAME_MAX);
 }
 
-/* A TCP tenant's token was accepted for the name its preface gave (the control process
- * checked the token's name prefix against it): its hello may not claim another. */
+/* The control process chose the tenant's fault domain (and, over TCP, checked its
+ * token) for the name its preface gave: its hello may not claim another. */
 static int name_granted(const struct ds_tenant *t, const char *tenant)
 {
     const char *granted = t->shm->slots[t->slot].granted;
@@ -110,7 +103,8 @@ static int name_granted(const struct ds_tenant *t, const char *tenant)
     copy_name(name, tenant);
     if (strcmp(name, granted) == 0)
         return 1;
-    ds_warn("refusing the hello of %s: its token was accepted for tenant %s", name, granted);
+    ds_warn("refusing the hello of %s: its preface (and token, if any) named tenant %s", name,
+            granted);
     return 0;
 }
 
@@ -126,7 +120,7 @@ static int class_of(struct ds_tenant *t, int claimed)
 CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
-    char prefix[DS_NAME_MAX + 16];
+    char prefix[DS_NAME_MAX + 40];
     int rc, klass;
 
     if (t->greeted)
@@ -158,7 +152,8 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
     klass = class_of(t, (int)a->klass);
     atomic_store(&t->shm->slots[t->slot].klass, klass);
-    snprintf(prefix, sizeof(prefix), "tenant[%s]", t->name);
+    snprintf(prefix, sizeof(prefix), "tenant %llu [%s]",
+             (unsigned long long)t->shm->slots[t->slot].id, t->name);
     ds_log_set_prefix(prefix);
     if (t->own_process && ds__devout_log_untaken() != 0)
         ds_warn("its device output goes to the server's own output, untagged");
@@ -167,7 +162,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
             klass == (int)a->klass ? "" : " (its quota rule's class, not the one it claimed)");
     t->greeted = 1;
     ok->proto_version = DS_PROTO_VERSION;
-    ok->tenant_id = (unsigned)t->slot;
+    ok->tenant_id = (unsigned)t->shm->slots[t->slot].id;
     ok->primary = t->primary;
     ok->backend = (char *)t->ops->name;
     ok->dev.name = t->view.name;
@@ -222,16 +217,15 @@ static void check_device(struct ds_tenant *t, int probe)
         return;
     t->lost = f;
     t->lost_ns = ds_now_ns();
-    ds_error("the device context failed (CUresult %d): every later call of this tenant "
-             "fails with it, as natively, and its executor leaves in %llu ms so that the "
-             "GPU can take new tenants again", f, LOST_GRACE_NS / 1000000ull);
+    ds__fault_record(t, f);
 }
 
-/* The control process saw an executor leave with a failed context: under MPS, this
- * one's may have failed with it. */
+/* The control process saw an executor leave with a failed context, or a kernel of the
+ * shared domain faulted: under MPS, this one's may have failed with it. */
 static void check_faults(void)
 {
-    unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed);
+    unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed) +
+                 atomic_load_explicit(&tenant.shm->shared_faults, memory_order_acquire);
 
     if (n == tenant.faults_seen)
         return;

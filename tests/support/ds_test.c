@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "ds_test.h"
 
+#include "ds_preface.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -152,9 +154,9 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
         usleep(10000);
     }
     cr_assert(up, "detshare-server did not start listening");
-    /* That probe was a tenant for a moment: let the server see it come and go, so a
-     * test's first tenant is alone (policies place tenants by who is there). */
-    for (int i = 0; i < 500 && ds_test_log_count(s, " left: ") < 1; i++)
+    /* That probe sent no preface: let the server see it go, so that a test's counts of
+     * refusals start from a known point. */
+    for (int i = 0; i < 500 && ds_test_log_count(s, "closed before its preface") < 1; i++)
         usleep(10000);
     setenv("DETSHARE_SERVER", s->unix_addr, 1);
     if (s->token[0])
@@ -227,6 +229,20 @@ CUcontext ds_test_ctx(void)
     CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
     CU_OK(cuCtxSetCurrent(ctx));
     return ctx;
+}
+
+int ds_test_raw_connect(const struct ds_test_server *s, const char *name)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    char why[DS_PREFACE_REASON_MAX + 1];
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    cr_assert_geq(fd, 0);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", s->sock);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    cr_assert_eq(ds_preface_send(fd, "", 0, name), 0);
+    cr_assert_eq(ds_preface_await(fd, why, sizeof(why)), 0, "preface refused: %s", why);
+    return fd;
 }
 
 CUresult ds_test_connect(void)

@@ -70,6 +70,11 @@ CUcontext ds_test_ctx(void);
  * returns the first failure, or CUDA_SUCCESS. */
 CUresult ds_test_connect(void);
 
+/* A raw connection to s's Unix socket that has shown its preface for tenant `name` and
+ * had it accepted (ds_preface.h): what follows reaches an executor, for tests that
+ * speak RPC by hand.  Asserts; returns the descriptor. */
+int ds_test_raw_connect(const struct ds_test_server *s, const char *name);
+
 const char *ds_test_cu_name(CUresult rc);
 
 /* Load the file at `path` (fatbin or cubin) as a module of the current context. */

@@ -193,6 +193,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
+    b->domain_faults = atomic_load(&cfg->shm->shared_faults);
     b->hang_kernel = getenv("DETSHARE_SIM_HANG");
     ds__sim_pctx_init(b);
     *out = b;
@@ -270,13 +271,20 @@ static void sim_close(struct ds_backend *b)
     free(b);
 }
 
+static int shared_domain(const struct ds_backend *b)
+{
+    return atomic_load(&b->cfg.shm->slots[b->cfg.slot].isolation) != DS_ISO_OWN;
+}
+
 /* The sim models MPS (its tenants share SMs as MPS clients do), so its contexts say they
  * are MPS clients, except while the file DETSHARE_SIM_NO_MPS names exists: what executors
  * and the server do when MPS fails is tested that way. */
-static int sim_mps_client(void)
+static int sim_mps_client(const struct ds_backend *b)
 {
     const char *f = getenv("DETSHARE_SIM_NO_MPS");
 
+    if (!shared_domain(b))
+        return 0;
     return f == NULL || access(f, F_OK) != 0;
 }
 
@@ -290,7 +298,7 @@ static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
     v->total_mem = b->cfg.shm->sim_mem_total;
     v->driver_version = CUDA_VERSION;
     fill_attrs(v->attrs, b->cfg.sim_sms);
-    v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client();
+    v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client(b);
 }
 
 /* First fit in this tenant's address region; allocations are few, so a scan is fine. */
@@ -830,10 +838,41 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return 0;
 }
 
+void ds__sim_own_fault(struct ds_backend *b)
+{
+    struct ds_shm *shm = b->cfg.shm;
+    struct ds_shm_slot *s = &shm->slots[b->cfg.slot];
+
+    if (b->fault != 0)
+        return;
+    b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+    atomic_store(&s->fault_origin, DS_FAULT_OWN);
+    if (!shared_domain(b))
+        return;
+    atomic_store(&shm->shared_fault_by, s->id);
+    memcpy(shm->shared_fault_name, s->tenant, sizeof(shm->shared_fault_name));
+    b->domain_faults = atomic_fetch_add_explicit(&shm->shared_faults, 1,
+                                                 memory_order_release) + 1;
+}
+
+int ds__sim_fault_now(struct ds_backend *b)
+{
+    struct ds_shm *shm = b->cfg.shm;
+    struct ds_shm_slot *s = &shm->slots[b->cfg.slot];
+
+    if (b->fault == 0 && shared_domain(b) &&
+        atomic_load_explicit(&shm->shared_faults, memory_order_acquire) != b->domain_faults) {
+        b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+        atomic_store(&s->lost_to, atomic_load(&shm->shared_fault_by));
+        atomic_store(&s->fault_origin, DS_FAULT_NEIGHBOUR);
+    }
+    return b->fault;
+}
+
 static int sim_fault(struct ds_backend *b, int probe)
 {
     (void)probe;
-    return b->fault;
+    return ds__sim_fault_now(b);
 }
 
 const struct ds_backend_ops ds_sim_backend = {

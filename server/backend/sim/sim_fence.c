@@ -53,7 +53,7 @@ int ds__sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
 
     *out = NULL;
     /* A failed context fails every synchronisation, pending work or not (sim_fault). */
-    if (b->fault != 0)
+    if (ds__sim_fault_now(b) != 0)
         return DS_ECU(b->fault);
     if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -86,7 +86,7 @@ int ds__sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
 
 int ds__sim_fence_query(struct ds_backend *b, struct ds_bfence *f)
 {
-    if (b->fault != 0)
+    if (ds__sim_fault_now(b) != 0)
         return DS_ECU(b->fault);
     if (f->polling) {
         ds__sim_unpark(b);

@@ -110,7 +110,7 @@ static void run_parked(struct ds_backend *b, struct ds_bstream *s, struct sim_wo
         ds__sim_event_release(w->event);
     } else if (ds__sim_work_now(b, s, w) != 0 && b->fault == 0) {
         /* Its memory went while it was parked: as a device's late access would. */
-        b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+        ds__sim_own_fault(b);
     }
     ds__sim_free_work(w);
 }

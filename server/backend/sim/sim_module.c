@@ -304,7 +304,7 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
      * goes in, and the context fails for good (docs/sim-device.md). */
     if (b->fault_kernel != NULL && strcmp(f->k->name, b->fault_kernel) == 0 &&
         (s == NULL || !s->capturing))
-        b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
+        ds__sim_own_fault(b);
     /* A driver call that never returns, as a driver bug can make one: the executor's
      * serving thread stays here for good (exec/watchdog.h). */
     if (b->hang_kernel != NULL && strcmp(f->k->name, b->hang_kernel) == 0)

@@ -1,0 +1,65 @@
+/*
+ * Fault domains: which executors share an MPS server, and so share their faults
+ * (shm.h, enum ds_isolation; docs/reliability.md).  A tenant's domain is decided by the
+ * control process from the name its preface gave, before an executor is chosen: its
+ * name's quarantine first, then its quota rule's isolation=, then the server's
+ * --isolation.  A tenant name whose kernel faulted in the shared domain is quarantined:
+ * its next connections run in a domain of their own for a while (--quarantine), unless
+ * the operator sets the rule's isolation= again, which lifts it.
+ *
+ * The table also counts, per tenant name, the faults of its own kernels and the
+ * contexts it lost to neighbours, for status and metrics.  It holds DS_DOMAIN_NAMES
+ * names; the one not seen for longest makes room for a new one.
+ */
+#ifndef DS_CONTROL_DOMAIN_H
+#define DS_CONTROL_DOMAIN_H
+
+#include "detshare.h"
+#include "shm.h"
+
+#include <stdint.h>
+
+#define DS_DOMAIN_NAMES 64
+
+struct ds_domain_name {
+    char name[DS_NAME_MAX + 1];
+    uint64_t seen_ns;        /* last counted or quarantined */
+    uint64_t quarantine_end; /* ds_now_ns clock; 0: not quarantined */
+    uint64_t own_faults;
+    uint64_t lost;           /* contexts lost to a neighbour's fault */
+    uint64_t unknown;        /* contexts lost to a fault nobody could attribute */
+};
+
+struct ds_domains {
+    uint32_t fallback;       /* enum ds_isolation: the server's --isolation */
+    uint64_t quarantine_ns;  /* --quarantine; 0: never */
+    struct ds_domain_name names[DS_DOMAIN_NAMES];
+};
+
+/* The domain (DS_ISO_SHARED or DS_ISO_OWN) of tenant `name` at time now, given its
+ * quota rule (NULL: none). */
+uint32_t ds__domain_of(struct ds_domains *d, const struct ds_shm_quota *rule, const char *name,
+                       uint64_t now);
+
+/* Tenant `name`'s kernel faulted in the shared domain: count it and quarantine the
+ * name (when quarantine is on).  Returns 1 when it was quarantined now. */
+int ds__domain_fault(struct ds_domains *d, const char *name, uint64_t now);
+
+/* Count a fault of tenant `name`'s own kernel in a domain of its own (no quarantine:
+ * nobody else was hurt). */
+void ds__domain_count_own(struct ds_domains *d, const char *name, uint64_t now);
+
+/* Tenant `name` lost its context to a neighbour's fault: count it. */
+void ds__domain_lost(struct ds_domains *d, const char *name, uint64_t now);
+
+/* Tenant `name` lost its context to a fault whose kernel was not told: count it. */
+void ds__domain_unknown(struct ds_domains *d, const char *name, uint64_t now);
+
+/* The operator set isolation= for rule `pattern` (a name, or a prefix ending in '*'):
+ * the quarantine of every name it matches ends. */
+void ds__domain_lift(struct ds_domains *d, const char *pattern);
+
+/* The entry of `name`, or NULL when it has none. */
+const struct ds_domain_name *ds__domain_find(const struct ds_domains *d, const char *name);
+
+#endif
