@@ -58,11 +58,9 @@ static void usage(FILE *f)
         fprintf(f, "                            %-9s %s\n", ds_policies[i]->name,
                 ds_policies[i]->about);
     fprintf(f,
-            "  --policy-dir DIR        the directory detshare-ctl may load policies from\n"
-            "                          (a file's path, inside DIR); without it, it loads none.\n"
-            "                          DIR, the directories above it and the files must be\n"
-            "                          owned by root or the server's user and not writable\n"
-            "                          by group or others (docs/security.md)\n"
+            "  --policy-dir DIR        detshare-ctl may load policy files from DIR only (none\n"
+            "                          without it); root's or the server's user's alone\n"
+            "                          (docs/policies.md)\n"
             "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
             "                          the first Unix listener's path with .admin added)\n"
             "  --admin-group GROUP     open the admin socket to GROUP too (mode 0660);\n"
