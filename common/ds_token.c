@@ -7,12 +7,22 @@
 
 #define BLANKS " \t\r\n\v\f"
 
+/* Cut line at its comment: a '#' that starts it or follows a blank.  One inside a word
+ * belongs to the word, so that a token holding '#' is not silently cut short. */
+static void drop_comment(char *line)
+{
+    for (char *p = line; *p != '\0'; p++)
+        if (*p == '#' && (p == line || strchr(BLANKS, p[-1]) != NULL)) {
+            *p = '\0';
+            return;
+        }
+}
+
 int ds_token_line(char *line, char **token, char **prefix)
 {
-    char *hash = strchr(line, '#'), *rest;
+    char *rest;
 
-    if (hash != NULL)
-        *hash = '\0';
+    drop_comment(line);
     *token = strtok_r(line, BLANKS, &rest);
     if (*token == NULL)
         return 0;

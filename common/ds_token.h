@@ -1,7 +1,8 @@
 /*
  * Token files, as the server's --token-file and the tenant's DETSHARE_TOKEN_FILE hold
  * them: one token per line, optionally followed by whitespace and the tenant-name prefix
- * that token may be used with; '#' starts a comment; blank lines say nothing.
+ * that token may be used with; a '#' at the start of a line or after a blank starts a
+ * comment (one inside a token or prefix is part of it); blank lines say nothing.
  */
 #ifndef DS_TOKEN_H
 #define DS_TOKEN_H

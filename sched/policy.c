@@ -1,12 +1,18 @@
 #include "policy.h"
 
+#include "ds_error.h"
 #include "ds_log.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
                                                  &ds_policy_temporal, &ds_policy_slo_aware,
@@ -64,43 +70,178 @@ static const char *unusable(const struct ds_policy *p)
     return NULL;
 }
 
-static const struct ds_policy *load(const char *path)
+/* dlopen `file` (the policy `as` names) and take its policy.  NULL, logged and said in
+ * why, when that fails.  Called with loaded_lock held. */
+static const struct ds_policy *load(const char *file, const char *as, char *why, size_t len)
 {
     const struct ds_policy *(*entry)(unsigned);
     const struct ds_policy *p;
-    const char *why;
+    const char *bad;
     void *h;
 
-    if (nloaded == MAX_LOADED || strlen(path) >= PATH_MAX) {
-        ds_error("policy %s: no room for another loaded policy", path);
+    if (nloaded == MAX_LOADED || strlen(as) >= PATH_MAX) {
+        snprintf(why, len, "no room for another loaded policy");
+        ds_error("policy %s: %s", as, why);
         return NULL;
     }
-    if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-        ds_error("cannot load policy %s: %s", path, dlerror());
+    if ((h = dlopen(file, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+        const char *err = dlerror();
+
+        snprintf(why, len, "cannot load it: %s", err);
+        ds_error("cannot load policy %s: %s", as, err);
         return NULL;
     }
     *(void **)&entry = dlsym(h, "detshare_policy");
     p = entry != NULL ? entry(DS_POLICY_ABI) : NULL;
-    why = entry == NULL ? "it exports no detshare_policy" : unusable(p);
-    if (why != NULL) {
-        ds_error("policy %s refused: %s (ABI %d)", path, why, DS_POLICY_ABI);
+    bad = entry == NULL ? "it exports no detshare_policy" : unusable(p);
+    if (bad != NULL) {
+        snprintf(why, len, "%s (ABI %d)", bad, DS_POLICY_ABI);
+        ds_error("policy %s refused: %s", as, why);
         dlclose(h);
         return NULL;
     }
-    snprintf(loaded[nloaded].path, PATH_MAX, "%s", path);
+    snprintf(loaded[nloaded].path, PATH_MAX, "%s", as);
     loaded[nloaded++].p = p;
-    ds_info("policy %s loaded from %s", p->name, path);
+    ds_info("policy %s loaded from %s", p->name, as);
     return p;
 }
 
 const struct ds_policy *ds_policy_load(const char *path)
 {
     const struct ds_policy *p;
+    char why[256];
 
     pthread_mutex_lock(&loaded_lock);
     p = find_loaded(path, 1);
     if (p == NULL)
-        p = load(path);
+        p = load(path, path, why, sizeof(why));
+    pthread_mutex_unlock(&loaded_lock);
+    return p;
+}
+
+/* The directory the admin API may load policies from, resolved; empty: none. */
+static char admin_dir[PATH_MAX];
+
+/* Why code in the file or directory `st` describes could come from someone other than
+ * root or the server's own user, or NULL when it cannot.  An `ancestor` of the policy
+ * directory may be writable by others when sticky (/tmp): they cannot rename or replace
+ * the entries root or the server's user own there, which the next component is. */
+static const char *untrusted(const struct stat *st, int ancestor)
+{
+    if (st->st_uid != 0 && st->st_uid != geteuid())
+        return "owned by a user other than root and the server's";
+    if (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (ancestor && (st->st_mode & S_ISVTX)))
+        return NULL;
+    return st->st_mode & S_IWOTH ? "writable by others" : "writable by its group";
+}
+
+/* Check every directory of the resolved path `real` from / down to its first `upto`
+ * bytes; those no shorter than dirlen (the policy directory and below) strictly.
+ * Returns 0, or -1 with why. */
+static int trusted_dirs(const char *real, size_t upto, size_t dirlen, char *why, size_t len)
+{
+    char part[PATH_MAX];
+    const char *bad;
+    struct stat st;
+
+    for (size_t end = 1; end <= upto; end++) {
+        if (end > 1 && end < upto && real[end] != '/')
+            continue;
+        memcpy(part, real, end);
+        part[end] = '\0';
+        if (lstat(part, &st) != 0) {
+            snprintf(why, len, "%s: %s", part, strerror(errno));
+            return -1;
+        }
+        bad = S_ISDIR(st.st_mode) ? untrusted(&st, end < dirlen) : "not a directory";
+        if (bad != NULL) {
+            snprintf(why, len, "%s is %s", part, bad);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The file itself: opened without following a link, a regular file only root or the
+ * server's user can change.  Returns 0, or -1 with why. */
+static int trusted_file(const char *real, char *why, size_t len)
+{
+    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const char *bad;
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(why, len, "%s: %s", real, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    bad = S_ISREG(st.st_mode) ? untrusted(&st, 0) : "not a regular file";
+    if (bad != NULL) {
+        snprintf(why, len, "%s is %s", real, bad);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether `path` may be loaded at run time: it resolves (links and all) to a file inside
+ * admin_dir, and nobody but root and the server's user can change that file or any
+ * directory leading to it.  Returns 0 with the resolved path in real, or -1 with why. */
+static int admissible(const char *path, char *real, char *why, size_t len)
+{
+    size_t dirlen = strlen(admin_dir);
+    const char *slash;
+
+    if (dirlen == 0) {
+        snprintf(why, len, "loading a policy from a file at run time is off: the server "
+                           "needs --policy-dir DIR, and the file in DIR (built-in policies, "
+                           "and those loaded at start, switch by name)");
+        return -1;
+    }
+    if (realpath(path, real) == NULL) {
+        snprintf(why, len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (strncmp(real, admin_dir, dirlen) != 0 ||
+        (real[dirlen] != '/' && admin_dir[dirlen - 1] != '/')) {
+        snprintf(why, len, "%s is not inside the policy directory %s", real, admin_dir);
+        return -1;
+    }
+    slash = strrchr(real, '/');
+    return trusted_dirs(real, slash == real ? 1 : (size_t)(slash - real), dirlen, why, len) ||
+                   trusted_file(real, why, len)
+               ? -1
+               : 0;
+}
+
+int ds_policy_set_dir(const char *dir, char *why, size_t len)
+{
+    char real[PATH_MAX];
+
+    if (realpath(dir, real) == NULL) {
+        snprintf(why, len, "%s: %s", dir, strerror(errno));
+        return DS_EINVAL;
+    }
+    if (trusted_dirs(real, strlen(real), strlen(real), why, len) != 0)
+        return DS_EPERM;
+    pthread_mutex_lock(&loaded_lock);
+    snprintf(admin_dir, sizeof(admin_dir), "%s", real);
+    pthread_mutex_unlock(&loaded_lock);
+    return 0;
+}
+
+const struct ds_policy *ds_policy_admit(const char *path, char *why, size_t len)
+{
+    const struct ds_policy *p;
+    char real[PATH_MAX];
+
+    pthread_mutex_lock(&loaded_lock);
+    p = find_loaded(path, 1);
+    if (p == NULL && admissible(path, real, why, len) != 0)
+        ds_error("policy %s refused: %s", path, why);
+    else if (p == NULL)
+        p = load(real, path, why, len);
     pthread_mutex_unlock(&loaded_lock);
     return p;
 }
@@ -109,12 +250,10 @@ const struct ds_policy *ds_policy_find(const char *name)
 {
     const struct ds_policy *p;
 
-    if (strchr(name, '/') != NULL)
-        return ds_policy_load(name);
     if ((p = builtin(name)) != NULL)
         return p;
     pthread_mutex_lock(&loaded_lock);
-    p = find_loaded(name, 0);
+    p = find_loaded(name, strchr(name, '/') != NULL);
     pthread_mutex_unlock(&loaded_lock);
     return p;
 }

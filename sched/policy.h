@@ -9,8 +9,10 @@
  *     const struct ds_policy *detshare_policy(unsigned abi);
  * returning its policy when it speaks `abi` (DS_POLICY_ABI), else NULL.  It is named by
  * its path (anything with a '/'), at start or at run time; examples/policy/ has one.  It
- * runs inside the control process with the server's rights, so only the operator's own
- * code belongs there: the admin socket that can load one is owner-only.
+ * runs inside the control process with the server's rights (its constructors as soon as
+ * it is opened), so only the operator's own code belongs there: at start, any path the
+ * command line gives; at run time, through the admin API, only files in the directory
+ * --policy-dir names, which nobody but root and the server's user can change.
  *
  * What a policy sees of running work comes from progress stamps (the device records each
  * launch's completion in the control block) sampled by the control process every
@@ -83,15 +85,29 @@ struct ds_policy {
 /* What a policy's shared object must speak; raised whenever these structures change. */
 #define DS_POLICY_ABI 2
 
-/* The policy called `name`: a built-in one, or one loaded before; a name with a '/' is
- * a shared object's path, loaded on first use (ds_policy_load).  NULL when there is none
- * (logged when a load failed). */
+/* The policy called `name`: a built-in one, or one loaded before (a name with a '/' is
+ * the path it was loaded from).  NULL when there is none.  Never loads anything. */
 const struct ds_policy *ds_policy_find(const char *name);
 
-/* Load the policy in the shared object at `path` (once; later calls return it again).
- * NULL, logged, when it cannot be loaded, exports no detshare_policy, does not speak
- * DS_POLICY_ABI, lacks a hook every policy needs, or takes a built-in policy's name. */
+/* Load the policy in the shared object at `path` (once; later calls return it again),
+ * whoever can change that file: for the operator's own command line only.  NULL, logged,
+ * when it cannot be loaded, exports no detshare_policy, does not speak DS_POLICY_ABI,
+ * lacks a hook every policy needs, or takes a built-in policy's name. */
 const struct ds_policy *ds_policy_load(const char *path);
+
+/* Let ds_policy_admit load from directory `dir` (--policy-dir): it and every directory
+ * above it must be owned by root or this process's user, and it must not be writable by
+ * group or others (those above may be, when sticky).  Returns 0, or DS_EINVAL (it does not
+ * resolve) or DS_EPERM (not safe) with why. */
+int ds_policy_set_dir(const char *dir, char *why, size_t len);
+
+/* For the admin API: the policy loaded before from `path`, or the one in the shared object
+ * at `path` when, resolved, it is a regular file inside the ds_policy_set_dir directory
+ * that nobody but root and this process's user can change, nor any directory leading to
+ * it.  All of that is checked before the file is opened as a library (its constructors run
+ * then).  NULL, logged and said in why, when there is no such directory or the file is
+ * refused or cannot be loaded (as ds_policy_load). */
+const struct ds_policy *ds_policy_admit(const char *path, char *why, size_t len);
 
 /* Every built-in policy, NULL-terminated; the baselines by name. */
 extern const struct ds_policy *const ds_policies[];

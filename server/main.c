@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ static void usage(FILE *f)
             "  --config PATH           quotas by tenant name, one per line:\n"
             "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
             "                                  kernel-time=PCT class=CLASS isolation=DOMAIN\n"
+            "                          and optionally a line policy-dir DIR\n"
             "                          read at start and again on SIGHUP, which also reads\n"
             "                          --token-file again (docs/admin.md)\n"
             "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
@@ -64,6 +66,9 @@ static void usage(FILE *f)
         fprintf(f, "                            %-9s %s\n", ds_policies[i]->name,
                 ds_policies[i]->about);
     fprintf(f,
+            "  --policy-dir DIR        detshare-ctl may load policy files from DIR only (none\n"
+            "                          without it); root's or the server's user's alone\n"
+            "                          (docs/policies.md)\n"
             "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
             "                          the first Unix listener's path with .admin added)\n"
             "  --admin-group GROUP     open the admin socket to GROUP too (mode 0660);\n"
@@ -212,10 +217,11 @@ static void default_admin(struct ds_server_config *cfg)
             snprintf(cfg->admin, sizeof(cfg->admin), "%s.admin", cfg->listen[i].path);
 }
 
-/* The config file's quotas, or -1 after saying why the server will not start. */
-static int load_config(struct ds_server_config *cfg)
+/* The config file's quotas, and its policy-dir into dir, or -1 after saying why the server
+ * will not start. */
+static int load_config(struct ds_server_config *cfg, char *dir, size_t len)
 {
-    if (ds_config_load(cfg->config, cfg->quotas, &cfg->nquotas) != 0) {
+    if (ds_config_load_at_start(cfg->config, cfg->quotas, &cfg->nquotas, dir, len) != 0) {
         ds_error("not starting: fix %s first", cfg->config);
         return -1;
     }
@@ -244,6 +250,41 @@ static int parse_duration(const char *arg, uint64_t *ns)
         return -1;
     *ns = n * unit * 1000000000ull;
     return 0;
+}
+
+/* Where detshare-ctl may load policies from (none without dir).  Returns 0, or -1 after
+ * saying why the server will not start. */
+static int set_policy_dir(const char *dir)
+{
+    char why[PATH_MAX + 128];
+
+    if (dir[0] == '\0')
+        return 0;
+    if (ds_policy_set_dir(dir, why, sizeof(why)) != 0) {
+        ds_error("not starting: the policy directory %s cannot be trusted with code that runs "
+                 "as this server: %s", dir, why);
+        return -1;
+    }
+    ds_info("policy directory %s: detshare-ctl may load policies from files there", dir);
+    return 0;
+}
+
+/* What --insecure means here, said once at start. */
+static void warn_insecure(const struct ds_server_config *cfg)
+{
+    char where[300] = "";
+
+    for (int i = 0; i < cfg->nlisten && where[0] == '\0'; i++)
+        if (cfg->listen[i].kind != DS_ADDR_UNIX)
+            ds_addr_format(&cfg->listen[i], where, sizeof(where));
+    if (cfg->tokens != NULL)
+        ds_warn("--insecure changes nothing: with --token-file, TCP tenants still show a token");
+    else if (where[0] == '\0')
+        ds_warn("--insecure changes nothing: there is no TCP listener");
+    else
+        ds_warn("--insecure: TCP listeners (%s...) take tenants without a token: anyone who "
+                "reaches one (on loopback, every user and container of this host) may use "
+                "the GPU, and everything sent, kernels and data included, is cleartext", where);
 }
 
 /* Run the control process, with the MPS daemon the device needs.  Returns the exit
@@ -290,6 +331,7 @@ int main(int argc, char **argv)
         { "mps-dir", required_argument, NULL, 'D' },
         { "warm", required_argument, NULL, 'w' },
         { "policy", required_argument, NULL, 'p' },
+        { "policy-dir", required_argument, NULL, 'L' },
         { "admin", required_argument, NULL, 'a' },
         { "token-file", required_argument, NULL, 't' },
         { "config", required_argument, NULL, 'c' },
@@ -306,7 +348,8 @@ int main(int argc, char **argv)
                                    .admin_gid = (gid_t)-1, .isolation = DS_ISO_SHARED,
                                    .quarantine_ns = 600ull * 1000000000ull };
     enum ds_mps_mode mps_mode = DS_MPS_START;
-    const char *device = "auto", *mps_dir = NULL;
+    const char *device = "auto", *mps_dir = NULL, *policy_dir = NULL;
+    char conf_dir[PATH_MAX];
     struct ds_tokens *tokens = NULL;
     int c, rc, insecure = 0;
 
@@ -396,8 +439,13 @@ int main(int argc, char **argv)
             if (set_metrics(optarg, &cfg) != 0)
                 return 2;
             break;
+        case 'L':
+            policy_dir = optarg;
+            break;
         case 'p':
-            cfg.policy = ds_policy_find(optarg);
+            /* The operator's own command line may load any file; detshare-ctl may not. */
+            cfg.policy = strchr(optarg, '/') != NULL ? ds_policy_load(optarg)
+                                                     : ds_policy_find(optarg);
             if (cfg.policy == NULL) {
                 fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", optarg);
                 return 2;
@@ -427,10 +475,14 @@ int main(int argc, char **argv)
     default_admin(&cfg);
     if (cfg.token_file != NULL && (cfg.tokens = tokens = ds_tokens_load(cfg.token_file)) == NULL)
         return 2;
-    if (cfg.config != NULL && load_config(&cfg) != 0) {
+    conf_dir[0] = '\0';
+    if ((cfg.config != NULL && load_config(&cfg, conf_dir, sizeof(conf_dir)) != 0) ||
+        set_policy_dir(policy_dir != NULL ? policy_dir : conf_dir) != 0) {
         ds_tokens_free(tokens);
         return 2;
     }
+    if (insecure)
+        warn_insecure(&cfg);
     if (check_tcp(&cfg, insecure) != 0 || choose_device(device, &cfg) != 0)
         rc = 2;
     else

@@ -1,9 +1,12 @@
 /* The admin API through detshare-ctl: status matches what tenants do, a policy switch at
  * run time moves live tenants, the socket is owner-only unless --admin-group opens it to
- * a group, bad requests are refused. */
+ * a group, bad requests are refused, and silent connections are bounded in number and
+ * closed after a deadline. */
 #include "ds_test.h"
 
+#include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct ds_test_server srv;
@@ -136,6 +140,95 @@ Test(admin, the_socket_is_owner_only_and_bad_requests_are_refused)
     close(fd);
     cr_assert_eq(ctl("policy", out, sizeof(out)), 0, "%s", out);
     cr_assert(strstr(out, "policy: slo-aware"), "the default policy: %s", out);
+    ds_test_server_stop(&srv);
+}
+
+static long now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* For up to ms, read what the server sends on the connections in fd still open (>= 0),
+ * closing (fd[i] = -1) those it closed, until `want` of the n are.  The bytes of the
+ * first refusal go to said.  Returns how many are closed. */
+static int reap(int *fd, int n, int want, int ms, char *said, size_t len)
+{
+    long end = now_ms() + ms;
+    int closed = 0;
+
+    for (;;) {
+        struct pollfd p[64];
+
+        closed = 0;
+        for (int i = 0; i < n; i++) {
+            p[i] = (struct pollfd){ .fd = fd[i], .events = POLLIN };
+            closed += fd[i] < 0;
+        }
+        if (closed >= want || now_ms() >= end)
+            return closed;
+        poll(p, (nfds_t)n, (int)(end - now_ms()));
+        for (int i = 0; i < n; i++) {
+            char buf[256];
+            ssize_t got;
+
+            if (fd[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            got = read(fd[i], buf, sizeof(buf) - 1);
+            if (got > 0 && said[0] == '\0') {
+                /* msgpack strings are their bytes: the text reads through. */
+                for (ssize_t k = 0; k < got; k++)
+                    buf[k] = buf[k] >= ' ' && buf[k] <= '~' ? buf[k] : '.';
+                buf[got] = '\0';
+                snprintf(said, len, "%s", buf);
+            }
+            if (got == 0 || (got < 0 && errno == ECONNRESET)) {
+                close(fd[i]);
+                fd[i] = -1;
+            }
+        }
+    }
+}
+
+/* 200 silent connections once kept 200 descriptors of the control process for good:
+ * at most 16 are kept now, more are refused at once, and those kept are closed at the
+ * deadline (3 s here, DETSHARE_ADMIN_DEADLINE_MS).  One log line says each, not one a
+ * connection. */
+Test(admin, silent_connections_are_bounded_and_closed_at_the_deadline)
+{
+    enum { N = 40, KEPT = 16 };
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    char out[4096], said[256] = "";
+    int fd[N];
+    long t0;
+
+    setenv("DETSHARE_ADMIN_DEADLINE_MS", "3000", 1);
+    ds_test_server_start(&srv, 0, NULL);
+    unsetenv("DETSHARE_ADMIN_DEADLINE_MS");
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s.admin", srv.sock);
+    t0 = now_ms();
+    for (int i = 0; i < N; i++) {
+        fd[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        cr_assert_eq(connect(fd[i], (struct sockaddr *)&sun, sizeof(sun)), 0, "%s",
+                     strerror(errno));
+    }
+    /* Those beyond the bound are refused at once, with a reason; the others stay until
+     * their deadline, which is after t0 + 3000. */
+    cr_assert_eq(reap(fd, N, N - KEPT, 1500, said, sizeof(said)), N - KEPT);
+    cr_assert_eq(reap(fd, N, N, 500, said, sizeof(said)), N - KEPT,
+                 "more than were refused closed early");
+    cr_assert_not_null(strstr(said, "too many admin connections"), "refused with: %s", said);
+    /* The rest at the deadline. */
+    cr_assert_eq(reap(fd, N, N, 10000, said, sizeof(said)), N);
+    cr_assert_geq(now_ms() - t0, 2900, "closed after %ld ms, before the deadline",
+                  now_ms() - t0);
+    cr_assert_eq(ds_test_log_count(&srv, "refusing an admin connection: 16 open already"), 1);
+    cr_assert_eq(ds_test_log_count(&srv, "closing an admin connection: not done after 3000 ms"),
+                 1);
+    cr_assert(ds_test_log_has(&srv, "at most 16 connections at once, 3000 ms each"));
+    cr_assert_eq(ctl("policy", out, sizeof(out)), 0, "%s", out);
     ds_test_server_stop(&srv);
 }
 

@@ -38,8 +38,11 @@ if command -v systemd-analyze >/dev/null; then
     out=$(systemd-analyze verify "$tmp/detshare@0.service" 2>&1) || fail "systemd-analyze: $out"
     [ -z "$out" ] || fail "systemd-analyze: $out"
 fi
-"$p/bin/detshare-server" --help | grep -q -- '--listen unix:PATH' || fail "server --help"
-"$p/bin/detshare-ctl" --help | grep -q 'status \[--json\]' || fail "ctl --help"
+# Through files: grep -q stops reading at its match, and a longer text then gets SIGPIPE.
+"$p/bin/detshare-server" --help >"$tmp/help" || fail "server --help exit status"
+grep -q -- '--listen unix:PATH' "$tmp/help" || fail "server --help"
+"$p/bin/detshare-ctl" --help >"$tmp/help" || fail "ctl --help exit status"
+grep -q 'status \[--json\]' "$tmp/help" || fail "ctl --help"
 
 sock=$tmp/ds.sock
 "$p/bin/detshare-server" --device sim --listen "unix:$sock" 2>"$tmp/server.log" &

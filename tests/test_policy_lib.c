@@ -1,11 +1,15 @@
-/* Policies from shared objects (sched/policy.h): loaded by path at start or at run time,
- * placing tenants as they say, switched to again by name, and refused with a reason when
- * the file is missing or speaks another ABI. */
+/* Policies from shared objects (sched/policy.h): loaded by path at start or at run time
+ * (from the --policy-dir directory), placing tenants as they say, switched to again by
+ * name, and refused with a reason when the file is missing or speaks another ABI.
+ * tests/test_policy_dir.c checks which files may be loaded at run time. */
 #include "ds_test.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct ds_test_server srv;
@@ -15,6 +19,26 @@ static int beta(void *arg)
     (void)arg;
     setenv("DETSHARE_TENANT", "beta", 1);
     return ds_test_connect() == CUDA_SUCCESS ? 0 : 1;
+}
+
+/* A policy directory holding a copy of the library at `from`, as `name`, in dir. */
+static void policy_dir_with(char *dir, size_t len, const char *from, const char *name)
+{
+    char path[256], buf[65536];
+    int in = open(from, O_RDONLY), out;
+    ssize_t n;
+
+    snprintf(dir, len, "/tmp/dspolicylib.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(chmod(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(in, 0, "%s: %s", from, strerror(errno));
+    cr_assert_geq(out, 0, "%s: %s", path, strerror(errno));
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        cr_assert_eq(write(out, buf, (size_t)n), n);
+    close(in);
+    close(out);
 }
 
 static void launch_some(void)
@@ -33,11 +57,13 @@ static void launch_some(void)
 
 Test(policy_lib, a_loaded_policy_places_tenants_and_bad_ones_are_refused)
 {
-    char args[1024], out[16384], obj[2048];
+    char args[1024], out[16384], obj[2048], dir[64];
     struct ds_test_peer peer;
 
     DS_SIM_ONLY(); /* the sim's 16 groups of 8 SMs */
-    snprintf(args, sizeof(args), "--policy %s", DS_POLICY_SO);
+    policy_dir_with(dir, sizeof(dir), DS_OLD_POLICY_SO, "old.so");
+    /* At start, a file anywhere: the operator's own command line. */
+    snprintf(args, sizeof(args), "--policy %s --policy-dir %s", DS_POLICY_SO, dir);
     ds_test_server_start(&srv, 0, args);
     cr_assert(ds_test_log_has(&srv, "policy first-half loaded from"));
     /* Forked before this process initialises: a child cannot use its parent's session. */
@@ -60,13 +86,15 @@ Test(policy_lib, a_loaded_policy_places_tenants_and_bad_ones_are_refused)
 
     cr_assert_neq(ds_test_ctl(&srv, "policy /nonexistent/policy.so", out, sizeof(out)), 0,
                   "%s", out);
-    cr_expect(ds_test_log_has(&srv, "cannot load policy /nonexistent/policy.so"));
-    snprintf(args, sizeof(args), "policy %s", DS_OLD_POLICY_SO);
+    cr_expect(ds_test_log_has(&srv, "policy /nonexistent/policy.so refused"));
+    snprintf(args, sizeof(args), "policy %s/old.so", dir);
     cr_assert_neq(ds_test_ctl(&srv, args, out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, "does not speak this server's policy ABI"), "%s", out);
     cr_expect(ds_test_log_has(&srv, "does not speak this server's policy ABI"));
     cr_assert_eq(ds_test_ctl(&srv, "policy", out, sizeof(out)), 0, "%s", out);
     cr_expect(strstr(out, "policy: first-half"), "still in force after the refusals: %s", out);
 
     ds_test_peer_leave(&peer);
     ds_test_server_stop(&srv);
+    ds_test_remove_tree(dir);
 }

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <rpc/rpc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +44,16 @@ static void make_dir(void)
     cr_assert_not_null(mkdtemp(dir));
 }
 
-/* A server whose tokens are tok-any (any tenant name) and tok-alpha (names "alpha-..."). */
+/* A server whose tokens are tok-any (any tenant name), tok-alpha (names "alpha-...") and
+ * pa55#word (names "team-h-...": a '#' inside a token is no comment). */
 static void start(void)
 {
     char path[128], args[200];
 
     make_dir();
     snprintf(path, sizeof(path), "%s/tokens", dir);
-    write_file(path, "# tenants over TCP\n\ntok-any\n  tok-alpha\talpha-   # the alpha team\n",
+    write_file(path, "# tenants over TCP\n\ntok-any\n  tok-alpha\talpha-   # the alpha team\n"
+                     "pa55#word team-h-\t#team h\n",
                0600);
     snprintf(args, sizeof(args), "--token-file %s", path);
     ds_test_server_start(&srv, 1, args);
@@ -209,6 +212,53 @@ Test(token, a_token_file_is_read)
     cr_assert_not_null(strstr(o.err, "cannot be read"), "the tenant said: %s", o.err);
 }
 
+Test(token, a_hash_inside_a_token_is_part_of_it)
+{
+    char path[128];
+    struct tenant whole = { .token = "pa55#word", .name = "team-h-1" };
+    struct tenant cut = { .token = "pa55", .name = "team-h-1" };
+    struct tenant other = { .token = "pa55#word", .name = "beta-1" };
+    struct tenant from_file = { .token_file = path, .name = "team-h-2" };
+
+    expect_served(&whole);
+    expect_refused(&cut, "unknown token");
+    expect_refused(&other, "this token is not for this tenant name");
+    /* The tenant reads its token file the same way. */
+    snprintf(path, sizeof(path), "%s/mine", dir);
+    write_file(path, "pa55#word team-h-  # mine\n", 0600);
+    expect_served(&from_file);
+}
+
+/* Write len bytes to path (the token file's own mode kept). */
+static void write_bytes(const char *path, const char *bytes, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC);
+
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, bytes, len), (ssize_t)len);
+    close(fd);
+}
+
+/* A reload that finds a bad file keeps the tokens in force and says which line is bad. */
+Test(token, a_bad_token_file_on_sighup_keeps_the_tokens_and_says_why)
+{
+    struct tenant any = { .token = "tok-any" };
+    struct tenant fresh = { .token = "tok-new" };
+    char path[128], why[200];
+
+    snprintf(path, sizeof(path), "%s/tokens", dir);
+    write_bytes(path, "tok-new\nab\0cd\n", sizeof("tok-new\nab\0cd\n") - 1);
+    cr_assert_eq(kill(srv.pid, SIGHUP), 0);
+    for (int i = 0; i < 500 && !ds_test_log_has(&srv, "SIGHUP handled"); i++)
+        usleep(10000);
+    snprintf(why, sizeof(why), "%s:2: holds a NUL byte", path);
+    cr_assert(ds_test_log_has(&srv, why), "the log does not say %s", why);
+    cr_assert(ds_test_log_has(&srv, "SIGHUP: the tokens in force stay"));
+    cr_assert_not(ds_test_log_has(&srv, "longer than"));
+    expect_served(&any);
+    expect_refused(&fresh, "unknown token");
+}
+
 /* Connect to srv's TCP port and send `bytes` (none when NULL). */
 static int raw_connect(const char *bytes)
 {
@@ -354,7 +404,8 @@ Test(token_start, tcp_without_tokens_needs_insecure)
 
 Test(token_start, bad_token_files_are_refused)
 {
-    char args[200], path[128];
+    char args[200], path[128], says[200], out[4096];
+    int fd;
 
     snprintf(path, sizeof(path), "%s/none", dir);
     snprintf(args, sizeof(args), "--token-file %s", path);
@@ -362,8 +413,18 @@ Test(token_start, bad_token_files_are_refused)
     write_file(path, "# nothing here\n\n", 0600);
     expect_start_refused(args, "holds no token");
     write_file(path, "good\nbad alpha- extra\n", 0644);
-    expect_start_refused(args, "line 2");
+    snprintf(says, sizeof(says), "%s:2: expected a token", path);
+    expect_start_refused(args, says);
     expect_start_refused(args, "is readable by others");
+    /* A NUL byte is reported as one, at its line. */
+    write_file(path, "good\n", 0600);
+    fd = open(path, O_WRONLY | O_APPEND);
+    cr_assert_eq(write(fd, "x\0y\n", 4), 4);
+    close(fd);
+    snprintf(says, sizeof(says), "%s:2: holds a NUL byte", path);
+    expect_start_refused(args, says);
+    cr_assert_eq(server_exit(args, out, sizeof(out)), 2);
+    cr_assert_null(strstr(out, "longer than"), "%s", out);
     ds_test_remove_tree(dir);
 }
 
@@ -373,6 +434,9 @@ Test(token_start, insecure_serves_tcp_without_a_token)
     struct outcome o;
 
     ds_test_server_start(&srv, 1, "--insecure");
+    cr_assert(ds_test_log_has(&srv, "--insecure: TCP listeners (tcp:127.0.0.1:"));
+    cr_assert(ds_test_log_has(&srv, "take tenants without a token"));
+    cr_assert(ds_test_log_has(&srv, "cleartext"));
     run_tenant(&t, &o);
     cr_assert_eq(o.rc, CUDA_SUCCESS, "-> %s; the tenant said: %s", ds_test_cu_name(o.rc), o.err);
     cr_assert(ds_test_log_has(&srv, "connected on tcp:127.0.0.1"));

@@ -2,9 +2,11 @@
 
 #include "detshare.h"
 #include "ds_log.h"
+#include "policy.h"
 #include "quota.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +15,34 @@
 
 /* A request is a small map; anything larger is not one. */
 #define DS_ADMIN_MAX_REQUEST (64 * 1024)
+/* detshare-ctl writes its request and reads the answer at once, so a connection still
+ * open after this long (in all, however it trickles bytes) is stuck or hostile: it would
+ * hold a descriptor the control process needs for tenants.  DETSHARE_ADMIN_DEADLINE_MS
+ * overrides it (tests use a short one). */
+#define DS_ADMIN_DEADLINE_MS 30000
+#define DS_ADMIN_DEADLINE_ENV "DETSHARE_ADMIN_DEADLINE_MS"
+/* Admin connections open at once, a bound on the descriptors they can take from tenants;
+ * an operator's scripts need a few.  More are refused. */
+#define DS_ADMIN_MAX_CONNS 16
+/* At most one log line per this long about refused or expired connections, so that a
+ * flood of them cannot flood the log too; the next line counts those not logged. */
+#define DS_ADMIN_QUIET_MS 10000
 
 struct conn {
     uv_pipe_t pipe; /* first: libuv hands back the handle */
-    struct ds_admin *a;
+    uv_timer_t deadline;
+    struct ds_admin *a; /* NULL once the admin socket is closed */
     msgpack_unpacker u;
     size_t got;
     int answered;
+    int handles; /* of pipe and deadline, not yet closed */
     struct conn *prev, *next;
+};
+
+/* A log line allowed now and then: when next_ms has come, with `missed` since the last. */
+struct quiet {
+    uint64_t next_ms;
+    unsigned missed;
 };
 
 struct ds_admin {
@@ -28,6 +50,9 @@ struct ds_admin {
     struct ds_admin_hooks hooks;
     char path[108];
     struct conn conns; /* list head */
+    int nconns;        /* open or closing: each holds a descriptor until closed */
+    unsigned deadline_ms;
+    struct quiet refused, expired;
 };
 
 struct reply {
@@ -38,18 +63,42 @@ struct reply {
 
 static void free_conn(uv_handle_t *h)
 {
-    struct conn *c = (struct conn *)h;
+    struct conn *c = h->data;
 
+    if (--c->handles > 0)
+        return;
     c->prev->next = c->next;
     c->next->prev = c->prev;
+    if (c->a != NULL)
+        c->a->nconns--;
     msgpack_unpacker_destroy(&c->u);
     free(c);
 }
 
 static void close_conn(struct conn *c)
 {
-    if (!uv_is_closing((uv_handle_t *)&c->pipe))
-        uv_close((uv_handle_t *)&c->pipe, free_conn);
+    if (uv_is_closing((uv_handle_t *)&c->pipe))
+        return;
+    uv_close((uv_handle_t *)&c->pipe, free_conn);
+    uv_close((uv_handle_t *)&c->deadline, free_conn);
+}
+
+/* 1 when a line may be logged now, with in `more` how many were not since the last
+ * (text to end it with); else 0, and this one counted. */
+static int may_log(uv_loop_t *loop, struct quiet *q, char *more, size_t len)
+{
+    uint64_t now = uv_now(loop);
+
+    if (now < q->next_ms) {
+        q->missed++;
+        return 0;
+    }
+    more[0] = '\0';
+    if (q->missed > 0)
+        snprintf(more, len, "; %u more since the last such line", q->missed);
+    q->missed = 0;
+    q->next_ms = now + DS_ADMIN_QUIET_MS;
+    return 1;
 }
 
 static void pack_str(msgpack_packer *pk, const char *s)
@@ -112,8 +161,17 @@ static void pack_error(msgpack_packer *pk, const char *why)
 
 static void pack_policy(struct ds_admin *a, msgpack_packer *pk, const char *name)
 {
-    const char *now = a->hooks.policy(a->hooks.ctx, name);
+    char why[PATH_MAX + 256];
+    const char *now;
 
+    /* A file is checked and loaded here, where the reason for a refusal can be answered;
+     * the switch then finds it by its path. */
+    if (name != NULL && strchr(name, '/') != NULL &&
+        ds_policy_admit(name, why, sizeof(why)) == NULL) {
+        pack_error(pk, why);
+        return;
+    }
+    now = a->hooks.policy(a->hooks.ctx, name);
     if (now == NULL) {
         pack_error(pk, "no such policy");
         return;
@@ -272,8 +330,10 @@ static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msg
 
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
-    char cmd[32], name[DS_NAME_MAX + 1];
+    /* A policy's name may be a file's path; a tenant's is at most DS_NAME_MAX. */
+    char cmd[32], name[PATH_MAX];
     int has_name = get_str(req, "name", name, sizeof(name)) != NULL;
+    const char *tenant = has_name && strlen(name) <= DS_NAME_MAX ? name : NULL;
 
     if (get_str(req, "cmd", cmd, sizeof(cmd)) == NULL) {
         pack_error(pk, "a request is a map with a \"cmd\" string");
@@ -283,14 +343,16 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         msgpack_pack_true(pk);
         pack_str(pk, "status");
         a->hooks.pack_status(a->hooks.ctx, pk);
+    } else if (strcmp(cmd, "policy") == 0 && lookup(req, "name") != NULL && !has_name) {
+        pack_error(pk, "a policy's \"name\" is a string: a policy's name or a file's path");
     } else if (strcmp(cmd, "policy") == 0) {
         pack_policy(a, pk, has_name ? name : NULL);
     } else if (strcmp(cmd, "tenant") == 0 && lookup(req, "phase") != NULL) {
-        pack_tenant_phase(a, req, pk, has_name ? name : NULL);
+        pack_tenant_phase(a, req, pk, tenant);
     } else if (strcmp(cmd, "tenant") == 0) {
-        pack_tenant_class(a, req, pk, has_name ? name : NULL);
+        pack_tenant_class(a, req, pk, tenant);
     } else if (strcmp(cmd, "quota") == 0) {
-        pack_quota(a, req, pk, has_name ? name : NULL);
+        pack_quota(a, req, pk, tenant);
     } else {
         pack_error(pk, "unknown command");
     }
@@ -367,15 +429,61 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     msgpack_unpacked_destroy(&r);
 }
 
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* Accept a connection only to close it (libuv stops listening until one is accepted),
+ * telling detshare-ctl why when its socket takes the answer at once. */
+static void refuse(struct ds_admin *a, uv_stream_t *server)
+{
+    uv_pipe_t *p = malloc(sizeof(*p));
+    msgpack_sbuffer buf;
+    msgpack_packer pk;
+    char more[64];
+    uv_buf_t b;
+
+    if (may_log(server->loop, &a->refused, more, sizeof(more)))
+        ds_warn("refusing an admin connection: %d open already%s", a->nconns, more);
+    if (p == NULL)
+        return;
+    uv_pipe_init(server->loop, p, 0);
+    if (uv_accept(server, (uv_stream_t *)p) == 0) {
+        msgpack_sbuffer_init(&buf);
+        msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+        pack_error(&pk, "too many admin connections open at once; try again");
+        b = uv_buf_init(buf.data, (unsigned)buf.size);
+        uv_try_write((uv_stream_t *)p, &b, 1);
+        msgpack_sbuffer_destroy(&buf);
+    }
+    uv_close((uv_handle_t *)p, free_handle);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    struct conn *c = t->data;
+    char more[64];
+
+    if (may_log(t->loop, &c->a->expired, more, sizeof(more)))
+        ds_warn("closing an admin connection: not done after %u ms%s", c->a->deadline_ms, more);
+    close_conn(c);
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct ds_admin *a = server->data;
     struct conn *c;
 
-    if (status < 0 || (c = calloc(1, sizeof(*c))) == NULL)
+    if (status < 0)
         return;
+    if (a->nconns >= DS_ADMIN_MAX_CONNS || (c = calloc(1, sizeof(*c))) == NULL) {
+        refuse(a, server);
+        return;
+    }
     if (!msgpack_unpacker_init(&c->u, 4096)) {
         free(c);
+        refuse(a, server);
         return;
     }
     c->a = a;
@@ -383,7 +491,12 @@ static void on_connection(uv_stream_t *server, int status)
     c->prev = &a->conns;
     a->conns.next->prev = c;
     a->conns.next = c;
+    a->nconns++;
+    c->handles = 2;
     uv_pipe_init(server->loop, &c->pipe, 0);
+    uv_timer_init(server->loop, &c->deadline);
+    c->pipe.data = c->deadline.data = c;
+    uv_timer_start(&c->deadline, on_deadline, a->deadline_ms, 0);
     if (uv_accept(server, (uv_stream_t *)&c->pipe) != 0 ||
         uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read) != 0)
         close_conn(c);
@@ -410,6 +523,25 @@ static int give_to_group(const char *path, gid_t group)
     return 0;
 }
 
+/* DS_ADMIN_DEADLINE_MS, or what DETSHARE_ADMIN_DEADLINE_MS says (1 ms to an hour). */
+static unsigned deadline_ms(void)
+{
+    const char *env = getenv(DS_ADMIN_DEADLINE_ENV);
+    char *end;
+    unsigned long ms;
+
+    if (env == NULL || env[0] == '\0')
+        return DS_ADMIN_DEADLINE_MS;
+    errno = 0;
+    ms = strtoul(env, &end, 10);
+    if (errno != 0 || *end != '\0' || env[0] == '-' || ms == 0 || ms > 3600ul * 1000) {
+        ds_warn("%s=%s: not a number of milliseconds up to an hour; admin connections get "
+                "%d ms", DS_ADMIN_DEADLINE_ENV, env, DS_ADMIN_DEADLINE_MS);
+        return DS_ADMIN_DEADLINE_MS;
+    }
+    return (unsigned)ms;
+}
+
 int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
                   const struct ds_admin_hooks *hooks, struct ds_admin **out)
 {
@@ -421,6 +553,7 @@ int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
         return UV_ENOMEM;
     a->hooks = *hooks;
     a->conns.next = a->conns.prev = &a->conns;
+    a->deadline_ms = deadline_ms();
     snprintf(a->path, sizeof(a->path), "%s", path);
     uv_pipe_init(loop, &a->listener, 0);
     a->listener.data = a;
@@ -443,8 +576,10 @@ int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
         uv_close((uv_handle_t *)&a->listener, free_admin);
         return rc;
     }
-    ds_info("admin socket: unix:%s%s (detshare-ctl --admin unix:%s status)", path,
-            group != (gid_t)-1 ? ", open to its group" : "", path);
+    ds_info("admin socket: unix:%s%s (detshare-ctl --admin unix:%s status); at most %d "
+            "connections at once, %u ms each", path,
+            group != (gid_t)-1 ? ", open to its group" : "", path, DS_ADMIN_MAX_CONNS,
+            a->deadline_ms);
     *out = a;
     return 0;
 }
@@ -458,6 +593,7 @@ void ds_admin_close(struct ds_admin *a)
         c->prev->next = c->next;
         c->next->prev = c->prev;
         c->next = c->prev = c;
+        c->a = NULL;
         close_conn(c);
     }
     unlink(a->path);

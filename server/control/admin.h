@@ -4,7 +4,9 @@
  * detshare-ctl is its command-line client and docs/admin.md its schema.  Requests:
  *   {"cmd": "status"}                 -> {"ok": true, "status": {...}}
  *   {"cmd": "policy"}                 -> {"ok": true, "policy": NAME, "policies": [...]}
- *   {"cmd": "policy", "name": NAME}   -> the same, after switching
+ *   {"cmd": "policy", "name": NAME}   -> the same, after switching; a NAME with a '/' is a
+ *                                        shared object's path, loaded only from the
+ *                                        --policy-dir directory (sched/policy.h)
  *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_ms": N}
  *                                     -> {"ok": true, "tenants": HOW_MANY}
  *   {"cmd": "quota"}                  -> {"ok": true, "quotas": [{"name", "memory",
@@ -14,7 +16,9 @@
  *                                        how many connected now it applies to
  *   {"cmd": "tenant", "name": NAME, "phase": "decode"|"prefill"|"auto"}
  *                                     -> {"ok": true, "tenants": HOW_MANY}
- * and {"ok": false, "error": TEXT} for anything else.
+ * and {"ok": false, "error": TEXT} for anything else.  A connection has a deadline to send
+ * its request and take the answer, and only so many may be open at once (admin.c says why
+ * and how long); more are refused with an error map, logged now and then.
  */
 #ifndef DS_ADMIN_H
 #define DS_ADMIN_H
@@ -51,7 +55,9 @@ struct ds_admin_hooks {
 };
 
 /* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and
- * owned by that group (--admin-group).  Returns 0, or a libuv error after logging. */
+ * owned by that group (--admin-group).  Each connection's deadline is read from the
+ * environment here (DETSHARE_ADMIN_DEADLINE_MS, default 30 s).  Returns 0, or a libuv
+ * error after logging. */
 int ds_admin_open(uv_loop_t *loop, const char *path, gid_t group,
                   const struct ds_admin_hooks *hooks, struct ds_admin **out);
 

@@ -4,15 +4,20 @@
 #include "quota.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #define LINE_MAX_BYTES 1024
 
-/* Where a file is being read, for its error lines. */
+/* Where a file is being read, for its error lines, and where its policy-dir goes (dir
+ * NULL: nowhere, the line is only checked). */
 struct place {
     const char *path;
     int line;
+    char *dir;
+    size_t dirlen;
+    int dirs; /* policy-dir lines so far */
 };
 
 static void drop_comment(char *line)
@@ -64,8 +69,27 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
     return 0;
 }
 
+/* "policy-dir DIR", its first word already taken.  Returns 0 or -1 after logging. */
+static int policy_dir_line(struct place *at, char *save)
+{
+    const char *dir = strtok_r(NULL, " \t\r\n", &save);
+
+    if (dir == NULL || dir[0] != '/' || strlen(dir) >= PATH_MAX ||
+        strtok_r(NULL, " \t\r\n", &save) != NULL) {
+        ds_error("%s:%d: policy-dir takes one absolute path", at->path, at->line);
+        return -1;
+    }
+    if (at->dirs++ > 0) {
+        ds_error("%s:%d: a second policy-dir", at->path, at->line);
+        return -1;
+    }
+    if (at->dir != NULL)
+        snprintf(at->dir, at->dirlen, "%s", dir);
+    return 0;
+}
+
 /* One line; returns 0 or -1 after logging. */
-static int parse_line(const struct place *at, char *line, struct ds_shm_quota *v, unsigned *n)
+static int parse_line(struct place *at, char *line, struct ds_shm_quota *v, unsigned *n)
 {
     char *save = NULL, *word;
 
@@ -75,18 +99,24 @@ static int parse_line(const struct place *at, char *line, struct ds_shm_quota *v
         return 0;
     if (strcmp(word, "quota") == 0)
         return quota_line(at, save, v, n);
-    ds_error("%s:%d: unknown directive %s (expected quota)", at->path, at->line, word);
+    if (strcmp(word, "policy-dir") == 0)
+        return policy_dir_line(at, save);
+    ds_error("%s:%d: unknown directive %s (expected quota or policy-dir)", at->path, at->line,
+             word);
     return -1;
 }
 
-int ds_config_load(const char *path, struct ds_shm_quota *v, unsigned *n)
+int ds_config_load_at_start(const char *path, struct ds_shm_quota *v, unsigned *n, char *dir,
+                            size_t dirlen)
 {
-    struct place at = { .path = path };
+    struct place at = { .path = path, .dir = dir, .dirlen = dirlen };
     char line[LINE_MAX_BYTES];
     FILE *f = fopen(path, "r");
     int bad = 0;
 
     *n = 0;
+    if (dir != NULL)
+        dir[0] = '\0';
     if (f == NULL) {
         ds_error("%s: cannot read the config file: %s", path, strerror(errno));
         return -1;
@@ -106,4 +136,9 @@ int ds_config_load(const char *path, struct ds_shm_quota *v, unsigned *n)
     }
     fclose(f);
     return bad ? -1 : 0;
+}
+
+int ds_config_load(const char *path, struct ds_shm_quota *v, unsigned *n)
+{
+    return ds_config_load_at_start(path, v, n, NULL, 0);
 }

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* A line of a token file: room for the longest token, prefix and a comment. */
+#define DS_TOKEN_LINE_MAX 1022
+
 struct token {
     unsigned char bytes[DS_TOKEN_MAX]; /* zero-padded, so every comparison is as long */
     size_t len;
@@ -46,32 +49,63 @@ static void warn_if_shared(FILE *f, const char *path)
                 (st.st_mode & S_IROTH) ? "others" : "its group");
 }
 
+/* The next line of f into buf, without its newline.  Returns 1, 0 at the end of the
+ * file, DS_ERANGE when it is longer than len - 1 bytes, DS_EINVAL at a NUL byte (which
+ * would end the line early, silently, for every string function after). */
+static int next_line(FILE *f, char *buf, size_t len)
+{
+    size_t n = 0;
+    int ch;
+
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (ch == '\0')
+            return DS_EINVAL;
+        if (n + 1 == len)
+            return DS_ERANGE;
+        buf[n++] = (char)ch;
+    }
+    buf[n] = '\0';
+    return ch != EOF || n > 0;
+}
+
+/* Line `no` of the file at path, as next_line answered (rc), into t.  Returns 0, or -1
+ * after logging why as PATH:LINE. */
+static int take_line(struct ds_tokens *t, char *line, int rc, const char *path, int no)
+{
+    char *token, *prefix;
+
+    if (rc == DS_EINVAL) {
+        ds_error("%s:%d: holds a NUL byte: a token file is text, one token per line", path, no);
+        return -1;
+    }
+    if (rc == DS_ERANGE) {
+        ds_error("%s:%d: longer than %d bytes", path, no, DS_TOKEN_LINE_MAX);
+        return -1;
+    }
+    rc = ds_token_line(line, &token, &prefix);
+    if (rc < 0) {
+        ds_error("%s:%d: expected a token of at most %d bytes, then optionally a tenant-name "
+                 "prefix of at most %d, then nothing but a comment", path, no, DS_TOKEN_MAX,
+                 DS_NAME_MAX);
+        return -1;
+    }
+    if (rc == 1 && add(t, token, prefix) != 0) {
+        ds_error("%s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
 /* Every line of f into t.  Returns 0, or -1 after logging why. */
 static int read_lines(struct ds_tokens *t, FILE *f, const char *path)
 {
-    char line[1024], *token, *prefix;
-    int no = 0, rc;
+    char line[DS_TOKEN_LINE_MAX + 1];
+    int no = 0, rc, bad = 0;
 
-    while (fgets(line, sizeof(line), f) != NULL) {
-        no++;
-        if (strchr(line, '\n') == NULL && !feof(f)) {
-            ds_error("token file %s, line %d: longer than %zu bytes", path, no,
-                     sizeof(line) - 2);
-            return -1;
-        }
-        rc = ds_token_line(line, &token, &prefix);
-        if (rc < 0) {
-            ds_error("token file %s, line %d: expected a token of at most %d bytes, then "
-                     "optionally a tenant-name prefix of at most %d", path, no,
-                     DS_TOKEN_MAX, DS_NAME_MAX);
-            return -1;
-        }
-        if (rc == 1 && add(t, token, prefix) != 0) {
-            ds_error("token file %s: out of memory", path);
-            return -1;
-        }
-    }
-    return 0;
+    while (!bad && (rc = next_line(f, line, sizeof(line))) != 0)
+        bad = take_line(t, line, rc, path, ++no) != 0;
+    explicit_bzero(line, sizeof(line));
+    return bad ? -1 : 0;
 }
 
 struct ds_tokens *ds_tokens_load(const char *path)
@@ -95,7 +129,8 @@ struct ds_tokens *ds_tokens_load(const char *path)
     }
     if (ok && t->n == 0) {
         ds_error("token file %s holds no token (one per line, then optionally a tenant-name "
-                 "prefix; '#' starts a comment)", path);
+                 "prefix; '#' at the start of a line or after a blank starts a comment)",
+                 path);
         ok = 0;
     }
     fclose(f);
