@@ -17,13 +17,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 15
+#define DS_SHM_VERSION 16
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
 #define DS_SHM_IPC_BLOB 64
 /* SM-group sets remembered for warm executors (hot_groups). */
 #define DS_SHM_HOT 4
+/* What one executor may hold in host memory for its tenant's pending calls, unless the
+ * server says otherwise (host_limit). */
+#define DS_SHM_HOST_LIMIT (1ull << 30)
 /* Quota rules the control process publishes (server/quota.h). */
 #define DS_SHM_QUOTAS 64
 
@@ -114,6 +117,15 @@ struct ds_shm_slot {
      * error is counted at that call, not again at the synchronous call that returns it). */
     atomic_uint_fast64_t calls[DS_PROC_MAX + 1];
     atomic_uint_fast64_t errors[DS_PROC_MAX + 1];
+    /* The quota rule the tenant falls under (ds_quota_key of its name), 0 for none:
+     * every slot with the same key shares the rule's memory limit (server/quota.h).
+     * Written by the executor at the hello and when it sees the rules change, and by
+     * the control process as it publishes rules, so a tenant that allocates nothing
+     * still counts under a rule made after it connected. */
+    atomic_uint_fast64_t quota_key;
+    /* Host memory the executor holds for the tenant's calls: large records being read
+     * and calls held behind the gate (server/exec/account.h), against host_limit. */
+    atomic_uint_fast64_t host_bytes;
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's
@@ -142,6 +154,8 @@ struct ds_shm_quota {
     uint32_t klass;             /* enum ds_quota_class: the class the tenant gets,
                                  * whatever its hello claims */
     uint32_t reserved;
+    uint32_t uid;               /* with has_uid: the Unix user the rule is bound to */
+    uint32_t has_uid;
 };
 
 struct ds_shm {
@@ -169,7 +183,12 @@ struct ds_shm {
     /* SM-group sets the control process bound tenants to lately, newest last (0: none):
      * warm executors make their contexts before a tenant needs one (server/exec/binder.h). */
     atomic_uint_fast64_t hot_groups[DS_SHM_HOT];
-    uint64_t reserved[4];
+    /* Host memory an executor may hold for its tenant's pending calls, and all
+     * executors together (slot host_bytes), in bytes; 0: no limit.  Set by the control
+     * process before any tenant connects (ds_shm_create's defaults otherwise). */
+    uint64_t host_limit;
+    uint64_t host_total;
+    uint64_t reserved[2];
     /* The quota rules, written only by the control process under a sequence lock:
      * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */
     atomic_uint quota_seq;
@@ -202,6 +221,16 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx);
  * adds first and backs out if the sum went over. */
 int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size);
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
+
+/* The default host_total: half the machine's memory, and no less than
+ * DS_SHM_HOST_LIMIT. */
+uint64_t ds_shm_default_host_total(void);
+
+/* Account size bytes of host memory to slot idx's executor (its host_bytes).  Returns 0,
+ * or DS_ENOMEM when that takes the slot past host_limit or all slots together past
+ * host_total; concurrent reservations never overcommit, as with ds_shm_sim_reserve. */
+int ds_shm_host_reserve(struct ds_shm *shm, int idx, uint64_t size);
+void ds_shm_host_release(struct ds_shm *shm, int idx, uint64_t size);
 
 /* Ask slot idx's executor to run on SM groups `groups` from its next kernel on (and
  * wake whoever waits in ds_shm_bind_wait); `groups` joins hot_groups. */
