@@ -69,13 +69,19 @@ Test(host_bound, a_record_past_what_all_executors_may_hold_is_refused)
     cr_expect(ds_test_log_has(&srv, "or 50331648 for all"));
 }
 
-Test(host_bound_args, bad_limits_refuse_to_start)
+Test(host_bound_args, a_bad_limit_refuses_to_start_and_says_why)
 {
-    char cmd[256];
+    char cmd[256], out[4096];
+    size_t n;
+    FILE *p;
     int status;
 
-    snprintf(cmd, sizeof(cmd), "%s --device sim --tenant-host-memory lots >/dev/null 2>&1",
-             DS_SERVER_BIN);
-    status = system(cmd);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status 0x%x", status);
+    snprintf(cmd, sizeof(cmd), "%s --device sim --tenant-host-memory lots 2>&1", DS_SERVER_BIN);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    status = pclose(p);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 2, "status 0x%x: %s", status, out);
+    cr_expect(strstr(out, "--tenant-host-memory takes a size (1GiB, 512MiB) or none"), "%s", out);
 }
