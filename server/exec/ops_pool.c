@@ -57,26 +57,19 @@ static struct vpool *pool_of(struct ds_tenant *t, uint64_t h)
     return p != NULL && !p->destroyed ? p : NULL;
 }
 
-/* What all the tenant's pools hold, as counted. */
-static uint64_t pools_reserved(struct ds_tenant *t)
+/* Count what pool p holds of the device now, in place of its last count and of `asked`,
+ * what the quota was asked for ahead of the call.  A pool whose size cannot be read
+ * keeps its last count.  The sum stays in the account: no walk over the tenant's
+ * handles on the allocation path. */
+static void recount(struct ds_tenant *t, struct vpool *p, uint64_t asked)
 {
-    uint32_t cur = 0;
-    uint64_t h, sum = 0;
+    uint64_t now = p->reserved;
 
-    while ((h = ds_handles_next(&t->h, DS_H_POOL, &cur)) != 0)
-        sum += ((struct vpool *)ds_handles_get(&t->h, h, DS_H_POOL))->reserved;
-    return sum;
-}
-
-/* Count what pool p holds of the device now, in place of whatever the quota was asked
- * for before.  A pool whose size cannot be read keeps its last count. */
-static void recount(struct ds_tenant *t, struct vpool *p)
-{
-    uint64_t now = 0;
-
-    if (t->ops->pool_attr(t->be, p->real, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0, &now) == 0)
-        p->reserved = now;
-    ds__account_set(&t->acct, DS_MEM_POOL, pools_reserved(t));
+    if (t->ops->pool_attr(t->be, p->real, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0, &now) != 0)
+        now = p->reserved;
+    ds__account_set(&t->acct, DS_MEM_POOL,
+                    t->acct.used[DS_MEM_POOL] - asked - p->reserved + now);
+    p->reserved = now;
 }
 
 static void drop(struct ds_tenant *t, uint64_t h)
@@ -84,8 +77,8 @@ static void drop(struct ds_tenant *t, uint64_t h)
     struct vpool *p = ds_handles_remove(&t->h, h, DS_H_POOL);
 
     t->ops->pool_destroy(t->be, p->real);
+    ds__account_set(&t->acct, DS_MEM_POOL, t->acct.used[DS_MEM_POOL] - p->reserved);
     free(p);
-    ds__account_set(&t->acct, DS_MEM_POOL, pools_reserved(t));
 }
 
 void ds__ops_pool_reclaim(void *tenant)
@@ -100,7 +93,7 @@ void ds__ops_pool_reclaim(void *tenant)
         if (p->reserved == 0)
             continue;
         t->ops->pool_trim(t->be, p->real, 0);
-        recount(t, p);
+        recount(t, p, 0);
     }
 }
 
@@ -289,7 +282,7 @@ CUresult ds__ops_pool_attr(struct ds_tenant *t, const ds_pool_attr_args *a, ds_h
     r->ds_hyper_res_u.value = a->value;
     rc = ds_error_to_cu(t->ops->pool_attr(t->be, p->real, a->attr, a->set != 0,
                                           &r->ds_hyper_res_u.value));
-    recount(t, p);
+    recount(t, p, 0);
     return rc;
 }
 
@@ -302,7 +295,7 @@ CUresult ds__ops_pool_trim(struct ds_tenant *t, const ds_pool_trim_args *a, ds_v
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     rc = ds_error_to_cu(t->ops->pool_trim(t->be, p->real, a->keep));
-    recount(t, p);
+    recount(t, p, 0);
     return rc;
 }
 
@@ -383,7 +376,7 @@ static CUresult alloc_submit(struct ds_tenant *t, uint64_t h, struct vpool *p, u
         t->ops->pool_free(t->be, p->real, e.base, s);
         err = err == DS_ENOMEM ? err : DS_EDEVICE;
     }
-    recount(t, p);
+    recount(t, p, size);
     if (err != 0)
         return ds_error_to_cu(err);
     p->live++;
@@ -407,7 +400,7 @@ static CUresult free_submit(struct ds_tenant *t, const struct ds_memtab_entry *e
     if (--p->live == 0 && p->destroyed)
         drop(t, gone.owner);
     else
-        recount(t, p);
+        recount(t, p, 0);
     return ds_error_to_cu(err);
 }
 
