@@ -60,7 +60,7 @@ static void publish(struct ds_account *a, enum ds_mem_kind k)
     struct ds_shm_slot *s = slot_of(a);
 
     atomic_store_explicit(&s->mem_kind[k], a->used[k], memory_order_relaxed);
-    atomic_store(&s->mem_used, a->total);
+    atomic_store_explicit(&s->mem_used, a->total, memory_order_relaxed);
 }
 
 /* Device memory of every live tenant under the tenant's rule, its own included. */
