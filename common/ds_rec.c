@@ -10,6 +10,7 @@
 #define LAST_FRAG 0x80000000u
 #define FRAG_MAX 0x7fffffffu /* a fragment's length has 31 bits */
 #define MARK 4u              /* bytes of a fragment's mark */
+#define GRANT_STEP (1u << 20) /* the least a budget's grant is asked for */
 
 struct rec {
     void *h;
@@ -26,6 +27,12 @@ struct rec {
     uint32_t fleft;
     int last;
     struct ds_rec_stats st;
+    /* The budget (ds_rec_budget), of the record being decoded: taken of it, allowed
+     * (free_bytes and what grant gave), granted. */
+    ds_rec_grant_fn grant;
+    void *gh;
+    size_t free_bytes, taken, allowed, granted;
+    int refused;
 };
 
 static void put_mark(struct rec *r, size_t at, size_t len, int last)
@@ -182,6 +189,28 @@ static bool_t next_fragment(struct rec *r)
     return TRUE;
 }
 
+/* Take k more bytes of the record, asking the budget's grant when they pass it. */
+static bool_t admit(struct rec *r, size_t k)
+{
+    size_t need;
+
+    if (r->grant == NULL)
+        return TRUE;
+    if (k > r->allowed - r->taken) {
+        need = k - (r->allowed - r->taken);
+        if (need < GRANT_STEP)
+            need = GRANT_STEP;
+        if (r->refused || r->grant(r->gh, need) != 0) {
+            r->refused = 1;
+            return FALSE;
+        }
+        r->allowed += need;
+        r->granted += need;
+    }
+    r->taken += k;
+    return TRUE;
+}
+
 /* The record's next len bytes into p (NULL: dropped); FALSE past its end. */
 static bool_t get_record(struct rec *r, unsigned char *p, size_t len)
 {
@@ -194,7 +223,7 @@ static bool_t get_record(struct rec *r, unsigned char *p, size_t len)
             continue;
         }
         k = len < r->fleft ? len : r->fleft;
-        if (!get_raw(r, p, k))
+        if (!admit(r, k) || !get_raw(r, p, k))
             return FALSE;
         r->fleft -= (uint32_t)k;
         len -= k;
@@ -239,6 +268,9 @@ bool_t ds_rec_skiprecord(XDR *x)
     if (!drop_record(r))
         return FALSE;
     r->last = 0;
+    r->taken = r->granted = 0;
+    r->allowed = r->free_bytes;
+    r->refused = 0;
     return TRUE;
 }
 
@@ -259,6 +291,30 @@ int ds_rec_fill(XDR *x)
 void ds_rec_stats(XDR *x, struct ds_rec_stats *out)
 {
     *out = ((struct rec *)x->x_private)->st;
+}
+
+void ds_rec_budget(XDR *x, size_t free_bytes, ds_rec_grant_fn grant, void *h)
+{
+    struct rec *r = x->x_private;
+
+    r->grant = grant;
+    r->gh = h;
+    r->free_bytes = r->allowed = free_bytes;
+}
+
+size_t ds_rec_taken(XDR *x)
+{
+    return ((struct rec *)x->x_private)->taken;
+}
+
+size_t ds_rec_granted(XDR *x)
+{
+    return ((struct rec *)x->x_private)->granted;
+}
+
+int ds_rec_refused(XDR *x)
+{
+    return ((struct rec *)x->x_private)->refused;
 }
 
 /* Positions are not kept: nothing that runs over a record stream asks for them. */

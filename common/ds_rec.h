@@ -59,4 +59,27 @@ int ds_rec_fill(XDR *x);
 /* The counts so far. */
 void ds_rec_stats(XDR *x, struct ds_rec_stats *out);
 
+/* Asked before a record being decoded takes n more bytes past its budget: returns 0 to
+ * let them in, anything else to refuse them. */
+typedef int (*ds_rec_grant_fn)(void *h, size_t n);
+
+/*
+ * Bound what a record may make its decoder hold: each record may take free_bytes, then
+ * grant(h, n) is asked for more (n at least a MiB, to ask seldom) before they are read.
+ * A refusal fails the read, which fails the decoder; ds_rec_refused then says why, and the
+ * record's unread rest is dropped unread into memory when the next one starts.  What
+ * was granted is the caller's to give back: ds_rec_granted says how much.  Bytes read
+ * in place from the stream's own buffer (x_inline) take nothing.
+ */
+void ds_rec_budget(XDR *x, size_t free_bytes, ds_rec_grant_fn grant, void *h);
+
+/* Bytes of the record being decoded taken so far. */
+size_t ds_rec_taken(XDR *x);
+
+/* Bytes granted to the record being decoded so far. */
+size_t ds_rec_granted(XDR *x);
+
+/* 1 when a grant was refused in the record being decoded. */
+int ds_rec_refused(XDR *x);
+
 #endif

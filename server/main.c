@@ -39,9 +39,15 @@ static void usage(FILE *f)
             "                          the GPU; traffic is never encrypted\n"
             "  --sim-sms N             sim device: SM count (default 132)\n"
             "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512MiB (default 80G)\n"
+            "  --tenant-host-memory SIZE|none  host memory an executor may hold for its\n"
+            "                          tenant's pending calls (large records, calls held\n"
+            "                          at its gate) before refusing them (default 1GiB)\n"
+            "  --host-memory SIZE|none the same for all executors together (default half\n"
+            "                          the machine's memory)\n"
             "  --config PATH           quotas by tenant name, one per line:\n"
             "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
             "                                  kernel-time=PCT class=CLASS isolation=DOMAIN\n"
+            "                                  uid=UID\n"
             "                          and optionally a line policy-dir DIR\n"
             "                          read at start and again on SIGHUP, which also reads\n"
             "                          --token-file again (docs/admin.md)\n"
@@ -318,6 +324,16 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
     return rc;
 }
 
+/* A host memory limit: a size, or none (0). */
+static int host_size(const char *arg, uint64_t *out)
+{
+    if (strcmp(arg, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    return ds_quota_parse_size(arg, out);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -326,6 +342,8 @@ int main(int argc, char **argv)
         { "listen", required_argument, NULL, 'l' },
         { "sim-sms", required_argument, NULL, 's' },
         { "sim-memory", required_argument, NULL, 'm' },
+        { "tenant-host-memory", required_argument, NULL, 'H' },
+        { "host-memory", required_argument, NULL, 'T' },
         { "spin-us", required_argument, NULL, 'u' },
         { "mps", required_argument, NULL, 'M' },
         { "mps-dir", required_argument, NULL, 'D' },
@@ -344,6 +362,8 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
+                                   .host_limit = DS_SHM_HOST_LIMIT,
+                                   .host_total = ds_shm_default_host_total(),
                                    .warm = 1, .policy = &ds_policy_slo_aware,
                                    .admin_gid = (gid_t)-1, .isolation = DS_ISO_SHARED,
                                    .quarantine_ns = 600ull * 1000000000ull };
@@ -383,6 +403,14 @@ int main(int argc, char **argv)
         case 'm':
             if (ds_quota_parse_size(optarg, &cfg.sim_memory) != 0) {
                 fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
+                return 2;
+            }
+            break;
+        case 'H':
+        case 'T':
+            if (host_size(optarg, c == 'H' ? &cfg.host_limit : &cfg.host_total) != 0) {
+                fprintf(stderr, "detshare-server: --%s takes a size (1GiB, 512MiB) or none\n",
+                        c == 'H' ? "tenant-host-memory" : "host-memory");
                 return 2;
             }
             break;

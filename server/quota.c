@@ -90,6 +90,25 @@ static const char *set_class(const char *v, struct ds_shm_quota *q)
     return NULL;
 }
 
+/* A Unix user id, or none.  uid=0 binds a rule to root like any other user. */
+static const char *set_uid(const char *v, struct ds_shm_quota *q)
+{
+    char *end;
+    unsigned long uid;
+
+    if (strcmp(v, "none") == 0) {
+        q->uid = 0;
+        q->has_uid = 0;
+        return NULL;
+    }
+    uid = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || uid >= UINT32_MAX)
+        return "uid= takes a Unix user id (a number) or none";
+    q->uid = (uint32_t)uid;
+    q->has_uid = 1;
+    return NULL;
+}
+
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which)
 {
     if (strncmp(kv, "memory=", 7) == 0) {
@@ -118,8 +137,12 @@ const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *w
                    ? NULL
                    : "isolation= takes shared, own, or default (the server's --isolation)";
     }
-    return "expected memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS or "
-           "isolation=DOMAIN";
+    if (strncmp(kv, "uid=", 4) == 0) {
+        *which = DS_QUOTA_UID;
+        return set_uid(kv + 4, q);
+    }
+    return "expected memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS, "
+           "isolation=DOMAIN or uid=UID";
 }
 
 int ds_quota_parse_isolation(const char *v, uint32_t *out)
@@ -143,7 +166,7 @@ const char *ds_quota_isolation_name(uint32_t isolation)
 int ds_quota_empty(const struct ds_shm_quota *q)
 {
     return q->memory == 0 && q->sm_share == 0 && q->kernel_time == 0 &&
-           q->klass == DS_QUOTA_CLAIMED && q->isolation == DS_ISO_UNSET;
+           q->klass == DS_QUOTA_CLAIMED && q->isolation == DS_ISO_UNSET && !q->has_uid;
 }
 
 int ds_quota_class_of(const struct ds_shm_quota *q, int claimed)
@@ -177,6 +200,67 @@ const struct ds_shm_quota *ds_quota_match(const struct ds_shm_quota *v, unsigned
     return best;
 }
 
+/* Of the rules bound to uid, the one that fits `name` best, else the first by name. */
+static const struct ds_shm_quota *match_bound(const struct ds_shm_quota *v, unsigned n,
+                                              const char *name, uint32_t uid)
+{
+    const struct ds_shm_quota *best = NULL;
+    size_t best_fit = 0, f;
+
+    for (unsigned i = 0; i < n; i++) {
+        if (!v[i].has_uid || v[i].uid != uid)
+            continue;
+        f = fit(v[i].name, name);
+        if (best == NULL || f > best_fit ||
+            (f == best_fit && strcmp(v[i].name, best->name) < 0)) {
+            best = &v[i];
+            best_fit = f;
+        }
+    }
+    return best;
+}
+
+const struct ds_shm_quota *ds_quota_match_uid(const struct ds_shm_quota *v, unsigned n,
+                                              const char *name, long uid)
+{
+    const struct ds_shm_quota *q = uid >= 0 ? match_bound(v, n, name, (uint32_t)uid) : NULL;
+
+    return q != NULL ? q : ds_quota_match(v, n, name);
+}
+
+const struct ds_shm_quota *ds_quota_match_slot(const struct ds_shm_quota *v, unsigned n,
+                                               const struct ds_shm_slot *s)
+{
+    if (s->tenant[0] == '\0')
+        return NULL;
+    return ds_quota_match_uid(v, n, s->tenant, s->peer_pid != 0 ? (long)s->peer_uid : -1);
+}
+
+/* FNV-1a: rules are few, and a collision only makes two of them share a limit. */
+uint64_t ds_quota_key(const struct ds_shm_quota *q)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    if (q == NULL || q->name[0] == '\0')
+        return 0;
+    for (const char *c = q->name; *c != '\0'; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h != 0 ? h : 1;
+}
+
+/* After the rules changed: the rule each named tenant now falls under.  An executor that
+ * read the old rules at its hello sees the change and writes its key again. */
+static void rekey(struct ds_shm *shm)
+{
+    for (uint32_t i = 0; i < shm->nslots; i++) {
+        struct ds_shm_slot *s = &shm->slots[i];
+
+        if (atomic_load(&s->state) != 0)
+            atomic_store(&s->quota_key,
+                         ds_quota_key(ds_quota_match_slot(shm->quotas, shm->nquotas, s)));
+    }
+}
+
 void ds_quota_publish(struct ds_shm *shm, const struct ds_shm_quota *v, unsigned n)
 {
     unsigned seq = atomic_load_explicit(&shm->quota_seq, memory_order_relaxed);
@@ -187,9 +271,11 @@ void ds_quota_publish(struct ds_shm *shm, const struct ds_shm_quota *v, unsigned
     memcpy(shm->quotas, v, (size_t)n * sizeof(*v));
     shm->nquotas = n;
     atomic_store_explicit(&shm->quota_seq, seq + 2, memory_order_release);
+    rekey(shm);
 }
 
-unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, struct ds_shm_quota *out)
+unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, long uid,
+                         struct ds_shm_quota *out)
 {
     const struct ds_shm_quota *q;
     unsigned seq;
@@ -200,7 +286,8 @@ unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, struct ds_shm_quo
             sched_yield();
             continue;
         }
-        q = ds_quota_match(shm->quotas, shm->nquotas <= DS_SHM_QUOTAS ? shm->nquotas : 0, name);
+        q = ds_quota_match_uid(shm->quotas, shm->nquotas <= DS_SHM_QUOTAS ? shm->nquotas : 0,
+                               name, uid);
         if (q != NULL)
             *out = *q;
         else

@@ -32,6 +32,7 @@ enum {
     DS_QUOTA_KERNEL_TIME = 4,
     DS_QUOTA_CLASS = 8,
     DS_QUOTA_ISOLATION = 16,
+    DS_QUOTA_UID = 32,
 };
 
 /* "shared", "own", or "default" (also "none": not set by the rule) -> enum ds_isolation.
@@ -54,21 +55,41 @@ int ds_quota_class_of(const struct ds_shm_quota *q, int claimed);
 
 /* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none,
  * kernel-time=PCT|none (PCT 1..100), class=latency|best-effort|claimed,
- * isolation=shared|own|default.  Returns NULL and sets *which to the limit's bit,
+ * isolation=shared|own|default, uid=N|none.  Returns NULL and sets *which to the limit's bit,
  * or returns why the setting is refused (static text). */
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which);
 
-/* The rule of v[0..n) that applies to tenant `name`, or NULL. */
+/* The rule of v[0..n) that applies to tenant `name`, by its name alone, or NULL. */
 const struct ds_shm_quota *ds_quota_match(const struct ds_shm_quota *v, unsigned n,
                                           const char *name);
 
-/* Replace the rules in the control block by v[0..n), n <= DS_SHM_QUOTAS.  Control
- * process only. */
+/*
+ * The rule of v[0..n) that applies to tenant `name` of Unix user uid (-1: unknown, a TCP
+ * tenant), or NULL.  Rules bound to the tenant's uid (uid=) come first, whatever name it
+ * claims: of those, the one that fits its name best, else the one whose name sorts
+ * first.  Without one, the name decides, as ds_quota_match.
+ */
+const struct ds_shm_quota *ds_quota_match_uid(const struct ds_shm_quota *v, unsigned n,
+                                              const char *name, long uid);
+
+/* The rule of v[0..n) that applies to the tenant in slot s (ds_quota_match_uid with its
+ * peer uid), or NULL, also until its hello has named it. */
+const struct ds_shm_quota *ds_quota_match_slot(const struct ds_shm_quota *v, unsigned n,
+                                               const struct ds_shm_slot *s);
+
+/* The key of rule q (NULL: none) in slots' quota_key: 0 for none, else a hash of its
+ * name, which names one rule. */
+uint64_t ds_quota_key(const struct ds_shm_quota *q);
+
+/* Replace the rules in the control block by v[0..n), n <= DS_SHM_QUOTAS, and every named
+ * tenant's quota_key by its rule's under them.  Control process only. */
 void ds_quota_publish(struct ds_shm *shm, const struct ds_shm_quota *v, unsigned n);
 
-/* The rule that applies to `name` in the control block, into *out (all zero: none).
- * Returns the rules' sequence number it was read at, which ds_quota_changed compares. */
-unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, struct ds_shm_quota *out);
+/* The rule that applies to `name` of Unix user uid (-1: unknown; ds_quota_match_uid) in
+ * the control block, into *out (all zero: none).  Returns the rules' sequence number it
+ * was read at, which ds_quota_changed compares. */
+unsigned ds_quota_lookup(struct ds_shm *shm, const char *name, long uid,
+                         struct ds_shm_quota *out);
 
 /* 1 when the rules were republished since the lookup that returned `seq`: one atomic
  * load, for the allocation path. */

@@ -22,6 +22,14 @@ static struct ds_shm *map_fd(int fd)
     return p == MAP_FAILED ? NULL : p;
 }
 
+uint64_t ds_shm_default_host_total(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+
+    return half > DS_SHM_HOST_LIMIT ? half : DS_SHM_HOST_LIMIT;
+}
+
 struct ds_shm *ds_shm_create(uint64_t sim_mem_total, int *fd)
 {
     struct ds_shm *shm = NULL;
@@ -39,6 +47,8 @@ struct ds_shm *ds_shm_create(uint64_t sim_mem_total, int *fd)
     shm->version = DS_SHM_VERSION;
     shm->nslots = DS_SHM_SLOTS;
     shm->sim_mem_total = sim_mem_total;
+    shm->host_limit = DS_SHM_HOST_LIMIT;
+    shm->host_total = ds_shm_default_host_total();
     return shm;
 }
 
@@ -107,6 +117,8 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
         atomic_store(&s->stamps[i].at_ns, 0);
     }
     atomic_store(&s->stamps_off, 0);
+    atomic_store(&s->quota_key, 0);
+    atomic_store(&s->host_bytes, 0);
     s->pid = 0;
     s->peer_pid = 0;
     s->peer_uid = 0;
@@ -230,4 +242,26 @@ int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size)
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size)
 {
     atomic_fetch_sub(&shm->slots[idx].sim_mem_used, size);
+}
+
+int ds_shm_host_reserve(struct ds_shm *shm, int idx, uint64_t size)
+{
+    atomic_uint_fast64_t *mine = &shm->slots[idx].host_bytes;
+    uint64_t had = atomic_load(mine), sum = 0;
+
+    if (shm->host_limit != 0 && (size > shm->host_limit || had > shm->host_limit - size))
+        return DS_ENOMEM;
+    atomic_fetch_add(mine, size);
+    for (uint32_t i = 0; i < shm->nslots && shm->host_total != 0; i++)
+        sum += atomic_load(&shm->slots[i].host_bytes);
+    if (sum > shm->host_total) {
+        atomic_fetch_sub(mine, size);
+        return DS_ENOMEM;
+    }
+    return 0;
+}
+
+void ds_shm_host_release(struct ds_shm *shm, int idx, uint64_t size)
+{
+    atomic_fetch_sub(&shm->slots[idx].host_bytes, size);
 }

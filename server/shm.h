@@ -24,6 +24,9 @@
 #define DS_SHM_IPC_BLOB 64
 /* SM-group sets remembered for warm executors (hot_groups). */
 #define DS_SHM_HOT 4
+/* What one executor may hold in host memory for its tenant's pending calls, unless the
+ * server says otherwise (host_limit). */
+#define DS_SHM_HOST_LIMIT (1ull << 30)
 /* Quota rules the control process publishes (server/quota.h). */
 #define DS_SHM_QUOTAS 64
 
@@ -127,6 +130,15 @@ struct ds_shm_slot {
     atomic_uint_fast64_t fault_ns;
     /* The id of the tenant whose fault cost this one its context (0: none, or not known). */
     atomic_uint_fast64_t lost_to;
+    /* The quota rule the tenant falls under (ds_quota_key of its name), 0 for none:
+     * every slot with the same key shares the rule's memory limit (server/quota.h).
+     * Written by the executor at the hello and when it sees the rules change, and by
+     * the control process as it publishes rules, so a tenant that allocates nothing
+     * still counts under a rule made after it connected. */
+    atomic_uint_fast64_t quota_key;
+    /* Host memory the executor holds for the tenant's calls: large records being read
+     * and calls held behind the gate (server/exec/account.h), against host_limit. */
+    atomic_uint_fast64_t host_bytes;
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's
@@ -166,6 +178,8 @@ struct ds_shm_quota {
     uint32_t klass;             /* enum ds_quota_class: the class the tenant gets,
                                  * whatever its hello claims */
     uint32_t isolation;         /* enum ds_isolation: the tenant's fault domain */
+    uint32_t uid;               /* with has_uid: the Unix user the rule is bound to */
+    uint32_t has_uid;
 };
 
 struct ds_shm {
@@ -200,7 +214,12 @@ struct ds_shm {
     atomic_uint shared_faults;
     atomic_uint_fast64_t shared_fault_by;
     char shared_fault_name[DS_NAME_MAX + 1];
-    uint64_t reserved[4];
+    /* Host memory an executor may hold for its tenant's pending calls, and all
+     * executors together (slot host_bytes), in bytes; 0: no limit.  Set by the control
+     * process before any tenant connects (ds_shm_create's defaults otherwise). */
+    uint64_t host_limit;
+    uint64_t host_total;
+    uint64_t reserved[2];
     /* The quota rules, written only by the control process under a sequence lock:
      * quota_seq is odd while they are rewritten (ds_quota_publish, ds_quota_lookup). */
     atomic_uint quota_seq;
@@ -233,6 +252,16 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx);
  * adds first and backs out if the sum went over. */
 int ds_shm_sim_reserve(struct ds_shm *shm, int idx, uint64_t size);
 void ds_shm_sim_release(struct ds_shm *shm, int idx, uint64_t size);
+
+/* The default host_total: half the machine's memory, and no less than
+ * DS_SHM_HOST_LIMIT. */
+uint64_t ds_shm_default_host_total(void);
+
+/* Account size bytes of host memory to slot idx's executor (its host_bytes).  Returns 0,
+ * or DS_ENOMEM when that takes the slot past host_limit or all slots together past
+ * host_total; concurrent reservations never overcommit, as with ds_shm_sim_reserve. */
+int ds_shm_host_reserve(struct ds_shm *shm, int idx, uint64_t size);
+void ds_shm_host_release(struct ds_shm *shm, int idx, uint64_t size);
 
 /* Ask slot idx's executor to run on SM groups `groups` from its next kernel on (and
  * wake whoever waits in ds_shm_bind_wait); `groups` joins hot_groups. */

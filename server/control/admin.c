@@ -266,6 +266,25 @@ static int get_word(const msgpack_object *req, const char *key, struct ds_shm_qu
     return ds_quota_setting(kv, q, &which) == NULL ? 1 : -1;
 }
 
+/* The quota request's "uid": 1 and q's uid set when it gives one (nil: none), 0 when
+ * absent, -1 when it is anything else.  Uid 0 is root's, a user like any other. */
+static int get_uid(const msgpack_object *req, struct ds_shm_quota *q)
+{
+    const msgpack_object *v = lookup(req, "uid");
+
+    if (v == NULL)
+        return 0;
+    if (v->type == MSGPACK_OBJECT_NIL) {
+        q->has_uid = 0;
+        return 1;
+    }
+    if (v->type != MSGPACK_OBJECT_POSITIVE_INTEGER || v->via.u64 >= UINT32_MAX)
+        return -1;
+    q->uid = (uint32_t)v->via.u64;
+    q->has_uid = 1;
+    return 1;
+}
+
 /* List the quota rules, or change one by name. */
 static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
                        const char *name)
@@ -275,7 +294,7 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
     int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
     int has_ktime = get_limit(req, "kernel_time", 100, &ktime);
-    int has_class = get_word(req, "class", &q);
+    int has_class = get_word(req, "class", &q), has_uid = get_uid(req, &q);
     int has_isolation = get_word(req, "isolation", &q);
     const char *why;
 
@@ -284,12 +303,13 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
         return;
     }
     if (!ds_quota_name_ok(name) || has_memory < 0 || has_share < 0 || has_ktime < 0 ||
-        has_class < 0 || has_isolation < 0 ||
-        has_memory + has_share + has_ktime + has_class + has_isolation == 0) {
+        has_class < 0 || has_isolation < 0 || has_uid < 0 ||
+        has_memory + has_share + has_ktime + has_class + has_isolation + has_uid == 0) {
         pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
                        "in '*'), and \"memory\" (bytes), \"sm_share\" or \"kernel_time\" "
                        "(1-100), nil for no limit, \"class\" (latency, best-effort, "
-                       "claimed) or \"isolation\" (shared, own, default)");
+                       "claimed), \"isolation\" (shared, own, default) or \"uid\" (a Unix "
+                       "user id, nil for none)");
         return;
     }
     snprintf(q.name, sizeof(q.name), "%s", name);
@@ -301,7 +321,8 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
                                  (has_share ? DS_QUOTA_SM_SHARE : 0u) |
                                  (has_ktime ? DS_QUOTA_KERNEL_TIME : 0u) |
                                  (has_class ? DS_QUOTA_CLASS : 0u) |
-                                 (has_isolation ? DS_QUOTA_ISOLATION : 0u),
+                                 (has_isolation ? DS_QUOTA_ISOLATION : 0u) |
+                                 (has_uid ? DS_QUOTA_UID : 0u),
                              &tenants);
     if (why != NULL)
         pack_error(pk, why);

@@ -51,7 +51,7 @@ static int quota_line(const struct place *at, char *save, struct ds_shm_quota *v
         settings++;
     }
     if (settings == 0) {
-        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS)", at->path,
+        ds_error("%s:%d: quota %s sets nothing (memory=SIZE, sm-share=PCT, kernel-time=PCT, class=CLASS, uid=UID)", at->path,
                  at->line, name);
         return -1;
     }

@@ -24,6 +24,9 @@ struct ds_server_config {
     int gpu;
     int sim_sms;
     uint64_t sim_memory;
+    /* Host memory an executor may hold for its tenant's pending calls, and all of them
+     * together (shm.h host_limit, host_total); 0: no limit. */
+    uint64_t host_limit, host_total;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
     int warm;         /* executors kept started ahead of tenants, 0..DS_MAX_WARM */
     const struct ds_policy *policy; /* at start; detshare-ctl may switch it */

@@ -22,8 +22,10 @@ static int usage(FILE *f)
             "  quota                        the quotas in force\n"
             "  quota NAME|PREFIX* [memory=SIZE|none] [sm-share=PCT|none]\n"
             "        [kernel-time=PCT|none] [class=latency|best-effort|claimed]\n"
+            "        [uid=UID|none]\n"
             "                               set, change (any limit alone) or lift the quota\n"
-            "                               of the tenants called NAME, now and later\n"
+            "                               of the tenants called NAME (or of user UID),\n"
+            "                               now and later\n"
             "  tenant NAME class latency|best-effort [slo MS]\n"
             "                               the class (and latency SLO) of tenants NAME\n"
             "  tenant NAME phase decode|prefill|auto\n"
@@ -77,7 +79,7 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
 {
     msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
-                             !!(q->limits & DS_QUOTA_KERNEL_TIME));
+                             !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
     pack_str(pk, "cmd");
     pack_str(pk, q->cmd);
     if (q->name) {
@@ -106,6 +108,13 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
         pack_limit(pk, "sm_share", q->quota.sm_share);
     if (q->limits & DS_QUOTA_KERNEL_TIME)
         pack_limit(pk, "kernel_time", q->quota.kernel_time);
+    if (q->limits & DS_QUOTA_UID) {
+        pack_str(pk, "uid");
+        if (q->quota.has_uid)
+            msgpack_pack_unsigned_int(pk, q->quota.uid);
+        else
+            msgpack_pack_nil(pk);
+    }
 }
 
 /* Send one request, wait for one reply object.  Returns 0 or -1 after saying why. */
@@ -329,6 +338,13 @@ static void print_limit(const char *label, const msgpack_object *v, int size)
         printf("%llu%%", (unsigned long long)v->via.u64);
 }
 
+/* A rule bound to a user says so; the others say nothing. */
+static void print_uid(const msgpack_object *v)
+{
+    if (v != NULL && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        printf(", uid %llu", (unsigned long long)v->via.u64);
+}
+
 static void print_quotas(const msgpack_object *reply)
 {
     const msgpack_object *qs = get(reply, "quotas");
@@ -342,6 +358,7 @@ static void print_quotas(const msgpack_object *reply)
         print_limit(", kernel-time ", get(&qs->via.array.ptr[i], "kernel_time"), 0);
         field(", class ", &qs->via.array.ptr[i], "class");
         field(", isolation ", &qs->via.array.ptr[i], "isolation");
+        print_uid(get(&qs->via.array.ptr[i], "uid"));
     }
     if (get(reply, "tenants") != NULL)
         field("\ntenants under it now: ", reply, "tenants");

@@ -204,6 +204,13 @@ static unsigned long long mem_used(const struct ds_exposition_state *st,
     return atomic_load(&s->mem_used);
 }
 
+static unsigned long long host_bytes(const struct ds_exposition_state *st,
+                                     const struct ds_shm_slot *s)
+{
+    (void)st;
+    return atomic_load(&s->host_bytes);
+}
+
 static unsigned long long launches(const struct ds_exposition_state *st,
                                    const struct ds_shm_slot *s)
 {
@@ -308,7 +315,10 @@ static void put_tenants(struct text *t, const struct ds_exposition_state *st)
 {
     put_faults(t, st);
     per_tenant(t, st, "detshare_tenant_memory_used_bytes", "gauge",
-               "Device memory the tenant has allocated.", mem_used);
+               "Device memory the tenant holds, what its memory pools keep included.",
+               mem_used);
+    per_tenant(t, st, "detshare_tenant_host_bytes", "gauge",
+               "Host memory its executor holds for the tenant's pending calls.", host_bytes);
     per_tenant(t, st, "detshare_tenant_launches_total", "counter",
                "Kernels the tenant has launched.", launches);
     per_tenant(t, st, "detshare_tenant_migrations_total", "counter",

@@ -13,9 +13,7 @@
 /* The quota rule of tenant `slot`, or NULL.  Until its hello names it, none applies. */
 static const struct ds_shm_quota *rule_of(const struct control *c, int slot)
 {
-    const struct ds_shm_slot *s = &c->shm->slots[slot];
-
-    return s->tenant[0] != '\0' ? ds_quota_match(c->rules, c->nrules, s->tenant) : NULL;
+    return ds_quota_match_slot(c->rules, c->nrules, &c->shm->slots[slot]);
 }
 
 /* The share of the SM groups tenant `slot`'s quota allows, in percent (0: no limit). */
@@ -225,9 +223,12 @@ static void on_tick(uv_timer_t *h)
     policy_tick(c);
 }
 
-/* The sampling clock, the policy's first tick, and whether executors gate on the GPU. */
+/* The sampling clock, the policy's first tick, whether executors gate on the GPU, and
+ * the host memory limits they hold tenants to, all before the first tenant is served. */
 void ds__place_start(struct control *c)
 {
+    c->shm->host_limit = c->cfg->host_limit;
+    c->shm->host_total = c->cfg->host_total;
     atomic_store(&c->shm->gating, c->policy->gates ? 1u : 0u);
     c->next_tick_ns = ds_now_ns() + (uint64_t)c->policy->tick_ms * 1000000u;
     if (!uv_is_active((uv_handle_t *)&c->tick))
@@ -318,9 +319,7 @@ static int governed(const struct control *c, const struct ds_shm_quota *r)
     int n = 0;
 
     for (int i = 0; i < c->ntenants; i++) {
-        const struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
-
-        n += s->tenant[0] != '\0' && ds_quota_match(c->rules, c->nrules, s->tenant) == r;
+        n += ds_quota_match_slot(c->rules, c->nrules, &c->shm->slots[c->tenants[i].id]) == r;
     }
     return n;
 }
@@ -355,12 +354,16 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
         r->isolation = q->isolation;
         ds__domain_lift(&c->domains, r->name);
     }
+    if (limits & DS_QUOTA_UID) {
+        r->uid = q->uid;
+        r->has_uid = q->has_uid;
+    }
     ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit), "
-            "class %s, isolation %s", r->name, (unsigned long long)r->memory, r->sm_share,
-            r->kernel_time,
+            "class %s, isolation %s, uid %ld (-1: any)", r->name,
+            (unsigned long long)r->memory, r->sm_share, r->kernel_time,
             r->klass == DS_QUOTA_CLAIMED ? "as claimed" :
             r->klass == DS_QUOTA_LATENCY ? "latency" : "best-effort",
-            ds_quota_isolation_name(r->isolation));
+            ds_quota_isolation_name(r->isolation), r->has_uid ? (long)r->uid : -1L);
     if (ds_quota_empty(r))
         *r = v[--n];
     ds__place_set_rules(c, v, n);

@@ -104,8 +104,7 @@ static void pack_decision(msgpack_packer *pk, const struct ds_server_config *cfg
 /* What the tenant holds by kind, and the quota of its name (nil: none, or no name yet). */
 static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const struct ds_shm_slot *s)
 {
-    const struct ds_shm_quota *q =
-        s->tenant[0] ? ds_quota_match(shm->quotas, shm->nquotas, s->tenant) : NULL;
+    const struct ds_shm_quota *q = ds_quota_match_slot(shm->quotas, shm->nquotas, s);
 
     key(pk, "memory");
     msgpack_pack_map(pk, 4);
@@ -148,6 +147,18 @@ static void pack_faults(msgpack_packer *pk, const struct ds_domains *d,
         msgpack_pack_nil(pk);
 }
 
+/* The rule the tenant falls under (by uid or name; "" for none), and the host memory its
+ * executor holds for its pending calls. */
+static void pack_held(msgpack_packer *pk, const struct ds_shm *shm, const struct ds_shm_slot *s)
+{
+    const struct ds_shm_quota *q = ds_quota_match_slot(shm->quotas, shm->nquotas, s);
+
+    key(pk, "quota_rule");
+    key(pk, q ? q->name : "");
+    key(pk, "host_bytes");
+    msgpack_pack_uint64(pk, atomic_load(&s->host_bytes));
+}
+
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
                         const struct ds_shm *shm, const struct ds_domains *d,
                         const struct ds_shm_slot *s, const struct ds_sched_tenant *t)
@@ -155,7 +166,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 31);
+    msgpack_pack_map(pk, 33);
     key(pk, "id");
     msgpack_pack_uint64(pk, s->id);
     key(pk, "slot");
@@ -199,7 +210,8 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     pack_running(pk, t);
     pack_decision(pk, cfg, s, t);
     pack_faults(pk, d, s);
-    /* Last: the one nested map. */
+    pack_held(pk, shm, s);
+    /* Last: the nested maps. */
     key(pk, "peer");
     pack_peer(pk, s);
     pack_memory(pk, shm, s);
@@ -251,11 +263,16 @@ void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, uns
 {
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
-        msgpack_pack_map(pk, 6);
+        msgpack_pack_map(pk, 7);
         key(pk, "name");
         key(pk, v[i].name);
         key(pk, "isolation");
         key(pk, ds_quota_isolation_name(v[i].isolation));
+        key(pk, "uid");
+        if (v[i].has_uid)
+            msgpack_pack_unsigned_int(pk, v[i].uid);
+        else
+            msgpack_pack_nil(pk);
         key(pk, "class");
         key(pk, v[i].klass == DS_QUOTA_LATENCY       ? "latency"
                 : v[i].klass == DS_QUOTA_BEST_EFFORT ? "best-effort"

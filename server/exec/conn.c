@@ -108,6 +108,7 @@ static int ring_call(struct ds_conn *c, struct ds_call *call, const unsigned cha
 {
     xdrmem_create(&c->mem, (char *)(uintptr_t)rec, (u_int)len, XDR_DECODE);
     call->from_ring = 1;
+    call->ring_len = len;
     c->from_ring++;
     return header(&c->mem, call);
 }
@@ -177,6 +178,26 @@ int ds_conn_sleep(struct ds_conn *c, int wake_fd, uint64_t wake_ns)
     if (c->ring.hdr != NULL)
         ds_ring_wake(&c->ring);
     return n < 0 && errno != EINTR ? DS_EIO : 0;
+}
+
+void ds_conn_budget(struct ds_conn *c, size_t free_bytes, ds_rec_grant_fn grant, void *h)
+{
+    ds_rec_budget(&c->sock, free_bytes, grant, h);
+}
+
+size_t ds_conn_taken(struct ds_conn *c, const struct ds_call *call)
+{
+    return call->from_ring ? call->ring_len : ds_rec_taken(&c->sock);
+}
+
+size_t ds_conn_granted(struct ds_conn *c, const struct ds_call *call)
+{
+    return call->from_ring ? 0 : ds_rec_granted(&c->sock);
+}
+
+int ds_conn_refused(struct ds_conn *c, const struct ds_call *call)
+{
+    return !call->from_ring && ds_rec_refused(&c->sock);
 }
 
 void ds_conn_done(struct ds_conn *c, const struct ds_call *call)

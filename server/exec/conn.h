@@ -15,6 +15,7 @@
 #ifndef DS_CONN_H
 #define DS_CONN_H
 
+#include "ds_rec.h"
 #include "ds_ring.h"
 
 #include <rpc/rpc.h>
@@ -38,6 +39,7 @@ struct ds_call {
     uint32_t xid;
     XDR *args; /* decode the arguments from here */
     int from_ring;
+    size_t ring_len; /* from the ring: the record's bytes */
 };
 
 /* Serve connected socket fd (taken over); a wait ends early once *stop is set.
@@ -56,6 +58,19 @@ int ds_conn_poll(struct ds_conn *c, struct ds_call *call, unsigned look);
 /* Sleep until a call may have come, wake_fd is readable, a signal arrives, or the
  * clock (ds_now_ns) reaches wake_ns (0: no limit).  Returns 0 or DS_EIO. */
 int ds_conn_sleep(struct ds_conn *c, int wake_fd, uint64_t wake_ns);
+
+/* Bound the host memory a socket record may make the executor hold (ds_rec_budget):
+ * free_bytes each, then grant(h, n) is asked.  Ring records are bounded by the ring. */
+void ds_conn_budget(struct ds_conn *c, size_t free_bytes, ds_rec_grant_fn grant, void *h);
+
+/* Of the call's record, decoded so far: its bytes, and the bytes its budget granted
+ * (the caller's to give back; none for a ring record). */
+size_t ds_conn_taken(struct ds_conn *c, const struct ds_call *call);
+size_t ds_conn_granted(struct ds_conn *c, const struct ds_call *call);
+
+/* 1 when decoding the call's arguments failed because its budget refused them: the call
+ * is to be refused, and the rest of its record is dropped unread into memory. */
+int ds_conn_refused(struct ds_conn *c, const struct ds_call *call);
 
 /* The call has been served (its arguments are no longer needed). */
 void ds_conn_done(struct ds_conn *c, const struct ds_call *call);

@@ -108,12 +108,31 @@ static int name_granted(const struct ds_tenant *t, const char *tenant)
     return 0;
 }
 
+/* A Unix tenant may not claim a name whose rule is bound to another user (uid=): the
+ * name is that user's, or another could take its limits, class and share. */
+static int name_free(const struct ds_tenant *t, const char *tenant)
+{
+    const struct ds_shm_slot *s = &t->shm->slots[t->slot];
+    char name[DS_NAME_MAX + 1];
+    struct ds_shm_quota q;
+
+    if (s->peer_pid == 0)
+        return 1;
+    copy_name(name, tenant);
+    ds_quota_lookup(t->shm, name, -1, &q);
+    if (!q.has_uid || q.uid == (uint32_t)s->peer_uid)
+        return 1;
+    ds_warn("refusing the hello of %s (pid %d, uid %u): quota rule %s binds that name to "
+            "uid %u", name, (int)s->peer_pid, (unsigned)s->peer_uid, q.name, q.uid);
+    return 0;
+}
+
 /* The class the tenant gets: the one it claims unless its quota rule sets one. */
 static int class_of(struct ds_tenant *t, int claimed)
 {
     struct ds_shm_quota q;
 
-    ds_quota_lookup(t->shm, t->name, &q);
+    ds_quota_lookup(t->shm, t->name, t->acct.uid, &q);
     return ds_quota_class_of(&q, claimed);
 }
 
@@ -133,7 +152,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!name_granted(t, a->tenant)) {
+    if (!name_granted(t, a->tenant) || !name_free(t, a->tenant)) {
         t->closing = 1;
         return CUDA_ERROR_NOT_PERMITTED;
     }
@@ -148,8 +167,9 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     if (ds__tenant_map_arena(t, a->arena_base) != 0)
         ds_warn("no room to map the tenant's host arena: page-locked memory unavailable");
     copy_name(t->name, a->tenant);
-    t->view.total_mem = ds__account_join(&t->acct, t->view.total_mem);
+    /* Named in the slot first, so that rules published meanwhile key it (quota.h). */
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
+    t->view.total_mem = ds__account_join(&t->acct, t->view.total_mem);
     klass = class_of(t, (int)a->klass);
     atomic_store(&t->shm->slots[t->slot].klass, klass);
     snprintf(prefix, sizeof(prefix), "tenant %llu [%s]",
@@ -333,25 +353,82 @@ static void free_args(const struct proc_entry *e, unsigned long proc, union any_
     xdr_free(e->xdr_arg, (char *)a);
 }
 
-/* Hold a decoded call behind the gate (held.h); its arguments move to the queue. */
-static void hold(const struct proc_entry *e, const struct ds_call *call, union any_arg *a)
-{
-    union any_arg *copy;
+/*
+ * Records of up to this many bytes hold host memory uncounted: one in-band copy chunk
+ * (decoded into the bulk buffers) and its call, and everything smaller.  Past it, a
+ * record's bytes count against the server's host memory limits as they arrive (account.h),
+ * so a tenant declaring a 1 GiB module image is refused before the executor holds it.
+ */
+#define RECORD_FREE ((size_t)DS_CHUNK_MAX + (1u << 20))
 
-    /* A chunk decoded into an in-band slot takes a buffer of its own: the slot is for
-     * the next chunk. */
-    if (own_chunk(call->proc, a) != 0) {
+/* The procedure whose arguments are being decoded, for the grant's log line. */
+static unsigned long decoding;
+
+static int grant(void *h, size_t n)
+{
+    (void)h;
+    return ds__account_host_take(&tenant.acct, n, ds_proc_name(decoding));
+}
+
+/* A held call's arguments (first, so that the queue's pointer is theirs) and the host
+ * bytes they count for. */
+struct held_args {
+    union any_arg a;
+    uint64_t host;
+};
+
+static void free_held(struct ds_held_call *h)
+{
+    struct held_args *ha = h->args;
+
+    xdr_free(procs[h->proc].xdr_arg, (char *)&ha->a);
+    ds__account_host_give(&tenant.acct, ha->host);
+    free(ha);
+    free(h);
+}
+
+/*
+ * Hold a decoded call behind the gate (held.h); its arguments move to the queue, and so
+ * do the host bytes its record was granted (`granted`).  A held call counts for its
+ * record's bytes (a copy's chunk, when it takes a buffer of its own) whatever its size:
+ * a gated tenant could otherwise queue copies without end.
+ */
+static void hold(const struct proc_entry *e, const struct ds_call *call, union any_arg *a,
+                 size_t granted)
+{
+    size_t host = ds_conn_taken(&conn, call) + sizeof(struct held_args);
+    struct held_args *copy;
+
+    if (is_htod(call->proc) && host < a->memcpy_htod.data.data_len + sizeof(*copy))
+        host = a->memcpy_htod.data.data_len + sizeof(*copy);
+    ds__account_host_give(&tenant.acct, granted);
+    if (ds__account_host_take(&tenant.acct, host, ds_proc_name(call->proc)) != 0) {
+        free_args(e, call->proc, a);
         refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
         return;
     }
-    copy = malloc(sizeof(*copy));
+    /* A chunk decoded into an in-band slot takes a buffer of its own: the slot is for
+     * the next chunk. */
+    copy = own_chunk(call->proc, a) == 0 ? malloc(sizeof(*copy)) : NULL;
     if (copy != NULL) {
-        *copy = *a;
+        copy->a = *a;
+        copy->host = host;
         if (ds__held_push(&held, call->proc, call->xid, copy) == 0)
             return;
         free(copy);
     }
-    xdr_free(e->xdr_arg, (char *)a);
+    free_args(e, call->proc, a);
+    ds__account_host_give(&tenant.acct, host);
+    refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+/* The tenant's record passed the host memory it may have held: its call is refused, the
+ * connection stays (the rest of the record is dropped as the next one is read). */
+static void refuse_record(const struct proc_entry *e, const struct ds_call *call,
+                          union any_arg *a, size_t granted)
+{
+    free_args(e, call->proc, a);
+    ds__account_host_give(&tenant.acct, granted);
     refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
 }
 
@@ -361,6 +438,7 @@ static void dispatch(const struct ds_call *call)
     const struct proc_entry *e = proc <= DS_PROC_MAX ? &procs[proc] : NULL;
     union any_arg a;
     uint64_t t0 = 0;
+    size_t granted;
 
     if (proc == DS_NULL) {
         if (ds_conn_reply(&conn, call, (xdrproc_t)(void (*)(void))xdr_void, NULL) != 0)
@@ -381,24 +459,33 @@ static void dispatch(const struct ds_call *call)
      * bound, instead of allocating one. */
     if (is_htod(proc))
         a.memcpy_htod.data.data_val = ds__bulk_htod_slot(&tenant);
+    decoding = proc;
     if (!e->xdr_arg(call->args, &a)) {
+        granted = ds_conn_granted(&conn, call);
+        if (ds_conn_refused(&conn, call)) {
+            refuse_record(e, call, &a, granted);
+            return;
+        }
         /* Arguments cut short by the tenant's exit are a disconnection, not garbage. */
         if (!conn.eof)
             ds_warn("malformed arguments for %s: closing the connection", ds_proc_name(proc));
         ds_conn_reply_error(&conn, call, GARBAGE_ARGS);
         free_args(e, proc, &a);
+        ds__account_host_give(&tenant.acct, granted);
         tenant.closing = 1;
         return;
     }
+    granted = ds_conn_granted(&conn, call);
     served[proc]++;
     atomic_store_explicit(&tenant.shm->slots[tenant.slot].calls[proc], served[proc],
                           memory_order_relaxed);
     if (ds__held_must_hold(&held, proc, gate_closed)) {
-        hold(e, call, &a);
+        hold(e, call, &a, granted);
         return;
     }
     serve(&tenant, e, call, &a);
     free_args(e, proc, &a);
+    ds__account_host_give(&tenant.acct, granted);
     if (tenant.timing)
         served_ns[proc] += ds_now_ns() - t0;
 }
@@ -421,9 +508,7 @@ static unsigned serve_held(void)
         call.proc = h->proc;
         call.xid = h->xid;
         serve(&tenant, e, &call, h->args);
-        xdr_free(e->xdr_arg, (char *)h->args);
-        free(h->args);
-        free(h);
+        free_held(h);
         if (held_ns != 0)
             atomic_fetch_add(&tenant.shm->slots[tenant.slot].gated_ns, held_ns);
         n++;
@@ -437,11 +522,8 @@ static void drop_held(void)
     struct ds_held_call *h;
     uint64_t held_ns;
 
-    while ((h = ds__held_pop(&held, &held_ns)) != NULL) {
-        xdr_free(procs[h->proc].xdr_arg, (char *)h->args);
-        free(h->args);
-        free(h);
-    }
+    while ((h = ds__held_pop(&held, &held_ns)) != NULL)
+        free_held(h);
 }
 
 static void install_term_handler(void)
@@ -666,6 +748,7 @@ static int serve_tenant(int fd, unsigned spin_us)
         ds_conn_close(&conn);
         return DS_EXEC_FAILED;
     }
+    ds_conn_budget(&conn, RECORD_FREE, grant, NULL);
     ds__held_init(&held);
     if ((rc = ds_watchdog_start(&watchdog, fd, DS_EXEC_STUCK)) != 0)
         ds_warn("cannot start the watchdog thread (%s): a call stuck in the driver after "

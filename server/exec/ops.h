@@ -141,6 +141,9 @@ void ds__ops_vmm_fini(struct ds_tenant *t);
  * backend must still be open. */
 CUresult ds__ops_pool_free_now(struct ds_tenant *t, uint64_t ptr);
 void ds__ops_pool_fini(struct ds_tenant *t);
+/* The tenant's account's reclaim (account.h): trim every pool of tenant (a struct
+ * ds_tenant) to what its live allocations need, and count what they hold then. */
+void ds__ops_pool_reclaim(void *tenant);
 
 /* IPC (ops_ipc.c).  Allocation `base` or event e is going: its export, if any, is
  * withdrawn first.  ds__ops_ipc_close closes the other tenants' memory opened in context

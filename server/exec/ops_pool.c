@@ -8,8 +8,16 @@
  * pool's and owned by its pool's handle, from the cuMemAllocAsync that made it to the
  * cuMemFreeAsync that gives it back: copies, fills and launches that name it are checked
  * as for any device memory, and nothing may name it once it is given back, even while
- * the device still runs work submitted before the free.  Allocations count as the
- * tenant's device memory while they are live; what a pool keeps for reuse does not.
+ * the device still runs work submitted before the free.
+ *
+ * What counts against the tenant's memory quota is what its pools hold of the device
+ * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), live allocations and what a pool keeps for
+ * reuse alike: it is device memory nobody else can have, and a pool's release threshold
+ * lets a tenant keep any amount.  An allocation takes its size from the quota before the
+ * device is asked; each pool call then counts what the pool really holds (the driver
+ * rounds, reuses and releases).  Before an allocation of any kind is refused for the
+ * quota, every pool of the tenant is trimmed (account.h, reclaim), as far as the work
+ * still reading freed blocks allows.
  *
  * A pool destroyed while allocations of it are live stays, unusable, until the last one
  * is given back, as CUDA documents.  Export and import of pools between processes
@@ -27,8 +35,9 @@
 struct vpool {
     struct ds_bpool *real;
     int is_default;
-    int destroyed; /* cuMemPoolDestroy came while allocations were live */
-    uint64_t live; /* allocations not given back */
+    int destroyed;     /* cuMemPoolDestroy came while allocations were live */
+    uint64_t live;     /* allocations not given back */
+    uint64_t reserved; /* device bytes the pool held at its last call: counted */
 };
 
 static CUresult not_served(const char *what, int *once)
@@ -48,12 +57,44 @@ static struct vpool *pool_of(struct ds_tenant *t, uint64_t h)
     return p != NULL && !p->destroyed ? p : NULL;
 }
 
+/* Count what pool p holds of the device now, in place of its last count and of `asked`,
+ * what the quota was asked for ahead of the call.  A pool whose size cannot be read
+ * keeps its last count.  The sum stays in the account: no walk over the tenant's
+ * handles on the allocation path. */
+static void recount(struct ds_tenant *t, struct vpool *p, uint64_t asked)
+{
+    uint64_t now = p->reserved;
+
+    if (t->ops->pool_attr(t->be, p->real, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, 0, &now) != 0)
+        now = p->reserved;
+    ds__account_set(&t->acct, DS_MEM_POOL,
+                    t->acct.used[DS_MEM_POOL] - asked - p->reserved + now);
+    p->reserved = now;
+}
+
 static void drop(struct ds_tenant *t, uint64_t h)
 {
     struct vpool *p = ds_handles_remove(&t->h, h, DS_H_POOL);
 
     t->ops->pool_destroy(t->be, p->real);
+    ds__account_set(&t->acct, DS_MEM_POOL, t->acct.used[DS_MEM_POOL] - p->reserved);
     free(p);
+}
+
+void ds__ops_pool_reclaim(void *tenant)
+{
+    struct ds_tenant *t = tenant;
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_POOL, &cur)) != 0) {
+        struct vpool *p = ds_handles_get(&t->h, h, DS_H_POOL);
+
+        if (p->reserved == 0)
+            continue;
+        t->ops->pool_trim(t->be, p->real, 0);
+        recount(t, p, 0);
+    }
 }
 
 static CUresult publish(struct ds_tenant *t, struct vpool *p, uint64_t *h)
@@ -239,18 +280,23 @@ CUresult ds__ops_pool_attr(struct ds_tenant *t, const ds_pool_attr_args *a, ds_h
     if ((rc = check_attr(a)) != CUDA_SUCCESS)
         return rc;
     r->ds_hyper_res_u.value = a->value;
-    return ds_error_to_cu(t->ops->pool_attr(t->be, p->real, a->attr, a->set != 0,
-                                            &r->ds_hyper_res_u.value));
+    rc = ds_error_to_cu(t->ops->pool_attr(t->be, p->real, a->attr, a->set != 0,
+                                          &r->ds_hyper_res_u.value));
+    recount(t, p, 0);
+    return rc;
 }
 
 CUresult ds__ops_pool_trim(struct ds_tenant *t, const ds_pool_trim_args *a, ds_void_res *r)
 {
     struct vpool *p = pool_of(t, a->pool);
+    CUresult rc;
 
     (void)r;
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    return ds_error_to_cu(t->ops->pool_trim(t->be, p->real, a->keep));
+    rc = ds_error_to_cu(t->ops->pool_trim(t->be, p->real, a->keep));
+    recount(t, p, 0);
+    return rc;
 }
 
 /* A location of cuMemPoolSetAccess or cuMemPoolGetAccess: CUDA_SUCCESS for the tenant's
@@ -313,6 +359,9 @@ static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
 /*
  * The one place an allocation reaches the device (the submission path takes it over at
  * merge): size bytes of pool h's, usable by work on s from now on, as a t->mem entry.
+ * The quota is asked for size bytes, as if the pool had to grow by all of them, which
+ * it may; the pool's real growth (none when it reuses a block, a little more when the
+ * driver rounds) replaces them once it is known.
  */
 static CUresult alloc_submit(struct ds_tenant *t, uint64_t h, struct vpool *p, uint64_t size,
                              struct ds_bstream *s, uint64_t *addr)
@@ -322,15 +371,14 @@ static CUresult alloc_submit(struct ds_tenant *t, uint64_t h, struct vpool *p, u
 
     if (ds__account_take(&t->acct, DS_MEM_POOL, size) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if ((err = t->ops->pool_alloc(t->be, p->real, size, s, &e.base)) != 0) {
-        ds__account_give(&t->acct, DS_MEM_POOL, size);
-        return ds_error_to_cu(err);
-    }
-    if ((err = ds_memtab_insert(&t->mem, &e)) != 0) {
+    err = t->ops->pool_alloc(t->be, p->real, size, s, &e.base);
+    if (err == 0 && (err = ds_memtab_insert(&t->mem, &e)) != 0) {
         t->ops->pool_free(t->be, p->real, e.base, s);
-        ds__account_give(&t->acct, DS_MEM_POOL, size);
-        return ds_error_to_cu(err == DS_ENOMEM ? err : DS_EDEVICE);
+        err = err == DS_ENOMEM ? err : DS_EDEVICE;
     }
+    recount(t, p, size);
+    if (err != 0)
+        return ds_error_to_cu(err);
     p->live++;
     *addr = e.base;
     return CUDA_SUCCESS;
@@ -348,10 +396,11 @@ static CUresult free_submit(struct ds_tenant *t, const struct ds_memtab_entry *e
     int err;
 
     ds_memtab_remove(&t->mem, gone.base, NULL);
-    ds__account_give(&t->acct, DS_MEM_POOL, gone.size);
     err = t->ops->pool_free(t->be, p->real, gone.base, s);
     if (--p->live == 0 && p->destroyed)
         drop(t, gone.owner);
+    else
+        recount(t, p, 0);
     return ds_error_to_cu(err);
 }
 

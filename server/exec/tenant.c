@@ -33,6 +33,8 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->ipc_in);
     ds_memtab_init(&t->texobjs);
     ds__account_init(&t->acct, t->shm, t->slot, t->name);
+    t->acct.reclaim = ds__ops_pool_reclaim;
+    t->acct.reclaim_ctx = t;
 }
 
 CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at)
