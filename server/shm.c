@@ -92,6 +92,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->throttled, 0);
     atomic_store(&s->metered, 0);
     atomic_store(&s->sim_busy_until, 0);
+    atomic_store(&s->escapes, 0);
     for (int p = 0; p <= DS_PROC_MAX; p++) {
         atomic_store(&s->calls[p], 0);
         atomic_store(&s->errors[p], 0);

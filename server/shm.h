@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 15
+#define DS_SHM_VERSION 16
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -114,6 +114,10 @@ struct ds_shm_slot {
      * error is counted at that call, not again at the synchronous call that returns it). */
     atomic_uint_fast64_t calls[DS_PROC_MAX + 1];
     atomic_uint_fast64_t errors[DS_PROC_MAX + 1];
+    /* Partition escapes, written by the executor alone: kernels of the tenant that ran on
+     * the whole device instead of its SM groups, because their thread-block clusters
+     * did not fit there (backend.h, launch).  Policies see it (sched/policy.h). */
+    atomic_uint_fast64_t escapes;
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's
