@@ -149,7 +149,7 @@ static int extra_server_uid(uid_t *uid)
  * who bound the socket's name first must get nothing. */
 static int server_trusted(int fd)
 {
-    uid_t peer, extra, me = getuid();
+    uid_t peer, extra = 0, me = getuid();
     int has_extra;
 
     if (ds_addr_peer_uid(fd, &peer) != 0) {
