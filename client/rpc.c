@@ -15,8 +15,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +115,56 @@ static int server_addr(struct ds_addr *a)
         ds_error("DETSHARE_SERVER=%s is neither unix:PATH nor tcp:HOST:PORT", env);
         return -1;
     }
+    return 0;
+}
+
+/* The user besides root and the tenant's own whose server it accepts:
+ * DETSHARE_SERVER_UID, a number or a user name.  Returns 0 with *uid set, 1 when the
+ * variable is not set, -1 (logged) when it names nobody. */
+static int extra_server_uid(uid_t *uid)
+{
+    const char *v = getenv("DETSHARE_SERVER_UID");
+    struct passwd pw, *found = NULL;
+    char buf[1024], *end;
+    unsigned long n;
+
+    if (v == NULL || v[0] == '\0')
+        return 1;
+    n = strtoul(v, &end, 10);
+    if (v[0] >= '0' && v[0] <= '9' && *end == '\0' && n < UINT32_MAX) {
+        *uid = (uid_t)n;
+        return 0;
+    }
+    if (getpwnam_r(v, &pw, buf, sizeof(buf), &found) == 0 && found != NULL) {
+        *uid = found->pw_uid;
+        return 0;
+    }
+    ds_error("DETSHARE_SERVER_UID=%s is neither a uid nor a user name", v);
+    return -1;
+}
+
+/* Whether the server listening at a Unix socket is one the tenant means: run by root, by
+ * the tenant's own user or by DETSHARE_SERVER_UID.  Checked before anything is sent,
+ * since a local tenant hands its server its memory, stdout and stderr: another user
+ * who bound the socket's name first must get nothing. */
+static int server_trusted(int fd)
+{
+    uid_t peer, extra = 0, me = getuid();
+    int has_extra;
+
+    if (ds_addr_peer_uid(fd, &peer) != 0) {
+        ds_error("cannot tell who runs detshare-server at %s: %s; not connecting", conn.where,
+                 strerror(errno));
+        return 0;
+    }
+    has_extra = extra_server_uid(&extra);
+    if (has_extra < 0)
+        return 0;
+    if (peer == 0 || peer == me || (has_extra == 0 && peer == extra))
+        return 1;
+    ds_error("detshare-server at %s runs as uid %u, neither root nor you (uid %u): not "
+             "connecting (DETSHARE_SERVER_UID=%u trusts that user)",
+             conn.where, (unsigned)peer, (unsigned)me, (unsigned)peer);
     return 0;
 }
 
@@ -519,6 +571,10 @@ static CUresult connect_once(void)
     fd = ds_addr_connect(&a);
     if (fd < 0) {
         ds_error("cannot reach detshare-server at %s: %s", conn.where, strerror(errno));
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    if (a.kind == DS_ADDR_UNIX && !server_trusted(fd)) {
+        close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }
     tenant_identity(name, sizeof(name), &klass);

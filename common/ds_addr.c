@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "ds_addr.h"
 
 #include "ds_error.h"
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -67,7 +69,58 @@ void ds_addr_default(struct ds_addr *out)
         strlen(dir) + sizeof("/detshare.sock") <= sizeof(out->path))
         snprintf(out->path, sizeof(out->path), "%s/detshare.sock", dir);
     else
-        snprintf(out->path, sizeof(out->path), "/tmp/detshare-%u.sock", (unsigned)getuid());
+        snprintf(out->path, sizeof(out->path), "/tmp/detshare-%u/detshare.sock",
+                 (unsigned)getuid());
+}
+
+int ds_addr_private_dir(const struct ds_addr *a, char *why, size_t len)
+{
+    char dir[sizeof(a->path)];
+    char *slash;
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%s", a->path);
+    slash = strrchr(dir, '/');
+    if (slash == NULL || slash == dir) {
+        snprintf(why, len, "%s is not in a directory of its own", a->path);
+        return DS_EPERM;
+    }
+    *slash = '\0';
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, len, "cannot make %s: %s", dir, strerror(errno));
+        return DS_EPERM;
+    }
+    /* lstat: a link planted under the name would lead wherever its maker chose. */
+    if (lstat(dir, &st) != 0) {
+        snprintf(why, len, "cannot look at %s: %s", dir, strerror(errno));
+        return DS_EPERM;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, len, "%s is not a directory (a symbolic link?)", dir);
+        return DS_EPERM;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(why, len, "%s belongs to uid %u, not to this server's user (uid %u)", dir,
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        return DS_EPERM;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(why, len, "%s has mode %04o: others could put a socket there (chmod 700)",
+                 dir, (unsigned)(st.st_mode & 07777));
+        return DS_EPERM;
+    }
+    return 0;
+}
+
+int ds_addr_peer_uid(int fd, uid_t *uid)
+{
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof(cred))
+        return DS_EIO;
+    *uid = cred.uid;
+    return 0;
 }
 
 void ds_addr_format(const struct ds_addr *a, char *buf, size_t len)

@@ -7,6 +7,7 @@
 #define DS_ADDR_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 enum ds_addr_kind { DS_ADDR_UNIX, DS_ADDR_TCP };
 
@@ -21,8 +22,21 @@ struct ds_addr {
 int ds_addr_parse(const char *text, struct ds_addr *out);
 
 /* Write the default server socket, "$XDG_RUNTIME_DIR/detshare.sock" or
- * "/tmp/detshare-UID.sock", as an address into `out`. */
+ * "/tmp/detshare-UID/detshare.sock", as an address into `out`.
+ * The directory keeps other users out of the path: in /tmp itself anyone could bind
+ * the name first and pose as the server. */
 void ds_addr_default(struct ds_addr *out);
+
+/* For a server about to bind `a`: make the socket's directory (mode 0700) when it does
+ * not exist, and check that it is a directory, not a symbolic link, owned by root or by
+ * this process's effective user, and writable by nobody else, so that no other user can
+ * have put a socket there.  Returns 0, or DS_EPERM with the reason in `why` (always
+ * NUL-terminated). */
+int ds_addr_private_dir(const struct ds_addr *a, char *why, size_t len);
+
+/* The user on the other end of connected Unix socket `fd` (SO_PEERCRED: the one who
+ * made the listening socket, for a client).  Returns 0 or DS_EIO (errno tells why). */
+int ds_addr_peer_uid(int fd, uid_t *uid);
 
 /* Format `a` as "unix:PATH" / "tcp:HOST:PORT" into buf (always NUL-terminated). */
 void ds_addr_format(const struct ds_addr *a, char *buf, size_t len);

@@ -21,8 +21,8 @@
  * since the last tick rather than reported one by one, so that no decision is ever made on
  * the launch path: a policy that watches running work sets on_tick and decides there.
  *
- * ABI 2 (this one) added slo_ms, phase, the predictor's fields, why and the view's now_ns
- * to ABI 1's groups, gated, class and launches.
+ * ABI 2 added slo_ms, phase, the predictor's fields, why and the view's now_ns to ABI 1's
+ * groups, gated, class and launches; ABI 3 (this one) added escapes.
  */
 #ifndef DS_SCHED_POLICY_H
 #define DS_SCHED_POLICY_H
@@ -55,6 +55,10 @@ struct ds_sched_tenant {
     /* Out: a few words on why it is placed and gated so, for status (a string that
      * lives as long as the policy), or NULL. */
     const char *why;
+    /* In: partition escapes so far, kernels of it that ran on the whole device instead
+     * of its groups because their thread-block clusters did not fit there.  Such a
+     * kernel runs on SMs the policy meant for others. */
+    uint64_t escapes;
 };
 struct ds_sched_view {
     unsigned sm_groups;     /* groups the device has (at most 64) */
@@ -83,7 +87,7 @@ struct ds_policy {
 };
 
 /* What a policy's shared object must speak; raised whenever these structures change. */
-#define DS_POLICY_ABI 2
+#define DS_POLICY_ABI 3
 
 /* The policy called `name`: a built-in one, or one loaded before (a name with a '/' is
  * the path it was loaded from).  NULL when there is none.  Never loads anything. */

@@ -33,6 +33,18 @@
  * once.  HOLD is long enough (200 ms) to ride out a decoding service's pauses between
  * requests and while a library compiles kernels, which made the first version's fence
  * flap 250 times in 30 s on an H100.
+ *
+ * A best-effort kernel whose thread-block clusters do not fit its fence runs on the whole
+ * device (a partition escape, counted in the tenant's escapes), on the very SMs the level
+ * keeps free.  A tenant whose escapes rose on a fence of k groups is taken not to fit
+ * fences of k groups or fewer, and on such a fence it is held at its gate while
+ * latency-critical work is busy, instead of being fenced in name only.  A larger fence
+ * is not tried instead: which groups would hold its clusters depends on how the device
+ * lays groups out over GPCs, which a policy does not see, each try would cost escapes,
+ * and a fence large enough gives back the SMs the level took.  It stays on its fence
+ * meanwhile, so that only the gate moves as latency-critical work comes and goes, and is
+ * fenced as any other tenant again once the level's fence is larger than the one it
+ * escaped.
  */
 #include "policy.h"
 
@@ -55,6 +67,10 @@
 static const unsigned KEEP_EIGHTHS[GATE_LEVEL] = { 8, 6, 4, 2, 1 };
 
 static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
+/* By slot, for best-effort tenants: escapes already accounted for, the last fence given
+ * (groups, 0: none yet), and the largest fence its kernels escaped (0: none). */
+static uint64_t esc_seen[SLOTS];
+static unsigned last_fence[SLOTS], escaped_fence[SLOTS];
 static int level, quiet = HOLD + 1, hot, calm, settle;
 /* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
  * left to watch the last one. */
@@ -86,16 +102,28 @@ static const char *why_be(int lvl)
     return why[lvl];
 }
 
+static int valid(const struct ds_sched_tenant *t)
+{
+    return t->id >= 0 && t->id < SLOTS;
+}
+
+/* Whether best-effort tenant t's clusters are known not to fit a fence of keep groups. */
+static int escapes_fence(const struct ds_sched_tenant *t, unsigned keep)
+{
+    return valid(t) && keep <= escaped_fence[t->id];
+}
+
 static void place(struct ds_sched_view *v)
 {
     int lvl = level;
     unsigned keep = v->sm_groups * KEEP_EIGHTHS[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1] / 8;
-    int hold = lvl == GATE_LEVEL && any_busy(v, DS_SCHED_LATENCY);
+    int busy_lc = any_busy(v, DS_SCHED_LATENCY);
 
     if (keep == 0)
         keep = 1;
     for (int i = 0; i < v->n; i++) {
         struct ds_sched_tenant *t = &v->t[i];
+        int fenced = keep < v->sm_groups;
 
         if (t->klass == DS_SCHED_LATENCY || v->sm_groups < 2) {
             t->groups = 0;
@@ -103,10 +131,43 @@ static void place(struct ds_sched_view *v)
             t->why = t->klass == DS_SCHED_LATENCY ? "latency-critical: every SM" : why_be(0);
             continue;
         }
-        t->groups = keep >= v->sm_groups ? 0 : ds_groups_range(0, keep);
-        t->gated = hold;
+        t->groups = fenced ? ds_groups_range(0, keep) : 0;
+        t->gated = lvl == GATE_LEVEL && busy_lc;
         t->why = why_be(lvl);
+        if (fenced && valid(t))
+            last_fence[t->id] = keep;
+        if (fenced && lvl < GATE_LEVEL && escapes_fence(t, keep)) {
+            t->gated = busy_lc;
+            t->why = "held while latency-critical work runs: its kernels' clusters escape "
+                     "its SMs";
+        }
     }
+}
+
+/* Escapes since the last tick happened on the last fence t was given (or, when the
+ * policy never fenced it, on one an sm-share quota set, of unknown size: any fence). */
+static void note_escapes(const struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++) {
+        const struct ds_sched_tenant *t = &v->t[i];
+        unsigned on;
+
+        if (t->klass == DS_SCHED_LATENCY || !valid(t) || t->escapes <= esc_seen[t->id])
+            continue;
+        esc_seen[t->id] = t->escapes;
+        on = last_fence[t->id] != 0 ? last_fence[t->id] : v->sm_groups - 1;
+        if (on > escaped_fence[t->id])
+            escaped_fence[t->id] = on;
+    }
+}
+
+/* Forget what slot t->id's earlier tenant escaped; t's escapes so far count as seen. */
+static void forget_escapes(const struct ds_sched_tenant *t)
+{
+    if (!valid(t))
+        return;
+    esc_seen[t->id] = t->escapes;
+    last_fence[t->id] = escaped_fence[t->id] = 0;
 }
 
 /* Learn t's baseline from a fresh estimate; `alone` when no best-effort work ran. */
@@ -229,6 +290,7 @@ static void tick(struct ds_sched_view *v)
 {
     int pressure = pressure_now(v);
 
+    note_escapes(v);
     quiet = any_busy(v, DS_SCHED_LATENCY) ? 0 : quiet + 1;
     if (quiet > HOLD)
         reset();
@@ -243,14 +305,18 @@ static void start(struct ds_sched_view *v)
     quiet = HOLD + 1;
     for (int i = 0; i < SLOTS; i++)
         base_us[i] = 0;
+    /* Escapes under another policy happened on fences of its own. */
+    for (int i = 0; i < v->n; i++)
+        forget_escapes(&v->t[i]);
     place(v);
 }
 
 /* A newcomer's slot may have served another tenant: its baseline starts afresh. */
 static void join(struct ds_sched_view *v, int joined)
 {
-    if (v->t[joined].id >= 0 && v->t[joined].id < SLOTS)
+    if (valid(&v->t[joined]))
         base_us[v->t[joined].id] = 0;
+    forget_escapes(&v->t[joined]);
     place(v);
 }
 

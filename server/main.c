@@ -29,7 +29,7 @@ static void usage(FILE *f)
             "  --listen tcp:HOST:PORT  listen on TCP (repeatable); needs --token-file or\n"
             "                          --insecure\n"
             "                          default: one Unix socket at $XDG_RUNTIME_DIR/detshare.sock,\n"
-            "                          or /tmp/detshare-UID.sock without XDG_RUNTIME_DIR\n"
+            "                          or /tmp/detshare-UID/detshare.sock without it\n"
             "  --token-file PATH       tokens TCP tenants must show (DETSHARE_TOKEN or\n"
             "                          DETSHARE_TOKEN_FILE): one per line, optionally followed\n"
             "                          by the tenant-name prefix it may be used with; '#'\n"
@@ -211,6 +211,20 @@ static int set_admin(const char *arg, struct ds_server_config *cfg)
 }
 
 /* Beside the first Unix listener, unless --admin said otherwise. */
+/* The default socket, in a directory no other user can create files in, made and checked
+ * here, before the admin socket beside it is.  Returns 0, or -1 after saying why not. */
+static int default_listen(struct ds_server_config *cfg)
+{
+    struct ds_addr *a = &cfg->listen[cfg->nlisten++];
+    char why[300];
+
+    ds_addr_default(a);
+    if (ds_addr_private_dir(a, why, sizeof(why)) == 0)
+        return 0;
+    ds_error("will not listen on the default unix:%s: %s (or give --listen)", a->path, why);
+    return -1;
+}
+
 static void default_admin(struct ds_server_config *cfg)
 {
     if (strcmp(cfg->admin, "-") == 0) {
@@ -498,8 +512,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "detshare-server: unexpected argument: %s\n", argv[optind]);
         return 2;
     }
-    if (cfg.nlisten == 0)
-        ds_addr_default(&cfg.listen[cfg.nlisten++]);
+    if (cfg.nlisten == 0 && default_listen(&cfg) != 0)
+        return 1;
     default_admin(&cfg);
     if (cfg.token_file != NULL && (cfg.tokens = tokens = ds_tokens_load(cfg.token_file)) == NULL)
         return 2;

@@ -108,6 +108,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->fault_origin, DS_FAULT_NONE);
     atomic_store(&s->fault_ns, 0);
     atomic_store(&s->lost_to, 0);
+    atomic_store(&s->escapes, 0);
     for (int p = 0; p <= DS_PROC_MAX; p++) {
         atomic_store(&s->calls[p], 0);
         atomic_store(&s->errors[p], 0);

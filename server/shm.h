@@ -139,6 +139,10 @@ struct ds_shm_slot {
     /* Host memory the executor holds for the tenant's calls: large records being read
      * and calls held behind the gate (server/exec/account.h), against host_limit. */
     atomic_uint_fast64_t host_bytes;
+    /* Partition escapes, written by the executor alone: kernels of the tenant that ran on
+     * the whole device instead of its SM groups, because their thread-block clusters
+     * did not fit there (backend.h, launch).  Policies see it (sched/policy.h). */
+    atomic_uint_fast64_t escapes;
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's

@@ -365,6 +365,8 @@ Test(metrics, tenants_appear_with_their_labels_and_counters_grow)
                   "%s", body);
     cr_expect_eq(of_tenant(body, "detshare_tenant_throttled", "alpha", NULL), 0);
     cr_expect_eq(of_tenant(body, "detshare_tenant_migrations_total", "beta", NULL), 0);
+    cr_expect_eq(of_tenant(body, "detshare_tenant_partition_escapes_total", "alpha", NULL), 0,
+                 "%s", body);
     calls = calls_of(body, "alpha");
 
     /* More work, and a call that fails: the counters follow. */

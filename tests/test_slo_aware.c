@@ -4,6 +4,7 @@
 #include "policy.h"
 
 #include <criterion/criterion.h>
+#include <string.h>
 
 #define GROUPS 16
 #define TICKS_PER_S 200 /* slo-aware's tick is 5 ms */
@@ -141,4 +142,71 @@ Test(slo_aware, every_sm_is_lent_back_once_the_decoder_stops)
         ds_policy_slo_aware.on_tick(&v);
     }
     cr_expect_eq(t[1].groups, 0, "every SM once the decoder has paused 200 ms");
+}
+
+/* Partition escapes: the trainer's clustered kernels ran on every SM instead of its fence,
+ * on the SMs kept for the decoder.  It is held while the decoder works instead. */
+Test(slo_aware, a_trainer_whose_kernels_escape_its_fence_is_held_while_the_decoder_works)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(TICKS_PER_S / 2, pressed_us, pressed_us, &lowered, &whole);
+    cr_assert_eq(t[1].groups, ds_groups_range(0, 12));
+    cr_assert_eq(t[1].gated, 0);
+    t[1].escapes = 3;
+    tick(pressed_us(1), 1);
+    cr_expect_eq(t[1].gated, 1, "a fence it escapes protects nothing");
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12), "only the gate moves");
+    cr_expect_not_null(strstr(t[1].why, "clusters"), "%s", t[1].why);
+    for (int i = 0; i < 5; i++) {
+        t[0].inflight = t[0].new_launches = t[0].new_done = 0;
+        ds_policy_slo_aware.on_tick(&v);
+    }
+    cr_expect_eq(t[1].gated, 0, "the decoder idle, the trainer runs");
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12));
+    tick(pressed_us(1), 1);
+    cr_expect_eq(t[1].gated, 1, "held again once the decoder works");
+}
+
+/* Escapes from a fence of 8 groups say nothing of a fence of 12. */
+Test(slo_aware, a_fence_larger_than_the_one_escaped_fences_as_before)
+{
+    int i;
+
+    t[0].slo_ms = 1000;
+    learn_alone();
+    for (i = 0; i < TICKS_PER_S && t[1].groups != ds_groups_range(0, 8); i++)
+        tick(pressed_us(i), 1);
+    cr_assert_eq(t[1].groups, ds_groups_range(0, 8), "half the SMs: %#llx",
+                 (unsigned long long)t[1].groups);
+    t[1].escapes = 1;
+    tick(100, 1);
+    cr_expect_eq(t[1].gated, 1);
+    for (i = 0; i < TICKS_PER_S && t[1].groups == ds_groups_range(0, 8); i++)
+        tick(100, 1);
+    cr_assert_eq(t[1].groups, ds_groups_range(0, 12), "the decoder at ease: %#llx",
+                 (unsigned long long)t[1].groups);
+    cr_expect_eq(t[1].gated, 0, "its clusters may fit 12 groups");
+    t[1].escapes = 2;
+    tick(100, 1);
+    cr_expect_eq(t[1].gated, 1, "they did not");
+}
+
+/* A tenant joining the slot inherits nothing of the one that escaped. */
+Test(slo_aware, a_new_tenant_in_the_slot_of_one_that_escaped_is_not_held)
+{
+    int lowered, whole;
+
+    learn_alone();
+    run(TICKS_PER_S / 2, pressed_us, pressed_us, &lowered, &whole);
+    t[1].escapes = 3;
+    tick(pressed_us(1), 1);
+    cr_assert_eq(t[1].gated, 1);
+    t[1] = (struct ds_sched_tenant){ .id = 1, .klass = DS_SCHED_BEST_EFFORT,
+                                     .groups = t[1].groups };
+    ds_policy_slo_aware.on_tenant_join(&v, 1);
+    tick(pressed_us(1), 1);
+    cr_expect_eq(t[1].gated, 0);
+    cr_expect_eq(t[1].groups, ds_groups_range(0, 12));
 }

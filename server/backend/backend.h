@@ -249,6 +249,9 @@ struct ds_backend_config {
                                         * take seconds give up; NULL: never */
 };
 
+/* launch's answer for a kernel that escaped its partition (positive: no error). */
+#define DS_LAUNCH_ESCAPED 1
+
 struct ds_backend_ops {
     const char *name;
     int (*open)(const struct ds_backend_config *cfg, struct ds_backend **out);
@@ -379,7 +382,10 @@ struct ds_backend_ops {
                  uint32_t seq);
 
     /* The launch's shape and parameters are the executor's checked copy of the
-     * tenant's; the backend passes them to the device unchanged. */
+     * tenant's; the backend passes them to the device unchanged.  Returns 0,
+     * DS_LAUNCH_ESCAPED when the kernel was launched on the whole device instead of the
+     * tenant's SM groups because its thread-block clusters do not fit there (the
+     * executor counts these partition escapes), or DS_E*. */
     int (*launch)(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                   struct ds_bstream *s);
 

@@ -225,6 +225,13 @@ static unsigned long long migrations(const struct ds_exposition_state *st,
     return atomic_load(&s->migrations);
 }
 
+static unsigned long long escapes(const struct ds_exposition_state *st,
+                                  const struct ds_shm_slot *s)
+{
+    (void)st;
+    return atomic_load(&s->escapes);
+}
+
 static unsigned long long gated(const struct ds_exposition_state *st,
                                 const struct ds_shm_slot *s)
 {
@@ -323,6 +330,9 @@ static void put_tenants(struct text *t, const struct ds_exposition_state *st)
                "Kernels the tenant has launched.", launches);
     per_tenant(t, st, "detshare_tenant_migrations_total", "counter",
                "Times the tenant was moved to other SMs.", migrations);
+    per_tenant(t, st, "detshare_tenant_partition_escapes_total", "counter",
+               "Kernels that ran on the whole device because their clusters did not fit "
+               "the tenant's SMs.", escapes);
     per_tenant(t, st, "detshare_tenant_sms", "gauge",
                "SMs the tenant's kernels run on now.", sms);
     per_tenant(t, st, "detshare_tenant_gated", "gauge",

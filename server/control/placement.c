@@ -157,6 +157,7 @@ static struct ds_sched_view view_of(struct control *c)
         t->rate = p->rate;
         t->launch_rate = p->launch_rate;
         t->kernel_us = p->kernel_us;
+        t->escapes = atomic_load(&s->escapes);
     }
     struct ds_sched_view v = { .sm_groups = c->cfg->sm.count, .sm_group_size = c->cfg->sm.size,
                                .n = c->ntenants, .t = c->tenants, .now_ns = ds_now_ns() };

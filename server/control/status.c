@@ -166,7 +166,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 33);
+    msgpack_pack_map(pk, 34);
     key(pk, "id");
     msgpack_pack_uint64(pk, s->id);
     key(pk, "slot");
@@ -193,6 +193,8 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     msgpack_pack_uint64(pk, atomic_load(&s->launches));
     key(pk, "migrations");
     msgpack_pack_unsigned_int(pk, atomic_load(&s->migrations));
+    key(pk, "escapes");
+    msgpack_pack_uint64(pk, atomic_load(&s->escapes));
     key(pk, "gated");
     if (atomic_load(&s->gate))
         msgpack_pack_true(pk);

@@ -315,15 +315,21 @@ CUresult ds__ops_launch_attrs(struct ds_tenant *t, const ds_launch_attr *attrs, 
     return CUDA_SUCCESS;
 }
 
-/* The backend's part of a launch (the driver's, on a GPU), against which the executor's
- * whole time serving a launch shows its own cost. */
-static CUresult timed_launch(struct ds_tenant *t, struct ds_vfunc *f, const struct ds_launch *l,
-                             struct ds_bstream *s)
+/* The backend's part of a launch (the driver's, on a GPU), timed when asked, against
+ * which the executor's whole time serving a launch shows its own cost; a kernel that
+ * escaped the tenant's partition is counted for status and the policy. */
+static CUresult backend_launch(struct ds_tenant *t, struct ds_vfunc *f,
+                               const struct ds_launch *l, struct ds_bstream *s)
 {
-    uint64_t t0 = ds_now_ns();
+    uint64_t t0 = t->timing ? ds_now_ns() : 0;
     int rc = t->ops->launch(t->be, f->real, l, s);
 
-    t->launch_backend_ns += ds_now_ns() - t0;
+    if (t->timing)
+        t->launch_backend_ns += ds_now_ns() - t0;
+    if (rc == DS_LAUNCH_ESCAPED) {
+        atomic_fetch_add(&t->shm->slots[t->slot].escapes, 1);
+        rc = 0;
+    }
     return ds_error_to_cu(rc);
 }
 
@@ -352,10 +358,7 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
     ds__tenant_kernel_boundary(t, s);
-    if (t->timing)
-        rc = timed_launch(t, f, &l, s);
-    else
-        rc = ds_error_to_cu(t->ops->launch(t->be, f->real, &l, s));
+    rc = backend_launch(t, f, &l, s);
     if (rc == CUDA_SUCCESS)
         ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return rc;

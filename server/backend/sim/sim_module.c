@@ -292,9 +292,57 @@ void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct
     w->kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
 }
 
+static uint64_t at_least_1(unsigned n)
+{
+    return n == 0 ? 1 : n;
+}
+
+/* Blocks in one of launch l's thread-block clusters: its launch attribute's size, else
+ * the kernel's own required size; 1 without clusters. */
+static uint64_t cluster_blocks(const struct ds_bfunc *f, const struct ds_launch *l)
+{
+    const int *a = f->attrs;
+
+    for (unsigned i = 0; i < l->nattrs; i++)
+        if (l->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            return at_least_1(l->attrs[i].value.clusterDim.x) *
+                   at_least_1(l->attrs[i].value.clusterDim.y) *
+                   at_least_1(l->attrs[i].value.clusterDim.z);
+    return at_least_1((unsigned)a[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH]) *
+           at_least_1((unsigned)a[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT]) *
+           at_least_1((unsigned)a[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH]);
+}
+
+/* A partition holds clusters of at most one SM group's SMs in blocks: its groups need
+ * not lie in one GPC, which a cluster must (on an H100, cuDNN's clusters did not fit a
+ * partition of two groups).  A kernel whose clusters are larger runs on the whole
+ * device, as the cuda backend runs it when the driver refuses it on the partition
+ * (docs/sim-device.md). */
+static int escapes(const struct ds_backend *b, const struct ds_bfunc *f,
+                   const struct ds_launch *l, const struct ds_bstream *s)
+{
+    return b->bound != 0 && (s == NULL || !s->capturing) &&
+           cluster_blocks(f, l) > b->groups.size;
+}
+
+/* The work of an escaping kernel: timed on every SM. */
+static void whole_device_work(struct ds_backend *b, const struct ds_launch *l,
+                              struct sim_work *w)
+{
+    uint64_t bound = b->bound;
+    unsigned sms = b->sms;
+
+    b->bound = 0;
+    b->sms = b->groups.sms;
+    ds__sim_kernel_work(b, l, w);
+    b->bound = bound;
+    b->sms = sms;
+}
+
 int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
                    struct ds_bstream *s)
 {
+    int escaped = escapes(b, f, l, s);
     struct sim_work w;
     int rc;
 
@@ -310,9 +358,12 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
     if (b->hang_kernel != NULL && strcmp(f->k->name, b->hang_kernel) == 0)
         for (;;)
             pause();
-    ds__sim_kernel_work(b, l, &w);
+    if (escaped)
+        whole_device_work(b, l, &w);
+    else
+        ds__sim_kernel_work(b, l, &w);
     rc = ds__sim_work_run(b, s, &w);
     if (rc == 0 && (s == NULL || !s->capturing))
         ds__sim_busy_until(b, s);
-    return rc;
+    return rc == 0 && escaped ? DS_LAUNCH_ESCAPED : rc;
 }
