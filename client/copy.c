@@ -7,9 +7,16 @@
  * completion); device-to-host chunks are synchronous calls, up to eight in flight, that
  * return the bytes once the stream's earlier work is done, so such an "async" copy to
  * the host has completed when it returns, which every correct program tolerates.
+ *
+ * While a capture is going on, an asynchronous copy whose host side the device reaches
+ * (page-locked, registered or managed memory) goes as a device-to-device copy of that
+ * memory's device address, which a capture records as CUDA records the host copy: a
+ * graph copy node that reads or writes the host memory at each launch.  Other host
+ * memory on a capturing stream is refused (graph.h).
  */
 #include "cuda_api.h"
 #include "copy.h"
+#include "gnode.h"
 #include "graph.h"
 #include "mem.h"
 #include "rpc.h"
@@ -31,6 +38,14 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
     return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
+/* A capture may be going on (on s, or on a stream s joined, which only the executor
+ * knows): an asynchronous copy of host memory the device reaches is a device copy. */
+static int captured_view(const void *host, size_t n, int wait, uint64_t *view)
+{
+    return !wait && n > 0 && host != NULL && ds__graph_capturing_any() &&
+           ds__gnode_device_view(host, n, view);
+}
+
 CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
 {
     const char *p = src;
@@ -38,6 +53,8 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
     CUresult rc;
 
     DS_NEED_INIT();
+    if (captured_view(src, n, wait, &offset))
+        return ds__copy_dtod(dst, offset, n, s, 0);
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
@@ -167,6 +184,8 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
     CUresult rc;
 
     DS_NEED_INIT();
+    if (captured_view(dst, n, wait, &offset))
+        return ds__copy_dtod(offset, src, n, s, 0);
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)

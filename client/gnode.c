@@ -3,14 +3,17 @@
  * child graph nodes in gparams.c).  Graphs and nodes are executor handles; every node's
  * description goes to the executor, which checks it and keeps the graph's shape, so
  * every question about a graph is asked of it.  A kernel node's parameters are packed
- * as a launch's are.  A copy from or to host memory the executor cannot reach when the
- * graph runs is refused (only page-locked memory of the shared arena, at its device
- * address, can be).
+ * as a launch's are.  A copy's host side that the device reaches (page-locked, registered
+ * or managed memory of the shared arena) goes as its device address; other host memory
+ * (pageable, or any of a remote tenant's) stays this process's address, and the copy is
+ * done here when a launch reaches the node (graph.c), as the driver does such a copy
+ * through its own staging at the node's turn.
  */
 #include "cuda_api.h"
 #include "gkernel.h"
 #include "gnode.h"
 
+#include "copy.h"
 #include "ctx.h"
 #include "launch.h"
 #include "mem.h"
@@ -166,15 +169,30 @@ CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
     return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
-/* Where one side of a copy starts, as an address the device reaches, for n bytes: device
- * memory as it is, page-locked arena memory at its device address.  Other host memory
- * is the tenant's alone and cannot be reached when the graph runs. */
-static CUresult copy_end(CUmemorytype type, const void *host, CUdeviceptr dev, size_t n,
-                         uint64_t *out)
+int ds__gnode_device_view(const void *host, size_t n, uint64_t *out)
 {
-    static atomic_int arrays, pageable;
     uint64_t offset;
     CUdeviceptr d;
+
+    /* Managed memory is a device address as it is. */
+    if (ds__mem_is_device((uint64_t)(uintptr_t)host)) {
+        *out = (uint64_t)(uintptr_t)host;
+        return 1;
+    }
+    if (!ds__mem_arena_offset(host, n, &offset) ||
+        cuMemHostGetDevicePointer_v2(&d, (void *)host, 0) != CUDA_SUCCESS)
+        return 0;
+    *out = d;
+    return 1;
+}
+
+/* Where one side of a copy starts, for n bytes: device memory as it is, host memory the
+ * device reaches at its device address; other host memory as this process's address,
+ * with `side` (DS_COPY_*_HOST) added to *host_sides. */
+static CUresult copy_end(CUmemorytype type, const void *host, CUdeviceptr dev, size_t n,
+                         unsigned side, uint64_t *out, unsigned *host_sides)
+{
+    static atomic_int arrays;
 
     if (type == CU_MEMORYTYPE_DEVICE ||
         (type == CU_MEMORYTYPE_UNIFIED && ds__mem_is_device(dev))) {
@@ -185,11 +203,12 @@ static CUresult copy_end(CUmemorytype type, const void *host, CUdeviceptr dev, s
         host = (const void *)(uintptr_t)dev;
     else if (type != CU_MEMORYTYPE_HOST)
         return ds__unsupported("cuGraphAddMemcpyNode with arrays", &arrays);
-    if (!ds__mem_arena_offset(host, n, &offset) ||
-        cuMemHostGetDevicePointer_v2(&d, (void *)host, 0) != CUDA_SUCCESS)
-        return ds__unsupported("cuGraphAddMemcpyNode with host memory not from cuMemHostAlloc",
-                               &pageable);
-    *out = d;
+    if (host == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ds__gnode_device_view(host, n, out)) {
+        *out = (uint64_t)(uintptr_t)host;
+        *host_sides |= side;
+    }
     return CUDA_SUCCESS;
 }
 
@@ -214,13 +233,36 @@ CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c)
         (rows && (cp->srcPitch != cp->WidthInBytes || cp->dstPitch != cp->WidthInBytes)) ||
         (cp->Depth > 1 && (cp->srcHeight != cp->Height || cp->dstHeight != cp->Height)))
         return ds__unsupported("cuGraphAddMemcpyNode with gaps between rows", &once);
-    rc = copy_end(cp->srcMemoryType, cp->srcHost, cp->srcDevice, n, &c->src);
+    c->host = 0;
+    rc = copy_end(cp->srcMemoryType, cp->srcHost, cp->srcDevice, n, DS_COPY_SRC_HOST, &c->src,
+                  &c->host);
     if (rc == CUDA_SUCCESS)
-        rc = copy_end(cp->dstMemoryType, cp->dstHost, cp->dstDevice, n, &c->dst);
+        rc = copy_end(cp->dstMemoryType, cp->dstHost, cp->dstDevice, n, DS_COPY_DST_HOST,
+                      &c->dst, &c->host);
     c->src += start(cp->srcXInBytes, cp->srcY, cp->srcZ, cp->srcPitch, cp->srcHeight);
     c->dst += start(cp->dstXInBytes, cp->dstY, cp->dstZ, cp->dstPitch, cp->dstHeight);
     c->size = n;
     return rc;
+}
+
+/* A device-to-host copy is complete when ds__copy_dtoh returns; one to the device is in
+ * stream order before whatever the next stage launches. */
+CUresult ds__gnode_copy_here(const ds_memcpy_node *c, CUstream s)
+{
+    void *dst = (void *)(uintptr_t)c->dst;
+    const void *src = (const void *)(uintptr_t)c->src;
+
+    switch (c->host) {
+    case DS_COPY_SRC_HOST | DS_COPY_DST_HOST:
+        memmove(dst, src, c->size);
+        return CUDA_SUCCESS;
+    case DS_COPY_SRC_HOST:
+        return ds__copy_htod(c->dst, src, c->size, s, 0);
+    case DS_COPY_DST_HOST:
+        return ds__copy_dtoh(dst, c->src, c->size, s, 0);
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,

@@ -20,8 +20,17 @@ CUresult ds__gnode_info(CUgraphNode node, ds_node_info_res *r);
 /* A memset node's description from CUDA's. */
 CUresult ds__gnode_fill(const CUDA_MEMSET_NODE_PARAMS *mp, ds_node_params *p);
 
-/* The copy cp describes as one contiguous range on each side, reachable by the device
- * when the graph runs, or the CUresult that refuses it. */
+/* The copy cp describes as one contiguous range on each side, or the CUresult that
+ * refuses it.  A host side the device cannot reach is this process's address, marked in
+ * c->host: the copy is done here at the node's turn (graph.c). */
 CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c);
+
+/* 1 when the n bytes at host are host memory the device reaches (page-locked, registered
+ * or managed memory of the shared arena), their device address in *out; 0 otherwise. */
+int ds__gnode_device_view(const void *host, size_t n, uint64_t *out);
+
+/* Do a copy node's copy whose host side is this process's memory (c->host), in stream
+ * order on s, complete when this returns. */
+CUresult ds__gnode_copy_here(const ds_memcpy_node *c, CUstream s);
 
 #endif

@@ -139,8 +139,9 @@ CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node, 
     return ds__gnode_set(exec, node, &p);
 }
 
-/* A copy node as the executor holds it: one contiguous copy between two addresses the
- * device reaches (arena host memory at its device address). */
+/* A copy node as the executor holds it: one contiguous copy between two addresses, each
+ * one the device reaches (arena host memory at its device address) or this process's
+ * own host memory. */
 CUresult cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *cp)
 {
     ds_node_params p;
@@ -155,6 +156,16 @@ CUresult cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *cp)
     cp->srcMemoryType = cp->dstMemoryType = CU_MEMORYTYPE_DEVICE;
     cp->srcDevice = p.ds_node_params_u.copy.src;
     cp->dstDevice = p.ds_node_params_u.copy.dst;
+    if (p.ds_node_params_u.copy.host & DS_COPY_SRC_HOST) {
+        cp->srcMemoryType = CU_MEMORYTYPE_HOST;
+        cp->srcHost = (const void *)(uintptr_t)cp->srcDevice;
+        cp->srcDevice = 0;
+    }
+    if (p.ds_node_params_u.copy.host & DS_COPY_DST_HOST) {
+        cp->dstMemoryType = CU_MEMORYTYPE_HOST;
+        cp->dstHost = (void *)(uintptr_t)cp->dstDevice;
+        cp->dstDevice = 0;
+    }
     cp->WidthInBytes = p.ds_node_params_u.copy.size;
     cp->Height = cp->Depth = 1;
     return CUDA_SUCCESS;

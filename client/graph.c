@@ -12,6 +12,7 @@
 #include "graph.h"
 
 #include "gkernel.h"
+#include "gnode.h"
 #include "rpc.h"
 #include "stream.h"
 #include "unsupported.h"
@@ -70,6 +71,11 @@ CUresult ds__graph_refuse_host_work(CUstream s)
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+int ds__graph_capturing_any(void)
+{
+    return atomic_load(&capturing) > 0;
 }
 
 /* Begin capturing stream h as send(a) asks the executor, and track it here. */
@@ -457,7 +463,8 @@ CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *error
 }
 
 /* One stage of a staged launch: its device part launched, then, once the stream has
- * reached its end, its host functions called in this process. */
+ * reached its end, its host functions called and its copies of this process's own
+ * memory done, in order. */
 static CUresult run_stage(CUstream s, ds_stage_args *a)
 {
     ds_stage_res r;
@@ -469,9 +476,15 @@ static CUresult run_stage(CUstream s, ds_stage_args *a)
         return rc;
     if (c->calls.calls_len > 0)
         rc = cuStreamSynchronize(s);
-    for (u_int i = 0; rc == CUDA_SUCCESS && i < c->calls.calls_len; i++)
-        ((CUhostFn)(uintptr_t)c->calls.calls_val[i].fn)(
-            (void *)(uintptr_t)c->calls.calls_val[i].data);
+    for (u_int i = 0; rc == CUDA_SUCCESS && i < c->calls.calls_len; i++) {
+        const ds_stage_call *call = &c->calls.calls_val[i];
+
+        if (call->kind == DS_NODE_MEMCPY)
+            rc = ds__gnode_copy_here(&call->ds_stage_call_u.copy, s);
+        else
+            ((CUhostFn)(uintptr_t)call->ds_stage_call_u.host.fn)(
+                (void *)(uintptr_t)call->ds_stage_call_u.host.data);
+    }
     xdr_free((xdrproc_t)xdr_ds_stage_res, (char *)&r);
     return rc;
 }

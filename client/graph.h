@@ -11,6 +11,9 @@
  * else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult ds__graph_refuse_host_work(CUstream s);
 
+/* Whether some stream of this process is being captured (cheap: one atomic load). */
+int ds__graph_capturing_any(void);
+
 /* The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
 CUstreamCaptureMode ds__graph_thread_mode(void);
 

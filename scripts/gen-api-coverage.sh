@@ -94,4 +94,26 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
     echo
     list "$tmp/todo"
     echo
+    echo
+    echo "## Served, with choices to know"
+    echo
+    cat <<'NOTES'
+- Graph copies between host and device memory (`cuGraphAddMemcpyNode`, `cuGraphAddNode`,
+  `cuGraphMemcpyNodeSetParams`, `cuGraphExecMemcpyNodeSetParams`, and `cuMemcpyHtoDAsync`,
+  `cuMemcpyDtoHAsync` or `cuMemcpyAsync` on a capturing stream). Page-locked, registered and
+  managed memory of a local tenant lies on the arena its executor maps, so the graph itself
+  reads and writes it at each launch, at its device address, as CUDA's does; a captured
+  asynchronous copy of it becomes part of the graph. Other host memory (pageable, or any
+  of a remote tenant's) is not the executor's to reach: CUDA accepts it in a memcpy node
+  and copies it at the node's turn through its own staging (the cuda-samples'
+  jacobiCudaGraphs captures such a copy into a local variable), so detshare makes the node
+  one the tenant does itself: the instance runs in stages, as with host nodes, and at the
+  node's turn the client copies the bytes in stream order (the launch returns once it
+  has). Such a node cannot be in a child graph or a conditional body, cannot switch
+  between pageable and reachable memory with a set-params call, and its graph cannot be
+  updated with `cuGraphExecUpdate` (each `CUDA_ERROR_NOT_SUPPORTED`, or
+  `CUDA_ERROR_INVALID_VALUE` for an instance's set-params). A copy of pageable memory on
+  a capturing stream is still refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and
+  invalidates the capture, where CUDA would record a node.
+NOTES
 } > "$out"

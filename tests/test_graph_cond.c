@@ -220,3 +220,37 @@ Test(graph_cond, bodies_go_with_their_node_and_the_tenant)
     cr_assert_eq(read_at(c.out, 0), 10);
     CU_OK(cuEventDestroy(ev));
 }
+
+/* A body is the usual target of cuStreamBeginCaptureToGraph: what the capture records
+ * runs where the body runs, after the body's nodes it was told to follow. */
+Test(graph_cond, a_capture_fills_a_body)
+{
+    struct cond c;
+    CUgraphNode first;
+    CUgraph g;
+    CUdeviceptr p;
+    size_t n = 1;
+
+    build(&c, CU_GRAPH_COND_TYPE_IF, 1, 1);
+    CU_OK(cuGraphGetNodes(c.bodies[0], &first, &n));
+    CU_OK(cuStreamBeginCaptureToGraph(s, c.bodies[0], &first, NULL, 1,
+                                      CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemsetD32Async(c.buf, 20, N, s));
+    CU_OK(cuStreamEndCapture(s, &g));
+    cr_assert_eq(g, c.bodies[0]);
+    cr_assert_eq(run(&c), 20, "the captured fill ran after the body's own");
+    unbuild(&c);
+    build(&c, CU_GRAPH_COND_TYPE_WHILE, 1, 0);
+    CU_OK(cuStreamBeginCaptureToGraph(s, c.bodies[0], NULL, NULL, 0,
+                                      CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemsetD32Async(c.buf, 30, N, s));
+    CU_OK(cuStreamEndCapture(s, &g));
+    cr_assert_eq(run(&c), 0, "a loop that starts false runs nothing it captured");
+    /* A body runs any number of times: it cannot own graph memory. */
+    CU_OK(cuStreamBeginCaptureToGraph(s, c.bodies[0], NULL, NULL, 0,
+                                      CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemAllocAsync(&p, 256, s));
+    CU_OK(cuMemsetD8Async(p, 1, 256, s));
+    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_NOT_SUPPORTED);
+    unbuild(&c);
+}

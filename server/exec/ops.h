@@ -49,9 +49,13 @@ struct ds_gnode_scratch {
 };
 
 /* The backend's description of node p, every input checked (ops_gnode.c); sc holds what
- * it points to for as long as d is used.  A host node is an empty node to the backend. */
+ * it points to for as long as d is used.  A node the tenant runs itself is an empty node
+ * to the backend. */
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
                                 struct ds_gnode_desc *d, struct ds_gnode_scratch *sc);
+/* Whether node p runs in the tenant's process (ops_gnode.c): a host node, or a copy node
+ * with a side in memory only the tenant reaches.  A graph with one runs in stages. */
+int ds__gnode_in_tenant(const ds_node_params *p);
 
 /* A batch memory operation node's description from its n operations ops (ops_streammem.c):
  * each checked as cuStreamBatchMemOp's are (a word of the tenant's own memory, aligned to
@@ -104,9 +108,9 @@ CUresult ds__ops_gmem_capture(struct ds_tenant *t, uint64_t stream, uint64_t siz
 CUresult ds__ops_gmem_captured(struct ds_tenant *t, uint64_t stream, struct ds_vgraph *g);
 void ds__ops_gmem_drop_captures(struct ds_tenant *t);
 
-/* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has host
- * nodes, whose functions run in the tenant's process, so that an instantiated graph of
- * it runs in stages.  ds__ops_gstage_make instantiates g (flags: the tenant's) into e's
+/* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has nodes
+ * that run in the tenant's process (host nodes, copies of the tenant's own memory), so
+ * that an instantiated graph of it runs in stages.  ds__ops_gstage_make instantiates g (flags: the tenant's) into e's
  * stages.  ds__ops_gstage_set gives node n new parameters p (described as d) in staged
  * e.  ds__ops_gstage_free frees e's stages. */
 int ds__ops_gstage_needed(struct ds_tenant *t, const struct ds_vgraph *g);

@@ -4,7 +4,9 @@
  * other; the work captured since the last dependency change becomes one child graph node
  * of the tenant's built graph, after the dependencies it had.  The graph's own nodes keep
  * their handles and the graph stays the executor's to answer about; what CUDA would add
- * as separate nodes is one node here, which orders the work at least as strictly.
+ * as separate nodes is one node here, which orders the work at least as strictly.  The
+ * graph may be a conditional node's body (its usual filling), which takes no graph
+ * memory: a capture into one that allocates is refused when it ends.
  */
 #include "ops.h"
 
@@ -65,8 +67,9 @@ CUresult ds__ops_capture_to_graph(struct ds_tenant *t, const ds_capture_to_graph
         return a->stream <= 2 ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_ERROR_INVALID_HANDLE;
     if (g == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (!g->built || g->embedded) {
-        ds_warn("capture into a graph: the graph must be one built with cuGraphCreate");
+    if (!g->built || g->frozen) {
+        ds_warn("capture into a graph: the graph must be one built with cuGraphCreate or a "
+                "conditional node's body, not a child graph node's copy");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     if (a->mode < CU_STREAM_CAPTURE_MODE_GLOBAL || a->mode > CU_STREAM_CAPTURE_MODE_RELAXED ||
@@ -108,6 +111,11 @@ static CUresult adopt(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     rc = ds__ops_gmem_captured(t, sh, v);
+    if (rc == CUDA_SUCCESS && v->ngmems > 0 &&
+        ((struct ds_vgraph *)ds_handles_get(&t->h, s->into, DS_H_GRAPH))->embedded) {
+        ds_warn("a capture into a conditional node's body cannot allocate graph memory");
+        rc = CUDA_ERROR_NOT_SUPPORTED;
+    }
     if (rc == CUDA_SUCCESS)
         rc = ds__ops_gnode_add_captured(t, s->into, h, s->into_deps, s->ninto_deps, node);
     if (rc != CUDA_SUCCESS && (v = ds_handles_remove(&t->h, h, DS_H_GRAPH)) != NULL)

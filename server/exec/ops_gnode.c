@@ -93,14 +93,26 @@ static CUresult check_fill(struct ds_tenant *t, const ds_memset_node *m, struct 
     return CUDA_SUCCESS;
 }
 
+/* A side of a copy the tenant does itself is an address in its own process, which only
+ * its own process reads or writes: nothing to check here. */
 static CUresult check_copy(struct ds_tenant *t, const ds_memcpy_node *c, struct ds_gnode_desc *d)
 {
-    if (c->size == 0 || ds__tenant_range(t, c->dst, c->size) != 0 ||
-        ds__tenant_range(t, c->src, c->size) != 0)
+    if (c->size == 0 || (c->host & ~(unsigned)(DS_COPY_SRC_HOST | DS_COPY_DST_HOST)) != 0 ||
+        (!(c->host & DS_COPY_DST_HOST) && ds__tenant_range(t, c->dst, c->size) != 0) ||
+        (!(c->host & DS_COPY_SRC_HOST) && ds__tenant_range(t, c->src, c->size) != 0))
         return CUDA_ERROR_INVALID_VALUE;
-    *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMCPY, .dst = c->dst, .src = c->src,
-                                 .n = c->size };
+    if (c->host != 0)
+        *d = (struct ds_gnode_desc){ .kind = DS_GNODE_EMPTY };
+    else
+        *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMCPY, .dst = c->dst, .src = c->src,
+                                     .n = c->size };
     return CUDA_SUCCESS;
+}
+
+int ds__gnode_in_tenant(const ds_node_params *p)
+{
+    return p->kind == DS_NODE_HOST ||
+           (p->kind == DS_NODE_MEMCPY && p->ds_node_params_u.copy.host != 0);
 }
 
 /* The event that node parameters p record or wait on: NULL when p is no event node's or
@@ -114,13 +126,14 @@ static struct ds_vevent *event_of(struct ds_tenant *t, const ds_node_params *p)
     return NULL;
 }
 
-/* Whether built graph g has a host node, or a child graph that has one. */
+/* Whether built graph g has a node that runs in the tenant's process, or a child graph
+ * that has one. */
 static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
 {
     for (uint32_t i = 0; i < g->nnodes; i++) {
         struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
 
-        if (n->params.kind == DS_NODE_HOST)
+        if (ds__gnode_in_tenant(&n->params))
             return 1;
         if (n->params.kind == DS_NODE_CHILD &&
             has_host(t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)))
@@ -129,14 +142,15 @@ static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
     return 0;
 }
 
-/* The graph a child graph node copies: a built graph without host nodes, whose
- * functions a graph replayed as one piece by the backend could not call back. */
+/* The graph a child graph node copies: a built graph without nodes that run in the
+ * tenant's process, which a graph replayed as one piece by the backend could not reach. */
 static CUresult child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
 {
     CUresult rc = built_graph(t, h, out);
 
     if (rc == CUDA_SUCCESS && has_host(t, *out)) {
-        ds_warn("a child graph with host nodes is not served");
+        ds_warn("a child graph with host nodes, or copies of pageable host memory, is not "
+                "served");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     return rc;
@@ -446,6 +460,12 @@ static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params 
                 "and conditional nodes only");
         return CUDA_ERROR_NOT_SUPPORTED;
     }
+    /* A body runs on the device as often as its condition says: nothing in it can wait
+     * for the tenant's process (CUDA allows only memory the device reaches there too). */
+    if (g->embedded && ds__gnode_in_tenant(p)) {
+        ds_warn("a conditional node's body cannot copy pageable host memory");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     return ds__gnode_add_described(t, g, gh, p, &d, deps, ndeps, out);
 }
 
@@ -729,6 +749,9 @@ static CUresult set_in_exec(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh
         return rc;
     if (e->stages != NULL)
         return ds__ops_gstage_set(t, e, nh, p, d);
+    /* A copy of the tenant's own memory would make e a staged graph. */
+    if (ds__gnode_in_tenant(p))
+        return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e->real, n->real, d));
 }
 
@@ -743,9 +766,15 @@ static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_n
 
     if ((rc = ds__gnode_editable(t, n->graph, &g)) != CUDA_SUCCESS)
         return rc;
+    /* The backend's node is a copy or an empty node by where the copy's host side is;
+     * it cannot turn from one into the other. */
+    if (ds__gnode_in_tenant(p) != ds__gnode_in_tenant(&n->params)) {
+        ds_warn("a copy node cannot move between pageable and device-reachable memory");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     if (copy_params(p, &copy) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (p->kind != DS_NODE_HOST)
+    if (!ds__gnode_in_tenant(p))
         rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, NULL, n->real, d));
     if (rc != CUDA_SUCCESS) {
         free_params(&copy);
@@ -943,6 +972,9 @@ static CUresult enable(struct ds_tenant *t, struct ds_vgraph *e, struct ds_vnode
 
     if (e->stages == NULL)
         return ds_error_to_cu(t->ops->graph_node_enable(t->be, e->real, n->real, on));
+    /* A copy the tenant does is left out of its stage's calls while off (ops_gstage.c). */
+    if (ds__gnode_in_tenant(&n->params))
+        return CUDA_SUCCESS;
     if ((s = ds__ops_gstage_find(e, nh, &i)) == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->graph_node_enable(t->be, s->e, s->real[i], on));

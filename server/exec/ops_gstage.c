@@ -1,13 +1,15 @@
 /*
  * Instantiated graphs with host nodes.  A host function runs in the tenant's process,
  * so the executor cannot replay such a graph as one piece: it cuts it into stages that
- * keep every edge.  A node's level is the most host nodes on any path into it (not
- * counting itself); stage L holds the device nodes of level L, as a graph of their own
- * with the edges between them, followed by the host nodes of level L, which depend on
- * nothing in their own stage's tail.  The client launches the stages in order on one
- * stream and, after each, waits for the stream and runs that stage's host functions
- * (client/graph.c), as cuLaunchHostFunc does; edges into a later stage hold because
- * the stream runs the stages in order.
+ * keep every edge.  A copy node whose host side is memory only the tenant reaches
+ * (pageable memory) is done by the tenant too, so it is a host node here.  A node's
+ * level is the most host nodes on any path into it (not counting itself); stage L holds
+ * the device nodes of level L, as a graph of their own with the edges between them,
+ * followed by the host nodes of level L, which depend on nothing in their own stage's
+ * tail.  The client launches the stages in order on one stream and, after each, waits
+ * for the stream and runs that stage's host functions and copies (client/graph.c), as
+ * cuLaunchHostFunc does; edges into a later stage hold because the stream runs the
+ * stages in order.
  */
 #include "ops.h"
 
@@ -24,7 +26,7 @@ static struct ds_vnode *vnode(struct ds_tenant *t, uint64_t h)
 int ds__ops_gstage_needed(struct ds_tenant *t, const struct ds_vgraph *g)
 {
     for (uint32_t i = 0; i < g->nnodes; i++)
-        if (vnode(t, g->nodes[i])->params.kind == DS_NODE_HOST)
+        if (ds__gnode_in_tenant(&vnode(t, g->nodes[i])->params))
             return 1;
     return 0;
 }
@@ -72,7 +74,7 @@ static uint32_t levels(struct ds_tenant *t, const struct ds_vgraph *g, const uin
 
         for (uint32_t j = 0; j < v->ndeps; j++) {
             struct ds_vnode *d = vnode(t, v->deps[j]);
-            uint32_t via = level[d->mark] + (d->params.kind == DS_NODE_HOST);
+            uint32_t via = level[d->mark] + (uint32_t)ds__gnode_in_tenant(&d->params);
 
             l = via > l ? via : l;
         }
@@ -87,10 +89,19 @@ static void *grow(void *v, uint32_t n, size_t size)
     return realloc(v, (n + 1) * size);
 }
 
-/* Host node v (handle h) joins stage s's calls. */
+/* Host node v (handle h), or copy node of the tenant's memory, joins stage s's calls. */
+static void set_one(ds_stage_call *c, const ds_node_params *p)
+{
+    c->kind = p->kind;
+    if (p->kind == DS_NODE_HOST)
+        c->ds_stage_call_u.host = p->ds_node_params_u.host;
+    else
+        c->ds_stage_call_u.copy = p->ds_node_params_u.copy;
+}
+
 static CUresult add_call(struct ds_gstage *s, uint64_t h, const struct ds_vnode *v)
 {
-    ds_host_node *calls = grow(s->calls, s->ncalls, sizeof(*calls));
+    ds_stage_call *calls = grow(s->calls, s->ncalls, sizeof(*calls));
     uint64_t *nodes;
 
     if (calls == NULL)
@@ -99,7 +110,7 @@ static CUresult add_call(struct ds_gstage *s, uint64_t h, const struct ds_vnode 
     if ((nodes = grow(s->call_nodes, s->ncalls, sizeof(*nodes))) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     s->call_nodes = nodes;
-    calls[s->ncalls] = v->params.ds_node_params_u.host;
+    set_one(&calls[s->ncalls], &v->params);
     nodes[s->ncalls++] = h;
     return CUDA_SUCCESS;
 }
@@ -121,7 +132,7 @@ static CUresult add_device(struct ds_tenant *t, struct ds_gstage *s, uint64_t h,
     for (uint32_t j = 0; j < v->ndeps; j++) {
         struct ds_vnode *dv = vnode(t, v->deps[j]);
 
-        if (level[dv->mark] == l && dv->params.kind != DS_NODE_HOST)
+        if (level[dv->mark] == l && !ds__gnode_in_tenant(&dv->params))
             deps[nd++] = real[dv->mark];
     }
     rc = ds__ops_gnode_describe(t, &v->params, &d, &sc);
@@ -152,7 +163,7 @@ static CUresult fill_stages(struct ds_tenant *t, const struct ds_vgraph *g, uint
         struct ds_vnode *v = vnode(t, g->nodes[i]);
         struct ds_gstage *s = &e->stages[level[i]];
 
-        if (v->params.kind == DS_NODE_HOST)
+        if (ds__gnode_in_tenant(&v->params))
             rc = add_call(s, g->nodes[i], v);
         else
             rc = add_device(t, s, g->nodes[i], v, level, level[i], real, i);
@@ -190,13 +201,15 @@ CUresult ds__ops_gstage_make(struct ds_tenant *t, const struct ds_vgraph *g, uin
     return rc;
 }
 
-/* A host node's new function in e: it is in the calls of exactly one stage. */
-static CUresult set_call(struct ds_vgraph *e, uint64_t n, const ds_host_node *h)
+/* A host node's new function, or a tenant's copy's new sides, in e: the node is in the
+ * calls of exactly one stage (a copy that is not, is a device copy, which cannot become
+ * the tenant's). */
+static CUresult set_call(struct ds_vgraph *e, uint64_t n, const ds_node_params *p)
 {
     for (uint32_t l = 0; l < e->nstages; l++) {
         for (uint32_t i = 0; i < e->stages[l].ncalls; i++) {
             if (e->stages[l].call_nodes[i] == n) {
-                e->stages[l].calls[i] = *h;
+                set_one(&e->stages[l].calls[i], p);
                 return CUDA_SUCCESS;
             }
         }
@@ -219,8 +232,8 @@ CUresult ds__ops_gstage_set(struct ds_tenant *t, struct ds_vgraph *e, uint64_t n
     struct ds_gstage *s;
     uint32_t i;
 
-    if (p->kind == DS_NODE_HOST)
-        return set_call(e, n, &p->ds_node_params_u.host);
+    if (ds__gnode_in_tenant(p))
+        return set_call(e, n, p);
     if ((s = ds__ops_gstage_find(e, n, &i)) == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     return ds_error_to_cu(t->ops->graph_node_set(t->be, s->g, s->e, s->real[i], d));
@@ -243,6 +256,16 @@ void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e)
     free(e->stages);
     e->stages = NULL;
     e->nstages = 0;
+}
+
+/* Whether node n is disabled in e (cuGraphNodeSetEnabled): only copy nodes among the
+ * calls can be. */
+static int disabled(const struct ds_vgraph *e, uint64_t n)
+{
+    for (uint32_t i = 0; i < e->noff; i++)
+        if (e->off[i] == n)
+            return 1;
+    return 0;
 }
 
 CUresult ds__ops_graph_launch_stage(struct ds_tenant *t, const ds_stage_args *a,
@@ -272,7 +295,8 @@ CUresult ds__ops_graph_launch_stage(struct ds_tenant *t, const ds_stage_args *a,
         return CUDA_SUCCESS;
     if ((out->calls.calls_val = malloc(st->ncalls * sizeof(*st->calls))) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    memcpy(out->calls.calls_val, st->calls, st->ncalls * sizeof(*st->calls));
-    out->calls.calls_len = st->ncalls;
+    for (uint32_t i = 0; i < st->ncalls; i++)
+        if (!disabled(e, st->call_nodes[i]))
+            out->calls.calls_val[out->calls.calls_len++] = st->calls[i];
     return CUDA_SUCCESS;
 }

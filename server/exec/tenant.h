@@ -81,8 +81,8 @@ struct ds_gstage {
     uint64_t *nodes;        /* the built graph's nodes the stage's device nodes stand for */
     struct ds_bnode **real; /* and their backend nodes in g */
     uint32_t n;
-    ds_host_node *calls;
-    uint64_t *call_nodes;   /* the host nodes calls[] come from */
+    ds_stage_call *calls;   /* what the tenant does at the stage's end, */
+    uint64_t *call_nodes;   /* for these nodes (host nodes, copies of its own memory) */
     uint32_t ncalls;
 };
 
