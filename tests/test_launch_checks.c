@@ -71,6 +71,7 @@ static const struct expect expected[] = {
     { "compiled_cluster_other", CUDA_ERROR_INVALID_CLUSTER_SIZE },
     { "extra_ok", CUDA_SUCCESS },
     { "extra_too_small", CUDA_ERROR_INVALID_VALUE },
+    { "no_params", CUDA_ERROR_INVALID_VALUE },
     { "params_and_extra", CUDA_ERROR_INVALID_VALUE },
     { "null_function", CUDA_ERROR_INVALID_HANDLE },
     { "no_context", CUDA_ERROR_INVALID_CONTEXT },

@@ -151,6 +151,7 @@ static void arguments(struct run *r)
     put(r, "extra_ok", cuLaunchKernel(r->plain, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra));
     put(r, "extra_too_small",
         cuLaunchKernel(r->plain, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, extra_small));
+    put(r, "no_params", cuLaunchKernel(r->plain, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
     put(r, "params_and_extra",
         cuLaunchKernel(r->plain, 1, 1, 1, 32, 1, 1, 0, NULL, r->one, extra));
     put(r, "null_function", go(NULL, g, b, 0, r->one));
