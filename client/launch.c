@@ -1,11 +1,14 @@
 /*
  * Kernel launches: the parameters are packed into one buffer following the layout the
  * executor reported for the kernel, and the launch leaves as one batched call.  Its
- * shape goes to the device exactly as given.
+ * shape goes to the device exactly as given.  What the driver refuses before a launch
+ * returns is refused here too, before the launch is queued (launchcheck.h).
  */
 #include "cuda_api.h"
 #include "launch.h"
 
+#include "ctx.h"
+#include "launchcheck.h"
 #include "module.h"
 #include "rpc.h"
 #include "stream.h"
@@ -74,19 +77,31 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
                        ds_launch_attr *attrs, unsigned nattrs)
 {
     struct ds_cfunc *f = ds__module_func(fn);
-    ds_launch_args a = { .shared_mem = smem, .stream = ds__stream_of(stream),
-                         .attrs = { nattrs, attrs } };
+    ds_launch_args a = { .shared_mem = smem, .attrs = { nattrs, attrs } };
+    struct ds_launch_shape shape = { .smem = smem };
     unsigned char small[1024], *buf = small;
     ds_launch_attr merged[DS_LAUNCH_ATTRS_MAX];
     const void *given;
+    uint64_t ctx;
     size_t len;
     CUresult rc;
 
     DS_NEED_INIT();
+    if (ds__ctx_current(&ctx) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (f == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (params != NULL && extra != NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    a.stream = ds__stream_of(stream);
     a.attrs.attrs_val = ds__streamattr_merge(a.stream, attrs, &a.attrs.attrs_len, merged,
                                              DS_LAUNCH_ATTRS_MAX);
+    memcpy(shape.grid, grid, sizeof(shape.grid));
+    memcpy(shape.block, block, sizeof(shape.block));
+    shape.attrs = a.attrs.attrs_val;
+    shape.nattrs = a.attrs.attrs_len;
+    if ((rc = ds__launchcheck(f, &shape)) != CUDA_SUCCESS)
+        return rc;
     a.fn = f->handle;
     memcpy(a.grid, grid, sizeof(a.grid));
     memcpy(a.block, block, sizeof(a.block));

@@ -24,6 +24,10 @@
 
 _Static_assert(CU_FUNC_ATTRIBUTE_MAX <= DS_FUNC_ATTRS, "function attribute cache too small");
 
+/* The attributes the image fixes (the register count, static sizes, versions): those
+ * before the first one cuFuncSetAttribute can change. */
+#define FIXED_ATTRS ((1ull << CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) - 1)
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_cfunc *functions; /* live functions, for reuse and unload */
 /* Functions of unloaded modules.  An application may still hold their CUfunction; it
@@ -465,10 +469,15 @@ static CUresult set_attr(int attr, int value, const void *fn)
             return CUDA_SUCCESS;
     }
     rc = ds_rpc_func_set_attribute(&a, &r);
-    /* One attribute can bound another (dynamic shared memory and the carveout), so what
-     * was read before is asked again. */
+    /* One settable attribute can bound another (dynamic shared memory and the carveout),
+     * so those read before are asked again; what the image fixed stays.  The dynamic
+     * shared memory limit reads back as set, and launches are checked against it. */
     pthread_mutex_lock(&lock);
-    f->attr_known = 0;
+    f->attr_known &= FIXED_ATTRS;
+    if (rc == CUDA_SUCCESS && attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        f->attr[attr] = value;
+        f->attr_known |= 1ull << attr;
+    }
     if (attr >= 0 && attr < CU_FUNC_ATTRIBUTE_MAX) {
         f->set_known &= ~(1ull << attr);
         if (rc == CUDA_SUCCESS) {
@@ -478,6 +487,11 @@ static CUresult set_attr(int attr, int value, const void *fn)
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+CUresult ds__module_attr(struct ds_cfunc *f, int attr, int *value)
+{
+    return get_attr(value, attr, f);
 }
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction f)

@@ -5,6 +5,7 @@
 
 #include "detshare.h"
 
+#include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,11 @@ struct ds_cfunc {
 
 /* The function behind a CUfunction or CUkernel value, or NULL when it is none of ours. */
 struct ds_cfunc *ds__module_func(const void *f);
+
+/* Attribute attr (a CUfunction_attribute) of f in *value: what the client keeps, else
+ * asked of the executor and kept until cuFuncSetAttribute changes what it bounds.
+ * Returns what cuFuncGetAttribute returns. */
+CUresult ds__module_attr(struct ds_cfunc *f, int attr, int *value);
 
 /* The loaded function the executor knows as `handle`, or NULL. */
 struct ds_cfunc *ds__module_func_of(uint64_t handle);

@@ -116,4 +116,30 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
   a capturing stream is still refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and
   invalidates the capture, where CUDA would record a node.
 NOTES
+    cat <<'EOF'
+
+## A launch's synchronous errors
+
+A launch leaves the client as a batched call, yet `cuLaunchKernel`, `cuLaunchKernelEx`
+and `cuLaunchCooperativeKernel` return the errors the driver returns before a launch
+returns, from the launch itself (client/launchcheck.c), never from a later call. The
+client checks what it already holds: the device's attributes and the kernel's, which
+come with `cuModuleGetFunction` and follow `cuFuncSetAttribute`. The executor checks
+every launch again.
+
+| the launch | returns |
+| --- | --- |
+| no current context | `CUDA_ERROR_INVALID_CONTEXT` |
+| a function that is not one (NULL, unloaded) | `CUDA_ERROR_INVALID_HANDLE` |
+| both `kernelParams` and `extra`; `extra` malformed or its buffer smaller than the kernel's parameters; no `kernelParams` for a kernel with parameters | `CUDA_ERROR_INVALID_VALUE` |
+| a block dimension of 0 or over `MAX_BLOCK_DIM_X/Y/Z`; more threads than the device's `MAX_THREADS_PER_BLOCK` or the kernel's (`__launch_bounds__`, registers) | `CUDA_ERROR_INVALID_VALUE` |
+| a grid dimension of 0 or over `MAX_GRID_DIM_X/Y/Z` | `CUDA_ERROR_INVALID_VALUE` |
+| dynamic shared memory over the kernel's `MAX_DYNAMIC_SHARED_SIZE_BYTES` (48 KiB less its static shared memory until raised), or static and dynamic over the device's opt-in limit | `CUDA_ERROR_INVALID_VALUE` |
+| a cluster (launch attribute or `__cluster_dims__`) that does not divide the grid, differs from the compiled one, is missing where the kernel requires one, or has more than 8 blocks (16 with `NON_PORTABLE_CLUSTER_SIZE_ALLOWED`) | `CUDA_ERROR_INVALID_CLUSTER_SIZE` |
+
+Errors the client cannot see (a stream of another context or being destroyed,
+attributes carrying handles, a cooperative grid too large to be resident) come from
+the executor at the next call that waits for it. tests/test_launch_checks.c runs every
+case on the sim and compares it with the real driver's on a GPU.
+EOF
 } > "$out"

@@ -133,6 +133,35 @@ Test(cubin, layouts_match_cuobjdump)
     free(img);
 }
 
+/* The limits a launch is checked against, from kernels/limits.cu: launch bounds
+ * (EIATTR_MAX_THREADS), cluster dimensions (EIATTR_CTA_PER_CLUSTER) and the register
+ * count of the global .nv.info (EIATTR_REGCOUNT, as ptxas -v reports it). */
+Test(cubin, launch_limits_are_read)
+{
+    size_t len;
+    unsigned char *img = slurp(KPATH("limits.cubin"), &len);
+    const struct ds_kernel *k;
+    struct ds_cubin c;
+
+    cr_assert_eq(ds_cubin_parse(img, len, &c), 0);
+    cr_assert_not_null(k = ds_cubin_kernel(&c, "bounded"));
+    cr_assert_eq(k->max_threads, 256);
+    cr_assert_eq(k->cluster[0], 0);
+    cr_assert_not_null(k = ds_cubin_kernel(&c, "heavy"));
+    cr_assert_eq(k->max_threads, 0, "no launch bounds");
+    cr_assert_eq(k->regs, 128, "ptxas 13.0 -v: 128 registers");
+    cr_assert_not_null(k = ds_cubin_kernel(&c, "clustered"));
+    cr_assert_eq(k->cluster[0], 2);
+    cr_assert_eq(k->cluster[1], 1);
+    cr_assert_eq(k->cluster[2], 1);
+    cr_assert_not_null(k = ds_cubin_kernel(&c, "plain"));
+    cr_assert_eq(k->max_threads, 0);
+    cr_assert_gt(k->regs, 0);
+    cr_assert_lt(k->regs, 32);
+    ds_cubin_free(&c);
+    free(img);
+}
+
 /* Under -rdc the device function helper() is a global STT_FUNC with its own .text and
  * .nv.info sections; only STO_CUDA_ENTRY tells it from a kernel. */
 Test(cubin, device_functions_are_not_kernels)

@@ -29,6 +29,12 @@
  *   EIATTR_KPARAM_INFO_V2   0x45 SVAL: u32 index, u16 ordinal, u16 offset, u16 size,
  *                           u8 log2 pointee alignment, u8 space; ptxas uses it when the
  *                           parameters pass 4 KiB, where V1's 14-bit size runs out.
+ *   EIATTR_MAX_THREADS      0x05 SVAL: u32 x, y, z of __launch_bounds__ (.maxntid)
+ *   EIATTR_CTA_PER_CLUSTER  0x3d SVAL: u32 x, y, z of __cluster_dims__
+ * and, in the section ".nv.info" that belongs to no kernel (sh_info 0):
+ *   EIATTR_REGCOUNT         0x2f SVAL: u32 symbol index, u32 registers per thread
+ * (nvcc 13 leaves the register count out of the .text section's sh_info, where older
+ * toolkits put it).
  *
  * Fatbin entry header (after the container's 16-byte header; entries follow each other):
  *   +0 u16 kind (1 PTX, 2 ELF)   +2 u16 version   +4 u32 header size   +8 u64 payload size
@@ -53,9 +59,12 @@
 #define EIFMT_BVAL 2
 #define EIFMT_HVAL 3
 #define EIFMT_SVAL 4
+#define EIATTR_MAX_THREADS 0x05
 #define EIATTR_PARAM_CBANK 0x0a
 #define EIATTR_KPARAM_INFO 0x17
 #define EIATTR_CBANK_PARAM_SIZE 0x19
+#define EIATTR_REGCOUNT 0x2f
+#define EIATTR_CTA_PER_CLUSTER 0x3d
 #define EIATTR_KPARAM_INFO_V2 0x45
 #define KPARAM_REC 12
 
@@ -66,6 +75,7 @@
 #define FATBIN_ZSTD 0x8000u
 
 static const char info_prefix[] = ".nv.info.";
+static const char global_info[] = ".nv.info";
 
 static uint16_t rd16(const unsigned char *p)
 {
@@ -281,7 +291,23 @@ static void decode_kparam(const struct eirec *r, struct ds_kparam *kp)
     kp->size = r->attr == EIATTR_KPARAM_INFO ? word >> 18 : (word & 0xffff);
 }
 
-/* Fill k's parameters from its .nv.info section s. */
+/* The launch limits a kernel was compiled with, from one record of its .nv.info. */
+static void read_limit(const struct eirec *r, struct ds_kernel *k)
+{
+    uint64_t threads;
+
+    if (r->fmt != EIFMT_SVAL || r->len < 12)
+        return;
+    if (r->attr == EIATTR_MAX_THREADS) {
+        threads = (uint64_t)rd32(r->val) * rd32(r->val + 4) * rd32(r->val + 8);
+        k->max_threads = threads > UINT32_MAX ? UINT32_MAX : (uint32_t)threads;
+    } else if (r->attr == EIATTR_CTA_PER_CLUSTER) {
+        for (int i = 0; i < 3; i++)
+            k->cluster[i] = rd32(r->val + 4 * i);
+    }
+}
+
+/* Fill k's parameters and launch limits from its .nv.info section s. */
 static int read_params(const unsigned char *s, size_t len, struct ds_kernel *k)
 {
     struct eirec r;
@@ -321,6 +347,8 @@ static int read_params(const unsigned char *s, size_t len, struct ds_kernel *k)
             size_attr = rd16(r.val);
         } else if (r.attr == EIATTR_PARAM_CBANK && r.fmt == EIFMT_SVAL && r.len >= 8) {
             cbank_attr = rd16(r.val + 6);
+        } else {
+            read_limit(&r, k);
         }
     }
     /* Both attributes carry the buffer size (they agree in every cubin seen); a kernel
@@ -365,6 +393,38 @@ static int index_info(const struct elf *e, uint32_t **out)
             info[sh_info(e, i)] = i;
     }
     *out = info;
+    return 0;
+}
+
+/* Registers per thread of each symbol, from the EIATTR_REGCOUNT records of the global
+ * .nv.info section (0 where none is recorded), in a calloc'd array of nsyms entries. */
+static int index_regs(const struct elf *e, size_t nsyms, uint32_t **out)
+{
+    uint32_t *regs = calloc(nsyms ? nsyms : 1, sizeof(*regs)), i;
+    const unsigned char *s;
+    struct eirec r;
+    size_t len, pos;
+    int rc = 0;
+
+    if (regs == NULL)
+        return DS_ENOMEM;
+    for (i = 1; i < e->shnum && rc >= 0; i++) {
+        const char *name = sh_name(e, i);
+
+        if (name == NULL || strcmp(name, global_info) != 0 || sh_info(e, i) != 0 ||
+            (s = sh_data(e, i, &len)) == NULL)
+            continue;
+        pos = 0;
+        while ((rc = next_record(s, len, &pos, &r)) == 1)
+            if (r.attr == EIATTR_REGCOUNT && r.fmt == EIFMT_SVAL && r.len >= 8 &&
+                rd32(r.val) < nsyms)
+                regs[rd32(r.val)] = rd32(r.val + 4);
+    }
+    if (rc < 0) {
+        free(regs);
+        return rc;
+    }
+    *out = regs;
     return 0;
 }
 
@@ -413,7 +473,7 @@ int ds_cubin_parse(const void *elf, size_t len, struct ds_cubin *out)
 {
     struct elf e;
     struct symtab st;
-    uint32_t *info = NULL, text;
+    uint32_t *info = NULL, *regs = NULL, text;
     const char *name;
     size_t k, n = 0;
     int rc, sm = 0;
@@ -429,7 +489,7 @@ int ds_cubin_parse(const void *elf, size_t len, struct ds_cubin *out)
             n++;
     if (n == 0)
         return 0;
-    if ((rc = index_info(&e, &info)) != 0)
+    if ((rc = index_info(&e, &info)) != 0 || (rc = index_regs(&e, st.nsyms, &regs)) != 0)
         goto fail;
     out->kernels = calloc(n, sizeof(*out->kernels));
     if (out->kernels == NULL) {
@@ -443,13 +503,16 @@ int ds_cubin_parse(const void *elf, size_t len, struct ds_cubin *out)
         rc = make_kernel(&e, info, text, name, &out->kernels[out->nkernels++]);
         if (rc != 0)
             goto fail;
+        out->kernels[out->nkernels - 1].regs = regs[k];
     }
     free(info);
+    free(regs);
     qsort(out->kernels, out->nkernels, sizeof(*out->kernels), by_name);
     return 0;
 
 fail:
     free(info);
+    free(regs);
     ds_cubin_free(out);
     return rc;
 }

@@ -6,6 +6,8 @@
  * the same place the driver does: each kernel's .nv.info.<kernel> section, a list of
  * EIATTR records, of which EIATTR_KPARAM_INFO(_V2) gives one parameter's ordinal, offset
  * and size and EIATTR_CBANK_PARAM_SIZE / EIATTR_PARAM_CBANK the parameter buffer's size.
+ * The same records give the limits a launch is checked against (launch bounds, cluster
+ * dimensions, registers per thread).
  * Encodings are written down in cubin.c, beside the code that reads them.
  *
  * All input is untrusted (it comes from a tenant): every offset, count and string is
@@ -30,6 +32,9 @@ struct ds_kernel {
     uint32_t nparams;
     struct ds_kparam *params; /* nparams entries, params[i].ordinal == i; NULL when 0 */
     uint32_t param_bytes;     /* size of the parameter buffer; >= every offset + size */
+    uint32_t max_threads;     /* threads per block __launch_bounds__ allows; 0: no bound */
+    uint32_t regs;            /* registers per thread; 0: the cubin does not say */
+    uint32_t cluster[3];      /* __cluster_dims__; zeros: none */
 };
 
 struct ds_cubin {

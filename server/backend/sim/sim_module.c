@@ -9,6 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* What the driver reports for a kernel that was compiled without saying: 48 KiB of
+ * dynamic shared memory before the kernel opts in to more, and (where the cubin records
+ * no register count) 32 registers a thread. */
+#define SIM_DEFAULT_DYNAMIC_SMEM 49152
+#define SIM_DEFAULT_REGS 32u
+#define SIM_MAX_REGS 255u
+
 int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len)
 {
     struct ds_fatbin_entry e;
@@ -101,6 +108,10 @@ int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, cons
     layout->bytes = k->param_bytes;
     f->k = k;
     f->attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+    f->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = SIM_DEFAULT_DYNAMIC_SMEM;
+    f->attrs[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH] = (int)k->cluster[0];
+    f->attrs[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT] = (int)k->cluster[1];
+    f->attrs[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH] = (int)k->cluster[2];
     f->next = m->funcs;
     m->funcs = f;
     *out = f;
@@ -155,16 +166,31 @@ int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const 
     return 0;
 }
 
+/* The block size an H100 can give kernel k: its launch bounds, and as many warps as
+ * the 64K registers of an SM hold, each warp's share allocated in units of 256. */
+static int max_threads(const struct ds_kernel *k)
+{
+    uint32_t regs = k->regs == 0 ? SIM_DEFAULT_REGS : k->regs > SIM_MAX_REGS ? SIM_MAX_REGS : k->regs;
+    uint32_t per_warp = (regs * 32 + 255) / 256 * 256;
+    uint32_t threads = 65536 / per_warp * 32;
+
+    if (threads > 1024)
+        threads = 1024;
+    if (k->max_threads != 0 && k->max_threads < threads)
+        threads = k->max_threads;
+    return (int)threads;
+}
+
 int ds__sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr,
                                int *value)
 {
     (void)b;
     switch (attr) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-        *value = 1024;
+        *value = max_threads(f->k);
         break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS:
-        *value = 32;
+        *value = (int)(f->k->regs ? f->k->regs : SIM_DEFAULT_REGS);
         break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION:
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
