@@ -150,10 +150,11 @@ static int flood_peer(void *arg)
 /* Tenant `name`'s object in `status --json`. */
 static const char *tenant(const char *name, char *obj, size_t len)
 {
-    char out[16384];
+    char out[16384], key[80];
 
     cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
-    if (strstr(out, name) == NULL)
+    snprintf(key, sizeof(key), "\"name\":\"%s\"", name);
+    if (strstr(out, key) == NULL)
         return NULL;
     return ds_test_tenant_json(out, name, obj, len);
 }

@@ -158,7 +158,7 @@ Test(pool_quota, an_allocation_is_refused_only_once_the_pools_are_trimmed)
         cr_expect_eq(reserved(kept), 0);
     /* Nothing is kept any more: 40 + 10 + 20 is past the quota. */
     CU_IS(cuMemAllocFromPoolAsync(&more, 20 * MiB, live, s), CUDA_ERROR_OUT_OF_MEMORY);
-    cr_expect(ds_test_log_has(&srv, "tenant[hoard-2] info: over its memory quota"));
+    cr_expect(ds_test_log_has(&srv, "[hoard-2] info: over its memory quota"));
     CU_OK(cuMemAllocFromPoolAsync(&more, 8 * MiB, live, s));
     CU_OK(cuMemFreeAsync(more, s));
     CU_OK(cuMemFreeAsync(held, s));

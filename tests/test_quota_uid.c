@@ -158,6 +158,6 @@ Test(quota_uid, the_config_file_binds_a_rule_and_another_user_cannot_take_its_na
     cr_expect(ds_test_log_has(&srv, "refusing the hello of team-a"), "no refusal logged");
     snprintf(want, sizeof(want), "quota rule team-* binds that name to uid %u", other);
     cr_expect(ds_test_log_has(&srv, want), "expected \"%s\" in the log", want);
-    cr_expect_eq(ds_test_log_count(&srv, "tenant[team-a]"), 0, "team-a joined");
+    cr_expect_eq(ds_test_log_count(&srv, "[team-a] info: joined"), 0, "team-a joined");
     cr_expect_neq(ctl("quota theirs uid=me", out, sizeof(out)), 0, "%s", out);
 }
