@@ -8,7 +8,7 @@
 #  - CDP through detshare in a domain of its own; JAX's float64 solve with debug logs.
 set -u
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
-mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main
+mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main; [ -e build-gpu ] || ln -s .dev/build-gpu build-gpu
 export LD_LIBRARY_PATH="$PWD/.dev/libs" PATH=/opt/torch/.venv/bin:$PATH
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > "$out/device.txt" 2>&1
 t=$(mktemp -d)
@@ -16,7 +16,7 @@ nvcc -arch=sm_90 -O2 -o "$t/faultprobe" bench/fault/faultprobe.cu -lcuda
 nvcc -arch=sm_90 -rdc=true -o "$t/cdp" bench/compat/cdp.cu -lcudadevrt
 for s in launch_checks launch graph_hostcopy graph_cond graph_nodes capture_to_graph graph_host \
          pool_quota quota_uid host_bound pool quota escape fault; do
-    DS_TEST_DEVICE=cuda timeout 150 ./build-gpu/tests/test_$s --jobs 1 > "$t/gpu-$s.log" 2>&1
+    DS_TEST_DEVICE=cuda timeout 60 ./build-gpu/tests/test_$s --jobs 1 > "$t/gpu-$s.log" 2>&1
     echo "gpu test $s: exit $? $(grep -a 'Synthesis' "$t/gpu-$s.log" | tail -1)" >> "$out/device.txt"
 done
 OUT=$t timeout 240 bash bench/fault/blast.sh "$t/faultprobe" build-gpu 3 4 > /dev/null 2>&1
