@@ -22,6 +22,8 @@
 /* How long the daemon gets to create its pipe, and to go after a quit. */
 #define READY_MS 10000
 #define QUIT_MS 10000
+/* How long an existing control socket may refuse connections before it counts as ready. */
+#define LISTEN_GRACE_MS 2000
 
 static const char *control_program(void)
 {
@@ -214,15 +216,17 @@ static void spawn_child(const struct ds_mps *m, const char *log, pid_t parent)
     _exit(127);
 }
 
-/* Whether the daemon's control socket takes connections.  Its file appears before the
- * daemon listens on it: executors started in between came up as no MPS clients, the
- * first warm one at every start of a server on an H200 (issue 24).  A control "pipe"
- * that is no socket (a stand-in program's FIFO) answers once it exists. */
+/* Whether the daemon's control socket is there and listening.  Its file appears before
+ * the daemon listens on it: executors started in between came up as no MPS clients, the
+ * first warm one at every start of a server on an H200 (issue 24).  Only a refusal
+ * (nobody listening yet) means wait: the daemon's socket is of its own type, which a
+ * stream connect may not match (EPROTOTYPE) although the daemon listens.  A control
+ * "pipe" that is no socket (a stand-in program's FIFO) answers once it exists. */
 static int control_answers(const char *path)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     struct stat st;
-    int fd, ok;
+    int fd, rc, err;
 
     if (stat(path, &st) != 0)
         return 0;
@@ -232,9 +236,10 @@ static int control_answers(const char *path)
         (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return 1;
     memcpy(sun.sun_path, path, strlen(path) + 1);
-    ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+    rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+    err = errno;
     close(fd);
-    return ok;
+    return rc == 0 || (err != ECONNREFUSED && err != ENOENT);
 }
 
 /* Wait for the daemon's control socket to take connections; 0 once it does. */
@@ -247,6 +252,12 @@ static int await_ready(struct ds_mps *m, const char *log)
     for (int ms = 0; ms < READY_MS; ms += 10) {
         if (control_answers(control))
             return 0;
+        /* A daemon whose socket never takes our connect (another type of socket than
+         * expected) is taken as ready once it has been there a while, as before. */
+        if (ms >= LISTEN_GRACE_MS && access(control, F_OK) == 0) {
+            ds_warn("MPS: the control socket %s does not take connections; going on", control);
+            return 0;
+        }
         if (waitpid(m->daemon, &status, WNOHANG) == m->daemon) {
             m->daemon = 0;
             ds_error("MPS: %s exited (status %d) before it was ready; see %s/daemon.out, or "
