@@ -14,7 +14,8 @@ fp=$(readlink -f "$1"); build=$(readlink -f "$2"); repeats=${3:-3}; n=${4:-4}
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
 w=$(mktemp -d); logs=$w/logs; mkdir -p "$logs"
 res=$out/blast.jsonl; : > "$res"
-export LD_LIBRARY_PATH="$build/client${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Only the tenants get detshare's libcuda: the server's executors need the driver's.
+tenant_libs="$build/client${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 start_server() { # name args...
     local name=$1; shift
@@ -28,7 +29,8 @@ start_server() { # name args...
 stop_server() { kill -TERM $srv; wait $srv; }
 tenant() { # name args...
     local name=$1; shift
-    DETSHARE_SERVER=unix:$w/s DETSHARE_TENANT=$name "$fp" "$@" 2> "$logs/$tag.$name.err" | tail -1
+    LD_LIBRARY_PATH=$tenant_libs DETSHARE_SERVER=unix:$w/s DETSHARE_TENANT=$name "$fp" "$@" \
+        2> "$logs/$tag.$name.err" | tail -1
 }
 round() { # scenario repeat round
     local s=$1 r=$2 k=$3 i pids=() probe tries=0 off
