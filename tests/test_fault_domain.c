@@ -79,6 +79,9 @@ static int culprit(void)
         cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill") !=
             CUDA_SUCCESS)
         return NO_CONNECT;
+    /* The warm executor started when this tenant took the last one has its context made
+     * by now: the fault must end it too. */
+    sleep(1);
     if (cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS)
         return WRONG_ERROR;
     return cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS ? OK : WRONG_ERROR;
@@ -190,7 +193,8 @@ Test(fault_domain, a_shared_fault_ends_shared_neighbours_only_and_names_its_culp
     int pipefd[2];
 
     DS_SIM_ONLY();
-    start_server(NULL);
+    /* A warm executor waits with its context made: the fault ends it too. */
+    start_server("--warm 1");
     cr_assert_eq(ds_test_ctl(&srv, "quota solo isolation=own", out, sizeof(out)), 0, "%s", out);
     cr_assert_eq(pipe(pipefd), 0);
     v1 = start_steady("victim-1", pipefd[1], 20, 1);

@@ -50,6 +50,13 @@ static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolati
     return 0;
 }
 
+/* Faults seen in the shared domain so far: executors count one as soon as they find
+ * their context failed (exec/fault.h), and again as they leave. */
+static unsigned fault_gen(const struct control *c)
+{
+    return atomic_load(&c->shm->faults) + atomic_load(&c->shm->shared_faults);
+}
+
 /* Keep cfg->warm executors of the shared domain waiting with the device open. */
 static void fill_pool(struct control *c)
 {
@@ -58,8 +65,43 @@ static void fill_pool(struct control *c)
             ds_warn("cannot start a warm executor: %s", strerror(errno));
             return;
         }
+        c->warm_gen[c->nwarm] = fault_gen(c);
+        c->warm_killed[c->nwarm] = 0;
         c->nwarm++;
     }
+}
+
+static void drop_warm(struct control *c, int i)
+{
+    size_t n = (size_t)(c->nwarm - i - 1);
+
+    memmove(&c->warm[i], &c->warm[i + 1], n * sizeof(c->warm[0]));
+    memmove(&c->warm_gen[i], &c->warm_gen[i + 1], n * sizeof(c->warm_gen[0]));
+    memmove(&c->warm_killed[i], &c->warm_killed[i + 1], n * sizeof(c->warm_killed[0]));
+    c->nwarm--;
+}
+
+/* The oldest warm executor started since the shared domain's last fault, or -1.  Under
+ * MPS a fault ends the context of every client, those of warm executors too, which have
+ * no tenant to find out: an older one is told to go (it is reaped as it leaves), and a
+ * tenant that arrives meanwhile gets a new executor, which waits for MPS to admit it
+ * (run 118 on an H200: the first tenant after a fault was handed a warm executor whose
+ * context had failed). */
+static int fresh_warm(struct control *c)
+{
+    unsigned gen = fault_gen(c);
+
+    for (int i = 0; i < c->nwarm; i++) {
+        if (c->warm_gen[i] == gen)
+            return i;
+        if (!c->warm_killed[i]) {
+            ds_info("a warm executor (pid %d) was started before the last fault in the "
+                    "shared domain: replacing it", (int)c->warm[i].pid);
+            kill(c->warm[i].pid, SIGTERM);
+            c->warm_killed[i] = 1;
+        }
+    }
+    return -1;
 }
 
 /* An executor for a tenant of domain `isolation`: the oldest warm one (the likeliest to
@@ -67,12 +109,13 @@ static void fill_pool(struct control *c)
 static int take_executor(struct control *c, uint32_t isolation, struct ds_spawned *out,
                          int *warm)
 {
-    *warm = isolation == DS_ISO_SHARED && c->nwarm > 0;
+    int i = isolation == DS_ISO_SHARED ? fresh_warm(c) : -1;
+
+    *warm = i >= 0;
     if (!*warm)
         return spawn_one(c, out, isolation);
-    *out = c->warm[0];
-    memmove(&c->warm[0], &c->warm[1], (size_t)(c->nwarm - 1) * sizeof(c->warm[0]));
-    c->nwarm--;
+    *out = c->warm[i];
+    drop_warm(c, i);
     c->no_mps = 0;
     return 0;
 }
@@ -472,8 +515,7 @@ static int reap_warm(struct control *c, pid_t pid, int status)
                 exit_reason(status, buf, sizeof(buf)));
     close(c->warm[i].ctl);
     ds_shm_slot_clear(c->shm, c->warm[i].slot);
-    memmove(&c->warm[i], &c->warm[i + 1], (size_t)(c->nwarm - i - 1) * sizeof(c->warm[0]));
-    c->nwarm--;
+    drop_warm(c, i);
     c->live--;
     return 1;
 }
@@ -490,7 +532,10 @@ static void device_fault(struct control *c)
     ds_info("replacing %d warm executor(s): under MPS their contexts ended with the fault",
             c->nwarm);
     for (int i = 0; i < c->nwarm; i++)
-        kill(c->warm[i].pid, SIGTERM);
+        if (!c->warm_killed[i]) {
+            kill(c->warm[i].pid, SIGTERM);
+            c->warm_killed[i] = 1;
+        }
 }
 
 /* Whether the executors of the shared domain share their faults: they are clients of

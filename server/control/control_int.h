@@ -48,6 +48,10 @@ struct control {
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
     int nwarm;
+    /* By warm executor: the faults seen in the shared domain when it was started (a
+     * later one may have ended its context: it is stale), and whether it was told to go. */
+    unsigned warm_gen[DS_MAX_WARM];
+    unsigned char warm_killed[DS_MAX_WARM];
     struct ds_sched_tenant tenants[DS_SHM_SLOTS]; /* served now, in the order they joined */
     int ntenants;
     /* By slot: what the stamps tell of the tenant's running work, its counts at the

@@ -848,7 +848,8 @@ static int leave_without_mps(struct ds_shm *shm)
     char tag;
 
     if (atomic_load(&shm->mps_expected) != DS_SHM_MPS_RETRY ||
-        tenant.view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] != 0)
+        tenant.view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] != 0 ||
+        atomic_load(&shm->slots[tenant.slot].isolation) == DS_ISO_OWN)
         return 0;
     shutdown(DS_EXEC_CTL_FD, SHUT_RD);
     if (ds_fd_peek(DS_EXEC_CTL_FD, &tag) == 0)

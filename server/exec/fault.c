@@ -36,6 +36,10 @@ void ds__fault_record(struct ds_tenant *t, int cu)
     atomic_store(&s->fault_cu, cu);
     atomic_store(&s->fault_ns, ds_now_ns());
     atomic_store(&s->fault_origin, origin);
+    /* Under MPS every client of the domain lost its context too: the others look at
+     * theirs now, and the control process hands out no warm executor started before. */
+    if (t->view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED])
+        atomic_fetch_add(&t->shm->faults, 1);
     if (origin == DS_FAULT_OWN) {
         ds_error("the device context failed (CUresult %d), by a fault of this tenant's own "
                  "kernel: every later call fails with it, as natively", cu);

@@ -54,6 +54,9 @@ static void log_sharing(const struct ds_tenant *t)
 {
     if (t->view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED])
         ds_debug("MPS client: kernels run beside other tenants' kernels");
+    else if (t->shm != NULL && atomic_load(&t->shm->slots[t->slot].isolation) == DS_ISO_OWN)
+        ds_info("a fault domain of its own: no MPS client, its kernels take turns with the "
+                "shared domain's");
     else if (t->shm != NULL && atomic_load(&t->shm->mps_expected) != DS_SHM_MPS_NONE)
         ds_warn("not an MPS client although the server runs MPS: this tenant's kernels take "
                 "turns with other tenants' instead of sharing SMs (is another MPS server "
