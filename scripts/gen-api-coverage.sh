@@ -115,6 +115,18 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
   `CUDA_ERROR_INVALID_VALUE` for an instance's set-params). A copy of pageable memory on
   a capturing stream is still refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and
   invalidates the capture, where CUDA would record a node.
+- CUDA dynamic parallelism (kernels launching kernels, `-rdc=true`): an MPS client cannot
+  run it, natively too: on an H200 (driver 580, run 114) the same program ran natively and
+  failed with `cudaErrorCdpNotSupported` as an MPS client. So a tenant of the shared
+  domain gets that error, and a tenant of a domain of its own (`isolation=own`,
+  docs/reliability.md) or of a server with `--mps off` runs it with results identical to
+  native (runs 114 and 117).
+- Results that vary natively: PyTorch's sparse CSR x dense product (cuSPARSE SpMM,
+  float32) gave 6 different results in 10 native runs on an H200 (run 114,
+  `bench/breadth/repeat.sh`), and differed from detshare's runs as much as from itself.
+  detshare runs the same kernels with the same launch configurations; it cannot make a
+  library that is not deterministic run to run deterministic. Compare such programs with
+  a tolerance, or pick the library's deterministic algorithms where it has them.
 NOTES
     cat <<'EOF'
 
