@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,20 +112,144 @@ int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spaw
     return 0;
 }
 
+/* The byte an executor sends back on its pair once it holds its tenant's connection. */
+#define TAKEN 'A'
+/* The tag the connection is handed over with. */
+#define TENANT 'T'
+
 int ds_spawn_handover(struct ds_spawned *e, int tenant_fd)
 {
-    int rc = ds_fd_send(e->ctl, 'T', tenant_fd), err = errno;
-
-    close(e->ctl);
-    e->ctl = -1;
-    errno = err;
-    return rc == 0 ? 0 : -1;
+    return ds_fd_send(e->ctl, TENANT, tenant_fd) == 0 ? 0 : -1;
 }
 
-int ds_spawn_await_tenant(void)
+int ds_spawn_taken(struct ds_spawned *e)
 {
-    char tag;
+    ssize_t n;
+    char b;
+
+    do
+        n = recv(e->ctl, &b, 1, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == 1)
+        return b == TAKEN ? 1 : -1;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+}
+
+void ds_spawn_close(struct ds_spawned *e)
+{
+    if (e->ctl >= 0)
+        close(e->ctl);
+    e->ctl = -1;
+}
+
+/* How often ds_spawn_await_tenant looks at its stop flag.  A SIGTERM handled before the
+ * wait began, while the device opened (seconds, under MPS, for executors started
+ * together), interrupts nothing: the warm executors of H100 runs slept through the
+ * server's stop until it killed them. */
+#define WAIT_MS 100
+
+/* The executor's taker thread, which ends once the tenant's connection came or none
+ * will; fd is its descriptor, or -1, once the thread has been joined. */
+static struct {
+    pthread_t thread;
+    int running; /* started, not yet joined */
+    int ended;   /* eventfd, written as the thread ends */
+    int fd;
+} taker = { .ended = -1, .fd = -1 };
+
+static void *take(void *arg)
+{
+    char tag, taken = TAKEN;
+    int fd, rc;
+
+    (void)arg;
+    do {
+        errno = 0;
+        rc = ds_fd_recv(DS_EXEC_CTL_FD, &tag, &fd);
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0 && tag != TENANT) {
+        close(fd);
+        fd = -1;
+    }
+    /* A control process that no longer listens has no use for the word: the tenant is
+     * served all the same. */
+    if (fd >= 0)
+        (void)send(DS_EXEC_CTL_FD, &taken, 1, MSG_NOSIGNAL);
+    taker.fd = fd;
+    eventfd_write(taker.ended, 1);
+    return NULL;
+}
+
+int ds_spawn_listen(void)
+{
+    sigset_t all, old;
+    int rc;
+
+    if ((taker.ended = eventfd(0, EFD_CLOEXEC)) < 0)
+        return errno;
+    /* Signals (SIGTERM) are the main thread's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&taker.thread, NULL, take, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(taker.ended);
+        taker.ended = -1;
+        return rc;
+    }
+    taker.running = 1;
+    return 0;
+}
+
+/* Whether the taker has ended, waiting up to ms for it (-1: as long as it takes);
+ * joined once it has. */
+static int taker_ended(int ms)
+{
+    struct pollfd p = { .fd = taker.ended, .events = POLLIN };
+
+    if (!taker.running)
+        return 1;
+    if (poll(&p, 1, ms) <= 0)
+        return 0;
+    pthread_join(taker.thread, NULL);
+    close(taker.ended);
+    taker.ended = -1;
+    taker.running = 0;
+    return 1;
+}
+
+int ds_spawn_tenant_came(void)
+{
+    struct pollfd p = { .fd = DS_EXEC_CTL_FD, .events = POLLIN };
+
+    if (taker_ended(0))
+        return taker.fd >= 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+void ds_spawn_stop_taking(void)
+{
+    /* Wakes the taker's receive, which then returns a connection already queued, or
+     * the end of the pair. */
+    shutdown(DS_EXEC_CTL_FD, SHUT_RD);
+    while (!taker_ended(-1))
+        ;
+}
+
+int ds_spawn_await_tenant(const volatile sig_atomic_t *stop)
+{
     int fd;
 
-    return ds_fd_recv(DS_EXEC_CTL_FD, &tag, &fd) == 0 ? fd : -1;
+    while (!*stop && !taker_ended(WAIT_MS))
+        ;
+    if (*stop) {
+        ds_spawn_stop_taking();
+        if (taker.fd >= 0)
+            close(taker.fd);
+        taker.fd = -1;
+        return -1;
+    }
+    fd = taker.fd;
+    taker.fd = -1;
+    return fd;
 }

@@ -10,6 +10,7 @@
 #ifndef DS_EXEC_SPAWN_H
 #define DS_EXEC_SPAWN_H
 
+#include <signal.h>
 #include <sys/types.h>
 
 /* Exit statuses, read by the control process to log why a tenant left. */
@@ -24,6 +25,8 @@ enum ds_exec_status {
                                * and its watchdog ended it (exec/watchdog.h) */
     DS_EXEC_NO_MPS = 6,       /* a warm executor whose context is no MPS client, though
                                * the server runs MPS: another is started (shm.h) */
+    DS_EXEC_NO_HELLO = 7,     /* the tenant sent no hello before its deadline
+                               * (server/exec/executor.c, HELLO_DEADLINE_MS) */
 };
 
 #define DS_EXEC_SHM_FD 3 /* the control block's memfd */
@@ -40,14 +43,37 @@ struct ds_spawned {
  * domain of its own, shm.h).  Returns 0, or -1 with errno set. */
 int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spawned *out);
 
-/* Give the executor its tenant's connection and close the control end.  The executor
- * need not have finished starting: the descriptor waits in the socket.  Returns 0, or
- * -1 with errno set (the executor has died). */
+/* Give the executor its tenant's connection, keeping the control end open for the
+ * executor's word that it took it (ds_spawn_taken).  The executor need not have
+ * finished starting: the descriptor waits in the socket.  Returns 0, or -1 with errno
+ * set (EPIPE: the executor is leaving, or has died). */
 int ds_spawn_handover(struct ds_spawned *e, int tenant_fd);
 
-/* Executor side: wait for the tenant's connection on DS_EXEC_CTL_FD.  Returns its
- * descriptor (close-on-exec), or -1 when the control process closed the pair without
- * one (it stops, or has died) or a signal interrupted the wait. */
-int ds_spawn_await_tenant(void);
+/* Whether the executor took the connection handed to it: 1 when it said so, 0 when it
+ * has not yet, -1 when it never will (it closed its end: it has died).  Does not wait. */
+int ds_spawn_taken(struct ds_spawned *e);
+
+/* Close the control process's end of e's pair (e->ctl becomes -1). */
+void ds_spawn_close(struct ds_spawned *e);
+
+/* Executor side.  A thread of the executor's own takes the tenant's connection from
+ * DS_EXEC_CTL_FD the moment it comes and says so to the control process, whatever the
+ * executor's main thread is doing meanwhile (opening the device takes seconds on a GPU
+ * under MPS): the control process kills an executor that does not, as stopped or
+ * stuck (server/control/control.c, HANDOVER_DEADLINE_MS).  Returns 0 or an errno
+ * value (the thread could not be started). */
+int ds_spawn_listen(void);
+
+/* Whether the tenant's connection has come.  Does not wait. */
+int ds_spawn_tenant_came(void);
+
+/* Take no tenant from now on: a handover after this fails with EPIPE, while one that
+ * came before it is still there for ds_spawn_await_tenant. */
+void ds_spawn_stop_taking(void);
+
+/* Wait for the tenant's connection, looking at *stop every 100 ms.  Returns its
+ * descriptor (close-on-exec), or -1 when *stop was set first or none will come (the
+ * control process closed the pair: it stops, or has died; or ds_spawn_stop_taking). */
+int ds_spawn_await_tenant(const volatile sig_atomic_t *stop);
 
 #endif

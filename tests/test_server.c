@@ -135,46 +135,13 @@ Test(server, without_a_pool_each_executor_starts_at_its_connection)
     ds_test_server_stop(&s);
 }
 
-/* The executors of server `server`, newest first; returns how many. */
-static int executors(pid_t server, pid_t *pids, int max)
-{
-    char cmd[128], line[32];
-    FILE *p;
-    int n = 0;
-
-    snprintf(cmd, sizeof(cmd), "pgrep -P %d -f -- '--executor' | sort -rn", (int)server);
-    p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    while (n < max && fgets(line, sizeof(line), p) != NULL)
-        pids[n++] = (pid_t)atoi(line);
-    pclose(p);
-    return n;
-}
-
-/* pid of the executor waiting in the pool: the only one left once the executors that
- * served the fixture's probes of the socket (connections too) have exited. */
-static pid_t warm_executor(pid_t server)
-{
-    pid_t pids[8];
-
-    for (int i = 0; i < 500; i++) {
-        if (executors(server, pids, 8) == 1) {
-            usleep(50000);
-            if (executors(server, pids, 8) == 1)
-                return pids[0];
-        }
-        usleep(10000);
-    }
-    return 0;
-}
-
 Test(server, a_dead_warm_executor_is_reported_and_the_next_tenant_still_served)
 {
     struct ds_test_server s;
     pid_t victim;
 
     ds_test_server_start(&s, 0, "--warm 1");
-    victim = warm_executor(s.pid);
+    victim = ds_test_warm_executor(&s);
     cr_assert_gt(victim, 0, "no executor waits in the pool");
     cr_assert_eq(kill(victim, SIGKILL), 0);
     for (int i = 0; i < 200 && !ds_test_log_has(&s, "exited before any tenant came"); i++)
@@ -209,7 +176,7 @@ Test(server, a_warm_executor_without_mps_is_replaced)
     n = ds_test_log_count(&s, said);
     usleep(1500000);
     cr_expect_eq(ds_test_log_count(&s, said), n, "warm executors still left with MPS back");
-    cr_assert_gt(warm_executor(s.pid), 0, "no executor waits in the pool");
+    cr_assert_gt(ds_test_warm_executor(&s), 0, "no executor waits in the pool");
     cr_assert_eq(tenant_status(), 0);
     cr_expect(!ds_test_log_has(&s, "warm executors in a row were no MPS clients"));
     ds_test_server_stop(&s);

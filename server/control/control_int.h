@@ -66,6 +66,7 @@ struct control {
     struct ds_admin *admin;
     struct ds_metrics *metrics;
     struct ds_auth_list authing; /* connections whose preface is awaited */
+    struct handover *handovers;  /* connections handed over, not yet taken (control.c) */
     struct ds_domains domains;   /* fault domains: quarantine, faults by name */
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,8 +578,80 @@ static int closed(void)
  * killed it at its stop (seen in test_metrics). */
 #define STOP_LOOK_NS (250 * 1000 * 1000ull)
 
+/* How long a tenant has to say hello once its executor holds its connection.  The
+ * handshake takes milliseconds; a connection that showed its preface and then said
+ * nothing held an executor and a slot for as long as it stayed open.
+ * DETSHARE_HELLO_DEADLINE_MS overrides it (tests use a short one). */
+#define HELLO_DEADLINE_MS 10000u
+#define HELLO_DEADLINE_ENV "DETSHARE_HELLO_DEADLINE_MS"
+
+/* When the tenant's hello is due (ds_now_ns clock); 0 once it came. */
+static uint64_t hello_by;
+
+/* HELLO_DEADLINE_MS, or what DETSHARE_HELLO_DEADLINE_MS says (1 ms to an hour); read
+ * once. */
+static unsigned hello_deadline_ms(void)
+{
+    static unsigned ms;
+    const char *env;
+    unsigned long v;
+    char *end;
+
+    if (ms != 0)
+        return ms;
+    ms = HELLO_DEADLINE_MS;
+    if ((env = getenv(HELLO_DEADLINE_ENV)) == NULL || env[0] == '\0')
+        return ms;
+    errno = 0;
+    v = strtoul(env, &end, 10);
+    if (errno != 0 || *end != '\0' || env[0] == '-' || v == 0 || v > 3600ul * 1000)
+        ds_warn("%s=%s: not a number of milliseconds up to an hour; tenants get %u ms to "
+                "say hello", HELLO_DEADLINE_ENV, env, ms);
+    else
+        ms = (unsigned)v;
+    return ms;
+}
+
+/* The kernel counts a socket's read timeout in its ticks, and may end one up to a tick
+ * early: a tick (10 ms at the coarsest, HZ=100) more keeps it from ending before
+ * hello_by. */
+#define TICK_MS 10u
+
+/* Reads of the tenant's socket give up after ms, a tick more (0: never).  Until the
+ * hello, a read that waits (for the descriptors a local tenant sends first, or for the
+ * rest of a record the tenant began) could otherwise wait past the deadline for ever. */
+static void read_limit(int fd, unsigned ms)
+{
+    unsigned wait = ms != 0 ? ms + TICK_MS : 0;
+    struct timeval tv = { .tv_sec = wait / 1000, .tv_usec = (wait % 1000) * 1000 };
+
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0)
+        ds_debug("cannot bound the reads of the tenant's socket: %s", strerror(errno));
+}
+
+/* Whether the tenant's hello is late.  Once it came, the deadline is lifted. */
+static int hello_late(void)
+{
+    if (hello_by == 0)
+        return 0;
+    if (tenant.greeted) {
+        hello_by = 0;
+        read_limit(conn.fd, 0);
+        return 0;
+    }
+    return ds_now_ns() >= hello_by;
+}
+
+static int no_hello(void)
+{
+    ds_warn("the tenant sent no hello within %g s: closing the connection",
+            hello_deadline_ms() / 1000.0);
+    return DS_EXEC_NO_HELLO;
+}
+
 /* When to wake without being woken: the fences' time, soon when calls are held, the end
- * of a failed context's grace, and STOP_LOOK_NS from now at the latest. */
+ * of a failed context's grace, the hello's deadline, and STOP_LOOK_NS from now at the
+ * latest. */
 static uint64_t wake_time(void)
 {
     uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), soonest = fences, t;
@@ -593,6 +664,8 @@ static uint64_t wake_time(void)
         t = tenant.lost_ns + LOST_GRACE_NS;
         soonest = soonest != 0 && soonest < t ? soonest : t;
     }
+    if (hello_by != 0)
+        soonest = soonest != 0 && soonest < hello_by ? soonest : hello_by;
     t = ds_now_ns() + STOP_LOOK_NS;
     return soonest != 0 && soonest < t ? soonest : t;
 }
@@ -615,6 +688,9 @@ static int serve_loop(unsigned spin_us)
         struct ds_call call;
         int rc;
 
+        /* One comparison per turn once the hello came. */
+        if (hello_by != 0 && hello_late())
+            return no_hello();
         if (held.count > 0 && serve_held() > 0) {
             if (tenant.closing)
                 return closed();
@@ -632,7 +708,7 @@ static int serve_loop(unsigned spin_us)
             continue;
         }
         if (rc < 0 || stop_requested)
-            return stop_requested ? DS_EXEC_STOPPED : ended(rc);
+            return stop_requested ? DS_EXEC_STOPPED : hello_late() ? no_hello() : ended(rc);
         if (waits.count > 0 && (rc = ds__waits_reap(&waits, tenant.ops, tenant.be, &conn)) != 0) {
             if (rc < 0)
                 return DS_EXEC_DISCONNECTED;
@@ -750,6 +826,8 @@ static int serve_tenant(int fd, unsigned spin_us)
     }
     ds_conn_budget(&conn, RECORD_FREE, grant, NULL);
     ds__held_init(&held);
+    hello_by = ds_now_ns() + hello_deadline_ms() * 1000000ull;
+    read_limit(fd, hello_deadline_ms());
     if ((rc = ds_watchdog_start(&watchdog, fd, DS_EXEC_STUCK)) != 0)
         ds_warn("cannot start the watchdog thread (%s): a call stuck in the driver after "
                 "the tenant left would keep this executor", strerror(rc));
@@ -759,7 +837,7 @@ static int serve_tenant(int fd, unsigned spin_us)
         log_served();
         log_paths();
     } else {
-        status = rc == DS_EIO ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
+        status = hello_late() ? no_hello() : rc == DS_EIO ? DS_EXEC_DISCONNECTED : DS_EXEC_PROTOCOL;
     }
     drop_held();
     if (tenant.be != NULL)
@@ -790,36 +868,6 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
     return 0;
 }
 
-static int tenant_waiting(void)
-{
-    struct pollfd p = { .fd = DS_EXEC_CTL_FD, .events = POLLIN };
-
-    return poll(&p, 1, 0) != 0;
-}
-
-/* How often a warm executor looks at stop_requested while it waits for its tenant. */
-#define WAIT_MS 100
-
-/* The tenant's connection from the control process; -1 when none comes before a stop.
- * A SIGTERM handled before the receive began, while the device opened (seconds, under
- * MPS, for executors started together), interrupts nothing: the warm executors of
- * H100 runs slept through the server's stop until it killed them.  So the wait looks at
- * stop_requested every WAIT_MS. */
-static int await_tenant(void)
-{
-    struct pollfd p = { .fd = DS_EXEC_CTL_FD, .events = POLLIN };
-
-    while (!stop_requested) {
-        int n = poll(&p, 1, WAIT_MS);
-
-        if (n > 0)
-            return ds_spawn_await_tenant();
-        if (n < 0 && errno != EINTR)
-            return -1;
-    }
-    return -1;
-}
-
 /* Serve the tenant set up by ds__tenant_init on fd (taken over; -1: none came), then
  * free everything it held.  Returns a ds_exec_status. */
 static int serve_and_free(int fd, unsigned spin_us)
@@ -845,14 +893,12 @@ static int serve_and_free(int fd, unsigned spin_us)
  * teardown takes a while on a GPU). */
 static int leave_without_mps(struct ds_shm *shm)
 {
-    char tag;
-
     if (atomic_load(&shm->mps_expected) != DS_SHM_MPS_RETRY ||
         tenant.view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] != 0 ||
         atomic_load(&shm->slots[tenant.slot].isolation) == DS_ISO_OWN)
         return 0;
-    shutdown(DS_EXEC_CTL_FD, SHUT_RD);
-    if (ds_fd_peek(DS_EXEC_CTL_FD, &tag) == 0)
+    ds_spawn_stop_taking();
+    if (ds_spawn_tenant_came())
         return 0;
     ds_debug("leaving for an executor that is an MPS client");
     ds_binder_ahead(&tenant.binder, 0);
@@ -884,6 +930,12 @@ int ds_executor_main(const char *slot_arg)
         return DS_EXEC_FAILED;
     }
     close(DS_EXEC_SHM_FD);
+    if ((fd = ds_spawn_listen()) != 0) {
+        ds_error("cannot start the thread that takes the tenant's connection: %s",
+                 strerror(fd));
+        ds_shm_unmap(shm);
+        return DS_EXEC_FAILED;
+    }
     ds__tenant_init(&tenant, ops, &be);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     tenant.own_process = 1;
@@ -893,14 +945,14 @@ int ds_executor_main(const char *slot_arg)
      * connections), the device opens at its hello instead, so that a connection that
      * never says hello (a liveness probe) costs no device context.  A failure is
      * reported to the tenant at its hello. */
-    if (!tenant_waiting()) {
+    if (!ds_spawn_tenant_came()) {
         ds_binder_ahead(&tenant.binder, 1);
         if (ds__tenant_open(&tenant) != 0)
             ds_debug("the device did not open ahead of the tenant; trying again at its hello");
         else if (leave_without_mps(shm))
             return DS_EXEC_NO_MPS;
     }
-    fd = await_tenant();
+    fd = ds_spawn_await_tenant(&stop_requested);
     ds_binder_ahead(&tenant.binder, 0);
     close(DS_EXEC_CTL_FD);
     status = serve_and_free(fd, shm->spin_us);

@@ -245,6 +245,37 @@ int ds_test_raw_connect(const struct ds_test_server *s, const char *name)
     return fd;
 }
 
+/* The executors of server `server`, newest first; returns how many. */
+static int executors(pid_t server, pid_t *pids, int max)
+{
+    char cmd[128], line[32];
+    FILE *p;
+    int n = 0;
+
+    snprintf(cmd, sizeof(cmd), "pgrep -P %d -f -- '--executor' | sort -rn", (int)server);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    while (n < max && fgets(line, sizeof(line), p) != NULL)
+        pids[n++] = (pid_t)atoi(line);
+    pclose(p);
+    return n;
+}
+
+pid_t ds_test_warm_executor(const struct ds_test_server *s)
+{
+    pid_t pids[8];
+
+    for (int i = 0; i < 500; i++) {
+        if (executors(s->pid, pids, 8) == 1) {
+            usleep(50000);
+            if (executors(s->pid, pids, 8) == 1)
+                return pids[0];
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
 CUresult ds_test_connect(void)
 {
     CUcontext ctx;

@@ -75,6 +75,11 @@ CUresult ds_test_connect(void);
  * speak RPC by hand.  Asserts; returns the descriptor. */
 int ds_test_raw_connect(const struct ds_test_server *s, const char *name);
 
+/* pid of the one executor waiting in s's pool (started with --warm 1): the only one
+ * left once the executors that served the fixture's probes of the socket (connections
+ * too) have exited.  0 when there is none after 5 s. */
+pid_t ds_test_warm_executor(const struct ds_test_server *s);
+
 const char *ds_test_cu_name(CUresult rc);
 
 /* Load the file at `path` (fatbin or cubin) as a module of the current context. */
