@@ -254,6 +254,29 @@ Test(nvml, utilization_is_how_busy_the_tenants_work_kept_its_sms)
     NV_OK(nvmlShutdown());
 }
 
+/* A program that loads libnvidia-ml.so.1 and no libcuda, as nvidia-smi does: the
+ * library finds detshare's libcuda beside itself and the program is a tenant of its
+ * own, with the quota of its name, holding nothing. */
+Test(nvml, a_program_with_nvml_alone_is_a_tenant_of_its_own)
+{
+    char line[256] = "";
+    unsigned long long total = 0, used = 1, free_b = 0;
+    unsigned n = 0, procs = 9;
+    FILE *p = popen(DS_NVML_PROBE, "r");
+
+    cr_assert_not_null(p);
+    cr_assert_not_null(fgets(line, sizeof(line), p), "the probe printed nothing");
+    cr_assert_eq(pclose(p), 0, "the probe: %s", line);
+    cr_assert_eq(sscanf(line, "count=%u total=%llu used=%llu free=%llu processes=%u", &n, &total,
+                        &used, &free_b, &procs),
+                 5, "%s", line);
+    cr_expect_eq(n, 1);
+    cr_expect_eq(total, 64 * MiB, "%s", line);
+    cr_expect_eq(used, 0, "%s", line);
+    cr_expect_eq(free_b, 64 * MiB, "%s", line);
+    cr_expect_eq(procs, 0, "%s", line);
+}
+
 Test(nvml, changes_are_refused_and_the_unserved_says_so)
 {
     nvmlDevice_t h;
