@@ -18,6 +18,7 @@
 #include "module.h"
 #include "nvrtc_cache.h"
 #include "rpc.h"
+#include "share.h"
 #include "unsupported.h"
 
 #include <pthread.h>
@@ -674,6 +675,34 @@ static const slot_t module_functions[8] = {
     (slot_t)module_functions_each,
 };
 
+/* ---- DETSHARE_SHARE (detshare's own: client/share.h, docs/nvml.md) ---- */
+
+static CUresult share_get(CUdevice dev, struct ds_share_info *out)
+{
+    ds_share_res r;
+    int ordinal = dev;
+    CUresult rc;
+
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ds__rpc_ready())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    rc = ds_rpc_tenant_share(&ordinal, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    out->mem_total = r.ds_share_res_u.share.mem_total;
+    out->mem_free = r.ds_share_res_u.share.mem_free;
+    out->mem_used = r.ds_share_res_u.share.mem_used;
+    out->kernel_ns = r.ds_share_res_u.share.kernel_ns;
+    out->now_ns = r.ds_share_res_u.share.now_ns;
+    return CUDA_SUCCESS;
+}
+
+static const slot_t share_table[2] = {
+    (slot_t)(uintptr_t)(2 * sizeof(slot_t)),
+    (slot_t)share_get,
+};
+
 /* ---- the lookup ---- */
 
 struct table {
@@ -703,6 +732,7 @@ static const struct table tables[] = {
       "NVRTC_CACHE", ds__nvrtc_cache },
     { { 0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e },
       "MODULE_FUNCTIONS", module_functions },
+    { DS_SHARE_TABLE_ID_BYTES, "DETSHARE_SHARE", share_table },
 };
 
 static void log_unknown(const CUuuid *id)

@@ -141,11 +141,12 @@
     S(ctx_set_flags, DS_CTX_SET_FLAGS, ds_ctx_flags_args, ds_void_res)       \
     B(ctx_event, DS_CTX_EVENT, ds_ctx_event_args)                             \
     S(capture_to_graph, DS_CAPTURE_TO_GRAPH, ds_capture_to_graph_args, ds_void_res) \
-    S(capture_deps, DS_CAPTURE_DEPS, ds_capture_deps_args, ds_void_res)
+    S(capture_deps, DS_CAPTURE_DEPS, ds_capture_deps_args, ds_void_res)     \
+    S(tenant_share, DS_TENANT_SHARE, int, ds_share_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
- * in detshare.x (capture into an existing graph, 310-319). */
-#define DS_PROC_MAX 319
+ * in detshare.x (the tenant's share of the device, 320-329). */
+#define DS_PROC_MAX 329
 
 /* Name of procedure `proc` ("mem_alloc"), or NULL when the list has no such number. */
 const char *ds_proc_name(unsigned long proc);

@@ -71,7 +71,9 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
     echo "(CUDA $(grep -oE 'define CUDA_VERSION [0-9]+' "$inc/cuda.h" | awk '{print $3}')) and the built client library; the \`api_coverage\` test"
     echo "fails when this file is out of date. Names are as programs write them (without"
     echo "\`_v2\` and similar suffixes). Every entry point exists as a symbol: one not served"
-    echo "returns \`CUDA_ERROR_NOT_SUPPORTED\` and logs its name once."
+    echo "returns \`CUDA_ERROR_NOT_SUPPORTED\` and logs its name once. NVML, which"
+    echo "\`libnvidia-ml.so.1\` beside this library answers from the tenant's share of the"
+    echo "device, is covered in \`docs/nvml.md\`."
     echo
     echo "| | entry points |"
     echo "| --- | ---: |"

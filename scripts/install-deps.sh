@@ -18,3 +18,23 @@ if ! command -v nvcc >/dev/null && [ ! -d /usr/local/cuda/include ]; then
     echo "the CUDA toolkit was not found (no nvcc on PATH, no /usr/local/cuda)" >&2
     exit 1
 fi
+# libnvidia-ml.so.1 (nvml/) is built from nvml.h, which a toolkit installed without
+# its NVML part lacks: take the header of the toolkit's release from NVIDIA's
+# nvidia-nvml-dev wheel into /usr/local/include.
+inc=/usr/local/cuda/include
+if [ ! -f "$inc/nvml.h" ] && [ ! -f /usr/local/include/nvml.h ]; then
+    # CUDA_VERSION 13000 is release 13.0.
+    ver=$(awk '/#define CUDA_VERSION / { print int($3 / 1000) "." int($3 % 1000 / 10) }' \
+        "$inc/cuda.h")
+    echo "installing nvml.h from nvidia-nvml-dev==${ver}.*"
+    tmp=$(mktemp -d)
+    python3 -m pip download -q --no-deps -d "$tmp" "nvidia-nvml-dev==${ver}.*"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    python3 -c 'import sys, zipfile, glob
+z = zipfile.ZipFile(glob.glob(sys.argv[1] + "/*.whl")[0])
+name = next(n for n in z.namelist() if n.endswith("/include/nvml.h"))
+sys.stdout.buffer.write(z.read(name))' "$tmp" > "$tmp/nvml.h"
+    $sudo install -m 644 "$tmp/nvml.h" /usr/local/include/nvml.h
+    rm -rf "$tmp"
+fi

@@ -20,6 +20,7 @@ fail() { echo "FAIL: $*" >&2; [ -f "$tmp/server.log" ] && cat "$tmp/server.log" 
 p=$tmp/prefix
 cmake --install "$build" --prefix "$p" >/dev/null
 for f in bin/detshare-server bin/detshare-ctl lib/detshare/libcuda.so.1 \
+        lib/detshare/libnvidia-ml.so.1 \
         lib/systemd/system/detshare@.service lib/sysusers.d/detshare.conf \
         share/doc/detshare/README.md share/doc/detshare/admin.md \
         share/doc/detshare/security.md share/doc/detshare/metrics.md \
@@ -30,6 +31,7 @@ done
 [ "$(readlink "$p/lib/detshare/libcuda.so")" = libcuda.so.1 ] || fail "libcuda.so link"
 # Opt-in only: nothing of detshare's in the default library directory.
 [ ! -e "$p/lib/libcuda.so.1" ] || fail "libcuda.so.1 on the default search path"
+[ ! -e "$p/lib/libnvidia-ml.so.1" ] || fail "libnvidia-ml.so.1 on the default search path"
 unit=$p/lib/systemd/system/detshare@.service
 grep -q "^ExecStart=$p/bin/detshare-server --gpu %i " "$unit" || fail "unit's ExecStart"
 grep -q '^ExecReload=/bin/kill -HUP $MAINPID' "$unit" || fail "unit's ExecReload"

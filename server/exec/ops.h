@@ -2,10 +2,10 @@
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
  * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
- * ops_hostreg.c, ops_array.c, executor.c for hello).  A handler validates all of its
- * arguments against the tenant's own objects, acts, fills the success arm of the result,
- * and returns the CUresult that goes into the reply (for batched procedures, the one held
- * for the next synchronous call).
+ * ops_hostreg.c, ops_array.c, ops_share.c, executor.c for hello).  A handler validates all
+ * of its arguments against the tenant's own objects, acts, fills the success arm of the
+ * result, and returns the CUresult that goes into the reply (for batched procedures, the
+ * one held for the next synchronous call).
  */
 #ifndef DS_OPS_H
 #define DS_OPS_H
