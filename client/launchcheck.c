@@ -55,7 +55,13 @@ static CUresult check_block(struct ds_cfunc *f, const unsigned b[3])
         over(b[2], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)) ||
         over(threads, dev_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)))
         return CUDA_ERROR_INVALID_VALUE;
-    /* The kernel's own limit: its launch bounds, or what its registers allow. */
+    /* The kernel's own limit: what its registers allow, which the driver reports as
+     * out of resources (an H200, run 117: 1024 threads of a 128-register kernel gave
+     * 701), or its launch bounds, an invalid value. */
+    if (over(threads * (unsigned long long)func_attr(f, CU_FUNC_ATTRIBUTE_NUM_REGS),
+             dev_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)) &&
+        func_attr(f, CU_FUNC_ATTRIBUTE_NUM_REGS) > 0)
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     return over(threads, func_attr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
                ? CUDA_ERROR_INVALID_VALUE
                : CUDA_SUCCESS;

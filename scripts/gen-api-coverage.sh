@@ -145,8 +145,9 @@ every launch again.
 | --- | --- |
 | no current context | `CUDA_ERROR_INVALID_CONTEXT` |
 | a function that is not one (NULL, unloaded) | `CUDA_ERROR_INVALID_HANDLE` |
-| both `kernelParams` and `extra`; `extra` malformed or its buffer smaller than the kernel's parameters; no `kernelParams` for a kernel with parameters | `CUDA_ERROR_INVALID_VALUE` |
-| a block dimension of 0 or over `MAX_BLOCK_DIM_X/Y/Z`; more threads than the device's `MAX_THREADS_PER_BLOCK` or the kernel's (`__launch_bounds__`, registers) | `CUDA_ERROR_INVALID_VALUE` |
+| both `kernelParams` and `extra`; `extra` malformed; no `kernelParams` for a kernel with parameters | `CUDA_ERROR_INVALID_VALUE` (an `extra` buffer shorter than the kernel's parameters is taken, as the driver takes it: the rest is zeros) |
+| a block dimension of 0 or over `MAX_BLOCK_DIM_X/Y/Z`; more threads than the device's `MAX_THREADS_PER_BLOCK` or the kernel's `__launch_bounds__` | `CUDA_ERROR_INVALID_VALUE` |
+| more threads than the kernel's registers allow (its `NUM_REGS` times the threads over the device's `MAX_REGISTERS_PER_BLOCK`) | `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES` (as the driver on an H200, run 117) |
 | a grid dimension of 0 or over `MAX_GRID_DIM_X/Y/Z` | `CUDA_ERROR_INVALID_VALUE` |
 | dynamic shared memory over the kernel's `MAX_DYNAMIC_SHARED_SIZE_BYTES` (48 KiB less its static shared memory until raised), or static and dynamic over the device's opt-in limit | `CUDA_ERROR_INVALID_VALUE` |
 | a cluster (launch attribute or `__cluster_dims__`) that does not divide the grid, differs from the compiled one, is missing where the kernel requires one, or has more than 8 blocks (16 with `NON_PORTABLE_CLUSTER_SIZE_ALLOWED`) | `CUDA_ERROR_INVALID_CLUSTER_SIZE` |

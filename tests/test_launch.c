@@ -328,16 +328,12 @@ Test(launch, bad_images_names_and_launches_are_refused)
     CUdeviceptr out;
     int v = 0, n = 0;
     void *params[] = { &out, &v, &n };
-    size_t small = 4;
-    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &v, CU_LAUNCH_PARAM_BUFFER_SIZE, &small,
-                      CU_LAUNCH_PARAM_END };
     CUmodule bad;
 
     CU_IS(cuModuleLoadData(&bad, junk), CUDA_ERROR_INVALID_IMAGE);
     CU_IS(cuModuleGetFunction(&f, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
     CU_OK(cuModuleGetFunction(&f, m, "fill"));
     CU_OK(cuMemAlloc(&out, 4));
-    CU_IS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra), CUDA_ERROR_INVALID_VALUE);
     CU_IS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
     /* Shapes are refused by the launch itself, as the driver refuses them
      * (test_launch_checks.c has every kind); a stream only the executor can judge is
