@@ -18,6 +18,7 @@
 #include "ds_arena.h"
 #include "ds_devout.h"
 #include "ds_fdpass.h"
+#include "ds_preface.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -190,6 +191,43 @@ static int relay(int from, int to, struct capture *c)
     return send(to, buf, (size_t)n, MSG_NOSIGNAL) == n;
 }
 
+/* Exactly n bytes from `from` to `to`.  Returns 1, or 0 when either side failed. */
+static int pass(int from, int to, unsigned char *buf, size_t n)
+{
+    size_t have = 0;
+
+    while (have < n) {
+        ssize_t got = recv(from, buf + have, n - have, 0);
+
+        if (got <= 0)
+            return 0;
+        have += (size_t)got;
+    }
+    return send(to, buf, n, MSG_NOSIGNAL) == (ssize_t)n;
+}
+
+/* The tenant's preface and the server's answer go on as they came and are not part of
+ * the seed: the control process reads them, never the executor (ds_preface.h). */
+static int pass_preface(int tenant, int server)
+{
+    unsigned char buf[DS_PREFACE_MAX + 2 + DS_PREFACE_REASON_MAX];
+    size_t have = 0;
+    int missing;
+
+    while ((missing = ds_preface_missing(buf, have)) > 0) {
+        if (!pass(tenant, server, buf + have, (size_t)missing))
+            return 0;
+        have += (size_t)missing;
+    }
+    if (missing < 0 || !pass(server, tenant, buf, 1))
+        return 0;
+    if (buf[0] == DS_PREFACE_ACCEPTED)
+        return 1;
+    if (pass(server, tenant, buf + 1, 1))
+        pass(server, tenant, buf + 2, buf[1]);
+    return 0;
+}
+
 static void session(int tenant, const char *server_path, const char *dir, int n)
 {
     static struct capture in, out;
@@ -202,6 +240,10 @@ static void session(int tenant, const char *server_path, const char *dir, int n)
 
     if (server < 0) {
         perror("connect to the server");
+        return;
+    }
+    if (!pass_preface(tenant, server)) {
+        fprintf(stderr, "session %d: no preface, or the server refused it\n", n);
         return;
     }
     /* Descriptors come first, each a marker byte with the descriptor attached: the
