@@ -56,10 +56,10 @@ CUresult ds__launch_pack(const struct ds_cfunc *f, void **params, void **extra,
     if ((*out = malloc(f->param_bytes > 0 ? f->param_bytes : 1)) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (extra != NULL) {
-        if ((rc = from_extra(extra, &given, &len)) == CUDA_SUCCESS) {
-            memset(*out, 0, f->param_bytes);
-            memcpy(*out, given, len < f->param_bytes ? len : f->param_bytes);
-        }
+        if ((rc = from_extra(extra, &given, &len)) == CUDA_SUCCESS && len < f->param_bytes)
+            rc = CUDA_ERROR_INVALID_VALUE;
+        if (rc == CUDA_SUCCESS)
+            memcpy(*out, given, f->param_bytes);
     } else {
         rc = f->nparams > 0 && params == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
         if (rc == CUDA_SUCCESS)
