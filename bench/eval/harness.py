@@ -11,6 +11,7 @@ later start must match.
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -35,6 +36,20 @@ class Stop(Exception):
 
 def on_signal(signum, frame):
     raise Stop()
+
+
+class Deferred:
+    """Holds SIGTERM and SIGINT back while processes are being ended, so that a stop
+    does not cut the ending short and leave a server running; a held signal is taken
+    (Stop raised) once the block is left."""
+
+    SIGS = {signal.SIGTERM, signal.SIGINT}
+
+    def __enter__(self):
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGS)
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGS)
 
 
 def sh(argv):
@@ -94,6 +109,13 @@ def cpu_times():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return sum(v), v[3] + v[4]  # total, idle + iowait
+
+
+def children_cpu_s():
+    """CPU seconds of the processes this one has waited for (and of theirs): the jobs,
+    and the server with the executors it reaped."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def gpu_clocks(device):
@@ -193,6 +215,8 @@ def run_cell(args, exp, scenario, key, tmp):
     procs = []
     load0, cpu0 = os.getloadavg()[0], cpu_times()
     rec = {"clocks_start": gpu_clocks(args.device)}
+    used0 = children_cpu_s()
+    t0 = time.time()
     try:
         env.start(env_mode)
         for j in jobs:
@@ -210,11 +234,18 @@ def run_cell(args, exp, scenario, key, tmp):
             except subprocess.TimeoutExpired:
                 kill_group(p, signal.SIGKILL, 5)
     finally:
-        for _, p in procs:
-            if p.poll() is None:
-                kill_group(p, signal.SIGTERM, 5)
-        env.stop()
+        with Deferred():
+            for _, p in procs:
+                if p.poll() is None:
+                    kill_group(p, signal.SIGTERM, 5)
+            used1, t1 = children_cpu_s(), time.time()
+            env.stop()
     cpu1 = cpu_times()
+    # Cores used on average while the jobs ran: the jobs' own, and the server's with its
+    # executors (counted once the server has ended; spinning executors compete with the
+    # jobs' threads for the host's cores).
+    rec.update(jobs_cores=(used1 - used0) / max(t1 - t0, 1e-3),
+               server_cores=(children_cpu_s() - used1) / max(t1 - t0, 1e-3))
     rec.update(load_start=load0, load_end=os.getloadavg()[0],
                cpu_busy=1 - (cpu1[1] - cpu0[1]) / max(1, cpu1[0] - cpu0[0]),
                clocks_end=gpu_clocks(args.device), metrics={}, exits={})
@@ -281,6 +312,9 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     try:
         rc = run_cells(args, cells, todo)
+    except Stop:
+        print("run.sh: stopped; run again to go on", flush=True)
+        rc = 130
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         md = report.write_report(args.out) if os.path.exists(
@@ -291,7 +325,7 @@ def main():
 
 def run_cells(args, cells, todo):
     """Run the cells of todo (of cells, the whole plan); 0 when all finished well, 1
-    when some failed, 3 when out of --budget, 130 when stopped by a signal."""
+    when some failed, 3 when out of --budget; Stop (a signal) ends it anywhere."""
     took = []
     failed = 0
     begun = time.time()
@@ -306,16 +340,12 @@ def run_cells(args, cells, todo):
                 return 3
             try:
                 rec = run_cell(args, exp, sc, key, tmp)
-            except Stop:
-                print("run.sh: stopped; %d cells left, run again to go on" % (len(todo) - i),
-                      flush=True)
-                return 130
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 rec = {"ok": False, "errors": [str(e)]}
             took.append(time.time() - t0)
             rec.update(key=key, experiment=exp.name, scenario=sc, repeat=rep,
                        started=t0, secs=took[-1], invocation=invocation)
-            with open(os.path.join(args.out, "cells.jsonl"), "a") as f:
+            with Deferred(), open(os.path.join(args.out, "cells.jsonl"), "a") as f:
                 f.write(json.dumps(rec) + "\n")
             failed += not rec["ok"]
             left = sum(took) / len(took) * (len(todo) - i - 1)

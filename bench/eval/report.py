@@ -97,14 +97,18 @@ def edge(t):
     return lo if t["op"] == "<=" else hi
 
 
-def conditions(cells, name):
+def conditions(cells, name, cpus):
     """What the host and the device did during the experiment's cells."""
     mine = [c for c in cells if c["experiment"] == name]
     busy = stats.summary([c["cpu_busy"] for c in mine if c.get("cpu_busy") is not None])
     load = [c[k] for c in mine for k in ("load_start", "load_end") if c.get(k) is not None]
     clocks = sorted({c[k] for c in mine for k in ("clocks_start", "clocks_end") if c.get(k)})
-    text = "Host during its %d cells: CPU busy %s of all cores; load average %s." % (
-        len(mine), fmt(busy, 2), "%.2f-%.2f" % (min(load), max(load)) if load else "-")
+    cores = {k: stats.summary([c[k] for c in mine if c.get(k) is not None])
+             for k in ("jobs_cores", "server_cores")}
+    text = "Host during its %d cells: CPU busy %s of all %s cores; load average %s; cores " \
+        "used by the jobs %s, by the server and its executors %s." % (
+            len(mine), fmt(busy, 2), cpus, "%.2f-%.2f" % (min(load), max(load)) if load
+            else "-", fmt(cores["jobs_cores"], 2), fmt(cores["server_cores"], 2))
     if clocks:
         text += "  GPU SM clock, memory clock, temperature, power (at cell starts and " \
                 "ends): %s." % "; ".join(clocks[:4] + (["..."] if len(clocks) > 4 else []))
@@ -152,7 +156,7 @@ def markdown(meta, results, plots, plot_note, cells):
             else:
                 out.append("| %s | %s | - | - | %s: %s |" % (t["target"], t["mode"],
                                                            t["verdict"], t["why"]))
-        out += ["", conditions(cells, r["name"])]
+        out += ["", conditions(cells, r["name"], meta["cpus"])]
         for p in plots.get(r["name"], []):
             out += ["", "![%s](%s)" % (r["name"], p)]
     if plot_note:
@@ -176,6 +180,7 @@ def plot(out, r):
                [(row["vs_alone"][k]["ci"] or [m, m])[1] - m for m, row in zip(med, rows)]]
         ax.bar([x + i * w for x in range(len(rows))], med, w, yerr=err, capsize=3, label=k)
     ax.axhline(1, color="grey", linewidth=0.8)
+    ax.set_yscale("log")  # a policy that starves a job is off by 10x and more
     ax.set_xticks([x + w * (len(keys) - 1) / 2 for x in range(len(rows))])
     ax.set_xticklabels([row["scenario"] for row in rows], rotation=30, ha="right")
     ax.set_ylabel("relative to alone (median, 95% CI)")
