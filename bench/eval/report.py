@@ -215,6 +215,8 @@ def write_report(out, md=None):
             plots[r["name"]] = plot(out, r)
     except ImportError:
         note = "(No plots: matplotlib is not installed here.)"
+    except Exception as e:  # the tables matter more than the pictures
+        note = "(No plots: matplotlib failed: %s.)" % e
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump({"meta": meta, "experiments": results}, f, indent=1)
     md = md or os.path.join(out, "report.md")
