@@ -2,7 +2,8 @@
 # Install what building detshare needs, from Debian/Ubuntu packages, when it is missing.
 # The CUDA toolkit itself is expected to be installed already (/usr/local/cuda).
 set -euo pipefail
-pkgs=(cmake gcc make pkg-config rpcsvc-proto libtirpc-dev libuv1-dev libzstd-dev libcriterion-dev libmsgpack-dev procps jq)
+pkgs=(cmake gcc make pkg-config rpcsvc-proto libtirpc-dev libuv1-dev libzstd-dev libcriterion-dev libmsgpack-dev procps jq
+    python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,366 @@
+"""bench/eval's runner (run.sh starts it): runs experiments as cells, resumably.
+
+A cell is one scenario (a job alone in one environment, or all the experiment's jobs in
+one co-located mode) of one experiment in one repeat.  Each finished cell is appended to
+OUT/cells.jsonl as it ends; a start with the same OUT skips the cells found there, so a
+run cut short goes on where it stopped.  A cell that failed is recorded (ok false) and
+run again by the next start.  OUT/meta.json holds the run's profile and device, which a
+later start must match.
+"""
+
+import argparse
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import experiments
+import modes
+import report
+
+PROFILES = {
+    # (repeats, measured seconds per cell)
+    "quick": (3, 2),
+    "full": (5, 10),
+}
+SETTLE_S = 60  # beyond the window, before a job that has not ended is killed
+
+
+class Stop(Exception):
+    """SIGTERM or SIGINT: end the cell's processes and leave it unrecorded."""
+
+
+def on_signal(signum, frame):
+    raise Stop()
+
+
+class Deferred:
+    """Holds SIGTERM and SIGINT back while processes are being ended, so that a stop
+    does not cut the ending short and leave a server running; a held signal is taken
+    (Stop raised) once the block is left."""
+
+    SIGS = {signal.SIGTERM, signal.SIGINT}
+
+    def __enter__(self):
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGS)
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGS)
+
+
+def sh(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def gpu_info(device):
+    if device == "sim":
+        return {"gpu": "detshare sim (132 SMs)", "driver": "none"}
+    q = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+    name, _, driver = q.splitlines()[0].partition(", ") if q else ("unknown", "", "unknown")
+    return {"gpu": name, "driver": driver}
+
+
+def meta_of(args, repo):
+    commit = os.environ.get("COMMIT") or sh(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
+    m = {"profile": args.profile, "device": args.device, "commit": commit or "unknown",
+         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+         "cpus": os.cpu_count(), "repeats": PROFILES[args.profile][0],
+         "secs": PROFILES[args.profile][1]}
+    m.update(gpu_info(args.device))
+    return m
+
+
+def load_state(out, meta):
+    """meta.json (written now when new) and the keys of the cells finished (ok) so far."""
+    path = os.path.join(out, "meta.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            old = json.load(f)
+        for k in ("profile", "device"):
+            if old[k] != meta[k]:
+                sys.exit("run.sh: %s holds a %s run on %s; this one is %s on %s: use another "
+                         "--out" % (out, old["profile"], old["device"], meta["profile"],
+                                    meta["device"]))
+    else:
+        with open(path, "w") as f:
+            json.dump(meta, f, indent=1)
+    done = set()
+    cells = os.path.join(out, "cells.jsonl")
+    if os.path.exists(cells):
+        with open(cells) as f:
+            for line in f:
+                try:
+                    c = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by a kill during the write
+                if c.get("ok"):
+                    done.add(c["key"])
+    return done
+
+
+def cpu_times():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # total, idle + iowait
+
+
+def children_cpu_s():
+    """CPU seconds of the processes this one has waited for (and of theirs): the jobs,
+    and the server with the executors it reaped."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def gpu_clocks(device):
+    if device == "sim":
+        return None
+    q = sh(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw",
+            "--format=csv,noheader,nounits"])
+    return q.splitlines()[0] if q else None
+
+
+class Env:
+    """What a mode runs under: nothing, a private native MPS daemon, or a detshare server
+    with one policy; start() before the jobs, stop() after (also on a signal)."""
+
+    def __init__(self, args, tmp, raw, key):
+        self.args, self.tmp, self.raw, self.key = args, tmp, raw, key
+        self.server = self.mps = None
+        self.vars = {}
+
+    def start(self, mode):
+        if mode in ("native-mps", "native-mps-part", "alone-native-mps"):
+            self.start_mps()
+        elif mode.startswith("detshare-") or mode == modes.ALONE_DS:
+            self.start_server("shared" if mode == modes.ALONE_DS else mode[len("detshare-"):])
+
+    def start_mps(self):
+        self.mps = os.path.join(self.tmp, "native-mps")
+        os.makedirs(self.mps + "/pipe", exist_ok=True)
+        os.makedirs(self.mps + "/log", exist_ok=True)
+        self.vars = {"CUDA_MPS_PIPE_DIRECTORY": self.mps + "/pipe",
+                     "CUDA_MPS_LOG_DIRECTORY": self.mps + "/log"}
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=dict(os.environ, **self.vars),
+                       check=True)
+
+    def start_server(self, policy):
+        sock = os.path.join(self.tmp, "ds.sock")
+        argv = ["%s/server/detshare-server" % self.args.build, "--device", self.args.device,
+                "--policy", policy, "--listen", "unix:" + sock]
+        if self.args.device == "cuda":
+            argv += ["--warm", "2", "--mps-dir", os.path.join(self.tmp, "mps")]
+        log = open(os.path.join(self.raw, self.key + "-server.log"), "w")
+        self.server = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        for _ in range(600):
+            if os.path.exists(sock) or self.server.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.exists(sock):
+            raise RuntimeError("the server did not start (%s-server.log)" % self.key)
+        self.vars = {"DETSHARE_SERVER": "unix:" + sock,
+                     "LD_LIBRARY_PATH": "%s/client:%s" % (self.args.build,
+                                                          os.environ.get("LD_LIBRARY_PATH", ""))}
+
+    def stop(self):
+        if self.server is not None:
+            kill_group(self.server, signal.SIGTERM, 20)
+            self.server = None
+        if self.mps is not None:
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True,
+                           env=dict(os.environ, **self.vars))
+            # Executors started within seconds of a native daemon's quit ran without MPS
+            # on the H100 (bench/coloc, runs 98-100): wait for its server to be gone.
+            for _ in range(100):
+                if not sh(["pgrep", "-f", "nvidia-cuda-mps-server"]):
+                    break
+                time.sleep(0.1)
+            time.sleep(5)
+            self.mps = None
+
+
+def kill_group(p, sig, wait_s):
+    """Signal p's process group, then SIGKILL it if p has not ended within wait_s."""
+    try:
+        os.killpg(p.pid, sig)
+        p.wait(timeout=wait_s)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def job_env(base, exp, job, mode):
+    env = dict(os.environ, **base)
+    env.update(DETSHARE_TENANT=job.name, DETSHARE_CLASS=job.klass)
+    if mode == "native-mps-part":
+        env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(exp.mps_pct[job.name])
+    return env
+
+
+def run_cell(args, exp, scenario, key, tmp):
+    """Run one cell; return its record (without key and timing)."""
+    env_mode, _, alone = scenario.partition(":")
+    jobs = [j for j in exp.jobs if j.name == alone] if alone else exp.jobs
+    raw = os.path.join(args.out, "raw")
+    env = Env(args, tmp, raw, key)
+    procs = []
+    load0, cpu0 = os.getloadavg()[0], cpu_times()
+    rec = {"clocks_start": gpu_clocks(args.device)}
+    used0 = children_cpu_s()
+    t0 = time.time()
+    try:
+        env.start(env_mode)
+        for j in jobs:
+            out = open(os.path.join(raw, "%s-%s.out" % (key, j.name)), "w")
+            err = open(os.path.join(raw, "%s-%s.err" % (key, j.name)), "w")
+            procs.append((j, subprocess.Popen(j.argv(args.build, args.secs), stdout=out,
+                                              stderr=err, start_new_session=True,
+                                              env=job_env(env.vars, exp, j, env_mode))))
+            out.close()
+            err.close()
+        deadline = time.time() + args.secs + SETTLE_S
+        for _, p in procs:
+            try:
+                p.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                kill_group(p, signal.SIGKILL, 5)
+    finally:
+        with Deferred():
+            for _, p in procs:
+                if p.poll() is None:
+                    kill_group(p, signal.SIGTERM, 5)
+            used1, t1 = children_cpu_s(), time.time()
+            env.stop()
+    cpu1 = cpu_times()
+    # Cores used on average while the jobs ran: the jobs' own, and the server's with its
+    # executors (counted once the server has ended; spinning executors compete with the
+    # jobs' threads for the host's cores).
+    rec.update(jobs_cores=(used1 - used0) / max(t1 - t0, 1e-3),
+               server_cores=(children_cpu_s() - used1) / max(t1 - t0, 1e-3))
+    rec.update(load_start=load0, load_end=os.getloadavg()[0],
+               cpu_busy=1 - (cpu1[1] - cpu0[1]) / max(1, cpu1[0] - cpu0[0]),
+               clocks_end=gpu_clocks(args.device), metrics={}, exits={})
+    for j, p in procs:
+        rec["exits"][j.name] = p.returncode
+        try:
+            with open(os.path.join(raw, "%s-%s.out" % (key, j.name))) as f:
+                rec["metrics"][j.name] = j.parse(f.read())
+        except (ValueError, KeyError, OSError) as e:
+            rec.setdefault("errors", []).append("%s: %s" % (j.name, e))
+    rec["ok"] = all(p.returncode == 0 for _, p in procs) and len(rec["metrics"]) == len(procs)
+    return rec
+
+
+def plan(args):
+    """Every cell of the run, in order: (experiment, scenario, repeat, key)."""
+    cells = []
+    for rep in range(1, args.repeats + 1):
+        for name in args.experiments:
+            exp = experiments.EXPERIMENTS[name]
+            for sc in modes.repeat_order(modes.scenarios(exp, args.device), rep, args.repeats):
+                cells.append((exp, sc, rep, "%s@%s@r%d" % (name, sc.replace(":", "@"), rep)))
+    return cells
+
+
+def fmt_s(s):
+    s = int(round(s))
+    return "%dm%02ds" % (s // 60, s % 60) if s >= 60 else "%ds" % s
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="run.sh", description=__doc__.splitlines()[0])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", dest="profile", action="store_const", const="quick")
+    g.add_argument("--full", dest="profile", action="store_const", const="full")
+    ap.add_argument("--device", choices=["sim", "cuda"], default="cuda")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--build", default=os.environ.get("BUILD", "build"))
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds this start may take: it starts no cell that the estimate "
+                    "says would end later, so that a long run fits device calls (0: none)")
+    ap.add_argument("experiments", nargs="*")
+    args = ap.parse_args()
+    args.profile = args.profile or "quick"
+    args.experiments = args.experiments or list(experiments.EXPERIMENTS)
+    for e in args.experiments:
+        if e not in experiments.EXPERIMENTS:
+            ap.error("no experiment %s (there are: %s)" % (e, " ".join(experiments.EXPERIMENTS)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    args.build = os.path.abspath(args.build)
+    args.out = os.path.abspath(args.out or os.path.join(
+        repo, "bench", "results", "eval-%s-%s" % (args.device, args.profile)))
+    args.repeats, args.secs = PROFILES[args.profile]
+    os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
+    if args.device == "sim":
+        print("run.sh: on the sim only detshare's modes run (%s): native time-slicing and "
+              "MPS need a GPU" % ", ".join(modes.pair_modes("sim")), flush=True)
+    done = load_state(args.out, meta_of(args, repo))
+    cells = plan(args)
+    todo = [c for c in cells if c[3] not in done]
+    print("run.sh: %d cells, %d finished before, %d to run; results in %s"
+          % (len(cells), len(cells) - len(todo), len(todo), args.out), flush=True)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        rc = run_cells(args, cells, todo)
+    except Stop:
+        print("run.sh: stopped; run again to go on", flush=True)
+        rc = 130
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            md = report.write_report(args.out) if os.path.exists(
+                os.path.join(args.out, "cells.jsonl")) else None
+            print("run.sh: report %s" % (md or "not written: no cell finished"), flush=True)
+        except Exception as e:  # the cells are safe in cells.jsonl: say so, keep the status
+            print("run.sh: no report (%s); bench/eval/report.py %s makes it" % (e, args.out),
+                  flush=True)
+    return rc
+
+
+def run_cells(args, cells, todo):
+    """Run the cells of todo (of cells, the whole plan); 0 when all finished well, 1
+    when some failed, 3 when out of --budget; Stop (a signal) ends it anywhere."""
+    took = []
+    failed = 0
+    begun = time.time()
+    invocation = "%d-%d" % (time.time(), os.getpid())  # tells a resumed run's cells apart
+    with tempfile.TemporaryDirectory(prefix="ds-eval-") as tmp:
+        for i, (exp, sc, rep, key) in enumerate(todo):
+            t0 = time.time()
+            guess = sum(took) / len(took) if took else args.secs + 5
+            if args.budget and t0 + guess > begun + args.budget:
+                print("run.sh: out of --budget; %d cells left, run again to go on"
+                      % (len(todo) - i), flush=True)
+                return 3
+            try:
+                rec = run_cell(args, exp, sc, key, tmp)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                rec = {"ok": False, "errors": [str(e)]}
+            took.append(time.time() - t0)
+            rec.update(key=key, experiment=exp.name, scenario=sc, repeat=rep,
+                       started=t0, secs=took[-1], invocation=invocation)
+            with Deferred(), open(os.path.join(args.out, "cells.jsonl"), "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            failed += not rec["ok"]
+            left = sum(took) / len(took) * (len(todo) - i - 1)
+            print("[%d/%d] %s %s r%d: %s in %.1f s, est. %s left"
+                  % (len(cells) - len(todo) + i + 1, len(cells), exp.name, sc, rep,
+                     "ok" if rec["ok"] else "FAILED (%s)" % "; ".join(rec.get("errors", [])),
+                     took[-1], fmt_s(left)), flush=True)
+    print("run.sh: done, %d cells failed%s" % (failed, " (run again to retry them)" if failed
+                                                 else ""), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

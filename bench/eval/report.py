@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""bench/eval's report: OUT/report.md and OUT/report.json from a run's OUT/cells.jsonl
+(bench/eval/run.sh --out OUT), with plots (PNG and SVG) when matplotlib is importable.
+
+    bench/eval/report.py OUT [--md FILE]
+
+Every figure is the median over repeats with its 95% bootstrap interval (stats.py); a
+ratio is taken within each repeat (a mode against the reference of the same repeat) and
+its median and interval are over repeats.  A target is met only when its whole interval
+is on the right side.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import experiments
+import modes
+import stats
+
+
+def load(out):
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    cells = {}
+    with open(os.path.join(out, "cells.jsonl")) as f:
+        for line in f:
+            try:
+                c = json.loads(line)
+            except ValueError:
+                continue
+            if c.get("ok"):
+                cells[c["key"]] = c  # a retried cell: its last run counts
+    return meta, list(cells.values())
+
+
+def by_repeat(cells, exp, scenario, job, metric):
+    """{repeat: value} of job's metric in scenario."""
+    return {c["repeat"]: c["metrics"][job][metric] for c in cells
+            if c["experiment"] == exp and c["scenario"] == scenario
+            and job in c["metrics"] and c["metrics"][job].get(metric) is not None}
+
+
+def ref_scenario(ref, mode, job):
+    if ref == "alone":
+        return "%s:%s" % (modes.alone_env_of(mode), job)
+    return ref
+
+
+def experiment_results(exp, device, cells):
+    """The experiment's figures: per scenario and metric a summary, per pair mode each
+    job's ratio to itself alone, and every target under every detshare mode."""
+    res = {"name": exp.name, "title": exp.title, "about": exp.about, "rows": [],
+           "targets": []}
+    for sc in modes.scenarios(exp, device):
+        env, _, alone = sc.partition(":")
+        row = {"scenario": sc, "figures": {}, "vs_alone": {}}
+        for job, metric, label in exp.metrics:
+            if alone and job != alone:
+                continue
+            row["figures"]["%s.%s" % (job, metric)] = stats.summary(
+                by_repeat(cells, exp.name, sc, job, metric).values())
+            if not alone:
+                r = stats.paired_ratios(
+                    by_repeat(cells, exp.name, sc, job, metric),
+                    by_repeat(cells, exp.name, ref_scenario("alone", sc, job), job, metric))
+                row["vs_alone"]["%s.%s" % (job, metric)] = stats.summary(r)
+        res["rows"].append(row)
+    pair = modes.pair_modes(device)
+    for t in exp.targets:
+        for mode in [m for m in pair if m.startswith("detshare-")]:
+            ref = ref_scenario(t.ref, mode, t.job)
+            entry = {"target": t.label, "mode": mode, "op": t.op, "bound": t.bound,
+                     "reference": ref}
+            if ref.partition(":")[0] not in modes.scenarios(exp, device) + modes.alone_envs(device):
+                entry.update(verdict="not run", why="no %s on the %s" % (ref, device))
+            else:
+                r = stats.paired_ratios(by_repeat(cells, exp.name, mode, t.job, t.metric),
+                                        by_repeat(cells, exp.name, ref, t.job, t.metric))
+                s = stats.summary(r)
+                entry.update(ratio=s, per_repeat=r, verdict=stats.decide(s["ci"], t.op, t.bound))
+            res["targets"].append(entry)
+    return res
+
+
+def fmt(s, digits=3):
+    if not s or s["median"] is None:
+        return "-"
+    m, (lo, hi) = s["median"], s["ci"]
+    return "%.*g [%.*g, %.*g]" % (digits, m, digits, lo, digits, hi)
+
+
+def edge(t):
+    """The end of a missed target's interval nearest its bound: what is missed by."""
+    lo, hi = t["ratio"]["ci"]
+    return lo if t["op"] == "<=" else hi
+
+
+def conditions(cells, name, cpus):
+    """What the host and the device did during the experiment's cells."""
+    mine = [c for c in cells if c["experiment"] == name]
+    busy = stats.summary([c["cpu_busy"] for c in mine if c.get("cpu_busy") is not None])
+    load = [c[k] for c in mine for k in ("load_start", "load_end") if c.get(k) is not None]
+    clocks = sorted({c[k] for c in mine for k in ("clocks_start", "clocks_end") if c.get(k)})
+    cores = {k: stats.summary([c[k] for c in mine if c.get(k) is not None])
+             for k in ("jobs_cores", "server_cores")}
+    text = "Host during its %d cells: CPU busy %s of all %s cores; load average %s; cores " \
+        "used by the jobs %s, by the server and its executors %s." % (
+            len(mine), fmt(busy, 2), cpus, "%.2f-%.2f" % (min(load), max(load)) if load
+            else "-", fmt(cores["jobs_cores"], 2), fmt(cores["server_cores"], 2))
+    if clocks:
+        text += "  GPU SM clock, memory clock, temperature, power (at cell starts and " \
+                "ends): %s." % "; ".join(clocks[:4] + (["..."] if len(clocks) > 4 else []))
+    return text
+
+
+def markdown(meta, results, plots, plot_note, cells):
+    out = ["# detshare evaluation (%s, %s)" % (meta["device"], meta["profile"]), "",
+           "| | |", "| --- | --- |",
+           "| device | %s |" % meta["gpu"], "| driver | %s |" % meta["driver"],
+           "| date | %s |" % meta["date"], "| commit | %s |" % meta["commit"],
+           "| CPU cores | %s |" % meta["cpus"],
+           "| repeats x window | %s x %s s |" % (meta["repeats"], meta["secs"]), "",
+           "Figures: median over repeats [95% bootstrap interval].  Ratios are taken within "
+           "each repeat.  A target is **met** only when its whole interval is on the right "
+           "side; *inconclusive* when the interval straddles the bound."]
+    if meta["device"] == "sim":
+        out += ["", "On the sim only detshare's modes run: native time-slicing and MPS need a "
+                "GPU, so targets against them are not run."]
+    for r in results:
+        out += ["", "## %s: %s" % (r["name"], r["title"]), "", r["about"], ""]
+        exp = experiments.EXPERIMENTS[r["name"]]
+        head = ["scenario"] + [lbl for _, _, lbl in exp.metrics] + \
+               ["%s vs alone" % lbl for _, _, lbl in exp.metrics]
+        out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for row in r["rows"]:
+            cols = [row["scenario"]]
+            cols += [fmt(row["figures"].get("%s.%s" % (j, m))) for j, m, _ in exp.metrics]
+            cols += [fmt(row["vs_alone"].get("%s.%s" % (j, m))) for j, m, _ in exp.metrics]
+            out.append("| " + " | ".join(cols) + " |")
+        out += ["", "| target | mode | ratio | per repeat | verdict |",
+                "| --- | --- | --- | --- | --- |"]
+        for t in r["targets"]:
+            if "ratio" in t:
+                miss = ""
+                if t["verdict"] == "missed":
+                    miss = " by %.2fx (median %.2fx the bound)" % (
+                        edge(t) / t["bound"], t["ratio"]["median"] / t["bound"])
+                elif t["verdict"] == "inconclusive":
+                    miss = " (median %.2fx the bound, the interval across it)" % (
+                        t["ratio"]["median"] / t["bound"])
+                out.append("| %s | %s | %s | %s | %s%s |" % (
+                    t["target"], t["mode"], fmt(t["ratio"]),
+                    ", ".join("%.3g" % x for x in t["per_repeat"]), t["verdict"], miss))
+            else:
+                out.append("| %s | %s | - | - | %s: %s |" % (t["target"], t["mode"],
+                                                           t["verdict"], t["why"]))
+        out += ["", conditions(cells, r["name"], meta["cpus"])]
+        for p in plots.get(r["name"], []):
+            out += ["", "![%s](%s)" % (r["name"], p)]
+    if plot_note:
+        out += ["", plot_note]
+    return "\n".join(out) + "\n"
+
+
+def plot(out, r):
+    """Each job's ratio to itself alone per pair mode, with intervals: PNG and SVG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [row for row in r["rows"] if row["vs_alone"]]
+    keys = list(rows[0]["vs_alone"]) if rows else []
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(rows)), 4))
+    w = 0.8 / max(1, len(keys))
+    for i, k in enumerate(keys):
+        med = [row["vs_alone"][k]["median"] or 0 for row in rows]
+        err = [[m - (row["vs_alone"][k]["ci"] or [m, m])[0] for m, row in zip(med, rows)],
+               [(row["vs_alone"][k]["ci"] or [m, m])[1] - m for m, row in zip(med, rows)]]
+        ax.bar([x + i * w for x in range(len(rows))], med, w, yerr=err, capsize=3, label=k)
+    ax.axhline(1, color="grey", linewidth=0.8)
+    ax.set_yscale("log")  # a policy that starves a job is off by 10x and more
+    ax.set_xticks([x + w * (len(keys) - 1) / 2 for x in range(len(rows))])
+    ax.set_xticklabels([row["scenario"] for row in rows], rotation=30, ha="right")
+    ax.set_ylabel("relative to alone (median, 95% CI)")
+    ax.set_title(r["title"])
+    ax.legend()
+    fig.tight_layout()
+    names = []
+    for ext in ("png", "svg"):
+        name = "%s.%s" % (r["name"], ext)
+        fig.savefig(os.path.join(out, name))
+        names.append(name)
+    plt.close(fig)
+    return names[:1]
+
+
+def write_report(out, md=None):
+    """Write OUT/report.json, the markdown (OUT/report.md unless md) and the plots from
+    OUT's cells; returns the markdown's path, or None when no cell has finished."""
+    meta, cells = load(out)
+    names = []
+    for c in cells:
+        if c["experiment"] not in names and c["experiment"] in experiments.EXPERIMENTS:
+            names.append(c["experiment"])
+    if not names:
+        return None
+    results = [experiment_results(experiments.EXPERIMENTS[n], meta["device"], cells)
+               for n in names]
+    plots, note = {}, None
+    try:
+        import matplotlib  # noqa: F401
+        for r in results:
+            plots[r["name"]] = plot(out, r)
+    except ImportError:
+        note = "(No plots: matplotlib is not installed here.)"
+    except Exception as e:  # the tables matter more than the pictures
+        note = "(No plots: matplotlib failed: %s.)" % e
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump({"meta": meta, "experiments": results}, f, indent=1)
+    md = md or os.path.join(out, "report.md")
+    with open(md, "w") as f:
+        f.write(markdown(meta, results, plots, note, cells))
+    return md
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", help="a run's --out directory")
+    ap.add_argument("--md", help="where the markdown goes (default OUT/report.md)")
+    args = ap.parse_args()
+    md = write_report(args.out, args.md)
+    print("report: %s" % (md or "nothing yet: no cell has finished in %s" % args.out))
+    return 0 if md else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
