@@ -1,0 +1,97 @@
+/* Units of the fault domains' table (server/control/domain.h), no server: which domain
+ * a tenant name gets (quarantine, then its rule, then the server's default), how long a
+ * quarantine lasts and what lifts it, and the table's bound on names. */
+#include "domain.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#define S 1000000000ull
+
+static struct ds_domains table(uint32_t fallback, uint64_t quarantine_ns)
+{
+    struct ds_domains d;
+
+    memset(&d, 0, sizeof(d));
+    d.fallback = fallback;
+    d.quarantine_ns = quarantine_ns;
+    return d;
+}
+
+Test(domain, quarantine_then_the_rule_then_the_default)
+{
+    static struct ds_domains d;
+    struct ds_shm_quota shared = { .isolation = DS_ISO_SHARED }, own = { .isolation = DS_ISO_OWN };
+    struct ds_shm_quota unset = { .isolation = DS_ISO_UNSET };
+
+    d = table(DS_ISO_SHARED, 600 * S);
+    cr_assert_eq(ds__domain_of(&d, NULL, "a", 10 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_of(&d, &unset, "a", 10 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_of(&d, &own, "a", 10 * S), DS_ISO_OWN);
+    d.fallback = DS_ISO_OWN;
+    cr_assert_eq(ds__domain_of(&d, NULL, "a", 10 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_of(&d, &shared, "a", 10 * S), DS_ISO_SHARED);
+    /* A quarantined name is held apart whatever its rule says. */
+    cr_assert_eq(ds__domain_fault(&d, "a", 10 * S), 1);
+    cr_assert_eq(ds__domain_of(&d, &shared, "a", 11 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_of(&d, &shared, "b", 11 * S), DS_ISO_SHARED);
+}
+
+Test(domain, a_quarantine_ends_with_its_time_or_when_lifted)
+{
+    static struct ds_domains d;
+
+    d = table(DS_ISO_SHARED, 60 * S);
+    cr_assert_eq(ds__domain_fault(&d, "train-1", 100 * S), 1);
+    cr_assert_eq(ds__domain_fault(&d, "train-1", 110 * S), 0, "already quarantined");
+    cr_assert_eq(ds__domain_find(&d, "train-1")->own_faults, 2);
+    /* The second fault extends it: 110 + 60 s. */
+    cr_assert_eq(ds__domain_of(&d, NULL, "train-1", 169 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_of(&d, NULL, "train-1", 171 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_fault(&d, "train-2", 200 * S), 1);
+    cr_assert_eq(ds__domain_fault(&d, "infer-1", 200 * S), 1);
+    /* A pattern lifts the names it matches, and only those. */
+    ds__domain_lift(&d, "train-*");
+    cr_assert_eq(ds__domain_of(&d, NULL, "train-2", 201 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_of(&d, NULL, "infer-1", 201 * S), DS_ISO_OWN);
+    ds__domain_lift(&d, "infer-1");
+    cr_assert_eq(ds__domain_of(&d, NULL, "infer-1", 201 * S), DS_ISO_SHARED);
+}
+
+Test(domain, no_quarantine_when_it_is_off_but_faults_are_counted)
+{
+    static struct ds_domains d;
+
+    d = table(DS_ISO_SHARED, 0);
+    cr_assert_eq(ds__domain_fault(&d, "a", 5 * S), 0);
+    cr_assert_eq(ds__domain_of(&d, NULL, "a", 5 * S), DS_ISO_SHARED);
+    ds__domain_lost(&d, "b", 5 * S);
+    ds__domain_lost(&d, "b", 6 * S);
+    ds__domain_unknown(&d, "c", 6 * S);
+    ds__domain_count_own(&d, "a", 7 * S);
+    cr_assert_eq(ds__domain_find(&d, "a")->own_faults, 2);
+    cr_assert_eq(ds__domain_find(&d, "b")->lost, 2);
+    cr_assert_eq(ds__domain_find(&d, "c")->unknown, 1);
+    cr_assert_null(ds__domain_find(&d, "d"));
+}
+
+/* The table holds DS_DOMAIN_NAMES names; a new one takes the place of the one seen
+ * longest ago, whose quarantine goes with it. */
+Test(domain, the_name_seen_longest_ago_makes_room)
+{
+    static struct ds_domains d;
+    char name[16];
+
+    d = table(DS_ISO_SHARED, 1000 * S);
+    for (int i = 0; i < DS_DOMAIN_NAMES; i++) {
+        snprintf(name, sizeof(name), "t%d", i);
+        ds__domain_lost(&d, name, (uint64_t)(i + 1) * S);
+    }
+    ds__domain_lost(&d, "t0", 100 * S);
+    cr_assert_eq(ds__domain_fault(&d, "new", 101 * S), 1);
+    cr_assert_not_null(ds__domain_find(&d, "t0"), "the name seen last went");
+    cr_assert_null(ds__domain_find(&d, "t1"), "the name seen longest ago stayed");
+    cr_assert_not_null(ds__domain_find(&d, "new"));
+    cr_assert_eq(ds__domain_of(&d, NULL, "new", 102 * S), DS_ISO_OWN);
+}
