@@ -31,14 +31,20 @@ static long long dev_attr(CUdevice_attribute a)
     return d->attrs.attrs_val[a];
 }
 
-/* Attribute a of f, or -1 when it cannot be learnt (the check it bounds is then left to
- * the executor). */
-static long long func_attr(struct ds_cfunc *f, CUfunction_attribute a)
-{
-    int v;
+/* The kernel's attributes a launch is checked against, read in one go (module.h). */
+enum { A_THREADS, A_REGS, A_DYN, A_STATIC, A_CW, A_CH, A_CD, A_MUST, A_NONPORT, A_COUNT };
 
-    return ds__module_attr(f, a, &v) == CUDA_SUCCESS ? v : -1;
-}
+static const int wanted[A_COUNT] = {
+    [A_THREADS] = CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+    [A_REGS] = CU_FUNC_ATTRIBUTE_NUM_REGS,
+    [A_DYN] = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    [A_STATIC] = CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+    [A_CW] = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+    [A_CH] = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+    [A_CD] = CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+    [A_MUST] = CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+    [A_NONPORT] = CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+};
 
 /* Over a known limit; an unknown limit (-1) bounds nothing. */
 static int over(unsigned long long v, long long limit)
@@ -46,7 +52,7 @@ static int over(unsigned long long v, long long limit)
     return limit >= 0 && v > (unsigned long long)limit;
 }
 
-static CUresult check_block(struct ds_cfunc *f, const unsigned b[3])
+static CUresult check_block(const long long *fa, const unsigned b[3])
 {
     unsigned long long threads = (unsigned long long)b[0] * b[1] * b[2];
 
@@ -58,11 +64,10 @@ static CUresult check_block(struct ds_cfunc *f, const unsigned b[3])
     /* The kernel's own limit: what its registers allow, which the driver reports as
      * out of resources (an H200, run 117: 1024 threads of a 128-register kernel gave
      * 701), or its launch bounds, an invalid value. */
-    if (over(threads * (unsigned long long)func_attr(f, CU_FUNC_ATTRIBUTE_NUM_REGS),
-             dev_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)) &&
-        func_attr(f, CU_FUNC_ATTRIBUTE_NUM_REGS) > 0)
+    if (fa[A_REGS] > 0 && over(threads * (unsigned long long)fa[A_REGS],
+                               dev_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)))
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
-    return over(threads, func_attr(f, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
+    return over(threads, fa[A_THREADS])
                ? CUDA_ERROR_INVALID_VALUE
                : CUDA_SUCCESS;
 }
@@ -80,11 +85,11 @@ static CUresult check_grid(const unsigned g[3])
 /* Dynamic shared memory is bounded by the kernel's opt-in attribute (48 KiB less its
  * static shared memory until cuFuncSetAttribute raises it), and with the static part by
  * what a block may have at all. */
-static CUresult check_smem(struct ds_cfunc *f, unsigned smem)
+static CUresult check_smem(const long long *fa, unsigned smem)
 {
-    long long stat = func_attr(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
+    long long stat = fa[A_STATIC];
 
-    if (over(smem, func_attr(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)))
+    if (over(smem, fa[A_DYN]))
         return CUDA_ERROR_INVALID_VALUE;
     if (stat >= 0 && over((unsigned long long)stat + smem,
                           dev_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)))
@@ -112,11 +117,9 @@ static int launch_cluster(const struct ds_launch_shape *s, unsigned c[3])
 /* The cluster is the kernel's compiled one (__cluster_dims__) or the launch's; a launch
  * that names another than the compiled one, or none where the kernel must have one, is
  * refused.  The grid is counted in blocks and must be whole clusters. */
-static CUresult check_cluster(struct ds_cfunc *f, const struct ds_launch_shape *s)
+static CUresult check_cluster(const long long *fa, const struct ds_launch_shape *s)
 {
-    long long w = func_attr(f, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
-    long long h = func_attr(f, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
-    long long d = func_attr(f, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
+    long long w = fa[A_CW], h = fa[A_CH], d = fa[A_CD];
     unsigned c[3];
     int given = launch_cluster(s, c);
     unsigned long long size;
@@ -130,7 +133,7 @@ static CUresult check_cluster(struct ds_cfunc *f, const struct ds_launch_shape *
         given = 1;
     }
     if (!given)
-        return func_attr(f, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET) > 0
+        return fa[A_MUST] > 0
                    ? CUDA_ERROR_INVALID_CLUSTER_SIZE
                    : CUDA_SUCCESS;
     /* A zero dimension is the driver's to judge. */
@@ -139,18 +142,20 @@ static CUresult check_cluster(struct ds_cfunc *f, const struct ds_launch_shape *
     if (s->grid[0] % c[0] != 0 || s->grid[1] % c[1] != 0 || s->grid[2] % c[2] != 0)
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     size = (unsigned long long)c[0] * c[1] * c[2];
-    if (func_attr(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) > 0)
+    if (fa[A_NONPORT] > 0)
         return size > CLUSTER_NON_PORTABLE ? CUDA_ERROR_INVALID_CLUSTER_SIZE : CUDA_SUCCESS;
     return size > CLUSTER_PORTABLE ? CUDA_ERROR_INVALID_CLUSTER_SIZE : CUDA_SUCCESS;
 }
 
 CUresult ds__launchcheck(struct ds_cfunc *f, const struct ds_launch_shape *s)
 {
+    long long fa[A_COUNT];
     CUresult rc;
 
-    if ((rc = check_block(f, s->block)) != CUDA_SUCCESS ||
+    ds__module_attrs(f, wanted, A_COUNT, fa);
+    if ((rc = check_block(fa, s->block)) != CUDA_SUCCESS ||
         (rc = check_grid(s->grid)) != CUDA_SUCCESS ||
-        (rc = check_smem(f, s->smem)) != CUDA_SUCCESS)
+        (rc = check_smem(fa, s->smem)) != CUDA_SUCCESS)
         return rc;
-    return check_cluster(f, s);
+    return check_cluster(fa, s);
 }

@@ -494,6 +494,25 @@ CUresult ds__module_attr(struct ds_cfunc *f, int attr, int *value)
     return get_attr(value, attr, f);
 }
 
+void ds__module_attrs(struct ds_cfunc *f, const int *attrs, int n, long long *out)
+{
+    uint64_t missing = 0;
+    int v;
+
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++) {
+        int known = attrs[i] >= 0 && attrs[i] < CU_FUNC_ATTRIBUTE_MAX &&
+                    ((f->attr_known >> attrs[i]) & 1);
+
+        out[i] = known ? f->attr[attrs[i]] : -1;
+        missing |= (uint64_t)!known << i;
+    }
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; missing != 0 && i < n; i++)
+        if ((missing >> i) & 1)
+            out[i] = get_attr(&v, attrs[i], f) == CUDA_SUCCESS ? v : -1;
+}
+
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction f)
 {
     return get_attr(value, attr, f);

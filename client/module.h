@@ -32,6 +32,12 @@ struct ds_cfunc *ds__module_func(const void *f);
  * Returns what cuFuncGetAttribute returns. */
 CUresult ds__module_attr(struct ds_cfunc *f, int attr, int *value);
 
+/* Attributes attrs[0..n) of f into out[0..n) (-1 for one that cannot be learnt), taking
+ * the client's lock once: what every launch is checked against (launchcheck.h), so a
+ * launch costs one lock, not one per attribute.  Those not kept yet are asked of the
+ * executor, once. */
+void ds__module_attrs(struct ds_cfunc *f, const int *attrs, int n, long long *out);
+
 /* The loaded function the executor knows as `handle`, or NULL. */
 struct ds_cfunc *ds__module_func_of(uint64_t handle);
 
