@@ -85,21 +85,15 @@ static void on_term(int sig)
     stop_requested = 1;
 }
 
-static void copy_name(char *dst, const char *src)
-{
-    ds_name_clean(dst, src, DS_NAME_MAX);
-}
-
 /* The control process chose the tenant's fault domain (and, over TCP, checked its
- * token) for the name its preface gave: its hello may not claim another. */
-static int name_granted(const struct ds_tenant *t, const char *tenant)
+ * token) for the name its preface gave: its hello may not claim another.  name is the
+ * hello's, as ds_name_clean keeps it. */
+static int name_granted(const struct ds_tenant *t, const char *name)
 {
     const char *granted = t->shm->slots[t->slot].granted;
-    char name[DS_NAME_MAX + 1];
 
     if (granted[0] == '\0')
         return 1;
-    copy_name(name, tenant);
     if (strcmp(name, granted) == 0)
         return 1;
     ds_warn("refusing the hello of %s: its preface (and token, if any) named tenant %s", name,
@@ -109,15 +103,13 @@ static int name_granted(const struct ds_tenant *t, const char *tenant)
 
 /* A Unix tenant may not claim a name whose rule is bound to another user (uid=): the
  * name is that user's, or another could take its limits, class and share. */
-static int name_free(const struct ds_tenant *t, const char *tenant)
+static int name_free(const struct ds_tenant *t, const char *name)
 {
     const struct ds_shm_slot *s = &t->shm->slots[t->slot];
-    char name[DS_NAME_MAX + 1];
     struct ds_shm_quota q;
 
     if (s->peer_pid == 0)
         return 1;
-    copy_name(name, tenant);
     ds_quota_lookup(t->shm, name, -1, &q);
     if (!q.has_uid || q.uid == (uint32_t)s->peer_uid)
         return 1;
@@ -138,7 +130,7 @@ static int class_of(struct ds_tenant *t, int claimed)
 CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
-    char prefix[DS_NAME_MAX + 40];
+    char prefix[DS_NAME_MAX + 40], name[DS_NAME_MAX + 1];
     int rc, klass;
 
     if (t->greeted)
@@ -151,7 +143,8 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (a->klass != DS_CLASS_LATENCY && a->klass != DS_CLASS_BEST_EFFORT)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!name_granted(t, a->tenant) || !name_free(t, a->tenant)) {
+    ds_name_clean(name, a->tenant, DS_NAME_MAX);
+    if (!name_granted(t, name) || !name_free(t, name)) {
         t->closing = 1;
         return CUDA_ERROR_NOT_PERMITTED;
     }
@@ -165,7 +158,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     }
     if (ds__tenant_map_arena(t, a->arena_base) != 0)
         ds_warn("no room to map the tenant's host arena: page-locked memory unavailable");
-    copy_name(t->name, a->tenant);
+    memcpy(t->name, name, sizeof(name));
     /* Named in the slot first, so that rules published meanwhile key it (quota.h). */
     memcpy(t->shm->slots[t->slot].tenant, t->name, sizeof(t->name));
     t->view.total_mem = ds__account_join(&t->acct, t->view.total_mem);
