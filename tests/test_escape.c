@@ -46,7 +46,37 @@ static CUresult launch_clustered(CUfunction f, CUdeviceptr d, unsigned cluster)
     return rc == CUDA_SUCCESS ? cuCtxSynchronize() : rc;
 }
 
-/* Launch plain kernels until the tenant runs on the 4 groups its share leaves it. */
+/* The array after `key` in obj (up to its ']'), in out; "" when absent. */
+static void array_of(const char *obj, const char *key, char *out, size_t len)
+{
+    const char *p = strstr(obj, key);
+    size_t n;
+
+    out[0] = '\0';
+    if (p == NULL)
+        return;
+    p += strlen(key);
+    n = strcspn(p, "]");
+    if (n < len)
+        snprintf(out, len, "%.*s", (int)n, p);
+}
+
+/* Has the tenant moved onto the groups the policy decided for its share?  The sim has 16
+ * groups, so a quarter is [0,1,2,3]; a GPU's group count depends on its SMs, so there
+ * the tenant is bound once it moved and runs where it was decided. */
+static int bound(const char *obj)
+{
+    char now[128], decided[128];
+
+    if (ds_test_on_sim())
+        return strstr(obj, "\"sm_groups\":[0,1,2,3]") != NULL;
+    array_of(obj, "\"sm_groups\":[", now, sizeof(now));
+    array_of(obj, "\"decided_sm_groups\":[", decided, sizeof(decided));
+    return strstr(obj, "\"migrations\":0,") == NULL && now[0] != '\0' &&
+           strcmp(now, decided) == 0;
+}
+
+/* Launch plain kernels until the tenant runs on the groups its share leaves it. */
 static void until_bound(CUfunction f, CUdeviceptr d)
 {
     char obj[4096];
@@ -54,7 +84,7 @@ static void until_bound(CUfunction f, CUdeviceptr d)
     for (int i = 0; i < 200; i++) {
         CU_OK(launch_clustered(f, d, 0));
         status_of("escaper", obj, sizeof(obj));
-        if (strstr(obj, "\"sm_groups\":[0,1,2,3]"))
+        if (bound(obj))
             return;
         usleep(10000);
     }

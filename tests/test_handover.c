@@ -95,10 +95,21 @@ Test(handover, a_stopped_warm_executor_is_replaced_and_its_tenant_served)
     ds_test_server_start(&s, 0, "--warm 1");
     stopped = ds_test_warm_executor(&s);
     cr_assert_gt(stopped, 0, "no executor waits in the pool");
+    /* On a GPU the executor attaches to the MPS daemon as it opens its device (~1 s).
+     * Stopped in the middle of that, it kept the daemon from taking the next executor
+     * for more than 8 s after it was killed (run 119b, H200): that is MPS's, not what
+     * this test is about, so the executor is stopped once its device is open. */
+    if (!ds_test_on_sim())
+        sleep(3);
     cr_assert_eq(kill(stopped, SIGSTOP), 0);
     t0 = now_ms();
     rc = tenant_within(10000);
-    cr_assert_eq(rc, 0, "the tenant was %s", rc < 0 ? "not served in 10 s" : "refused");
+    if (rc != 0) {
+        /* The server's log, printed when it stops, says why. */
+        continue_stopped();
+        ds_test_server_stop(&s);
+        cr_assert_fail("the tenant was %s", rc < 0 ? "not served in 10 s" : "refused");
+    }
     cr_expect_geq(now_ms() - t0, 1900, "served before the deadline: was the executor stopped?");
     cr_assert(ds_test_log_has(&s, "did not take its connection within 2 s"));
     cr_assert(ds_test_log_has(&s, "started for it"));
