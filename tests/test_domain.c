@@ -1,6 +1,7 @@
 /* Units of the fault domains' table (server/control/domain.h), no server: which domain
- * a tenant name gets (quarantine, then its rule, then the server's default), how long a
- * quarantine lasts and what lifts it, and the table's bound on names. */
+ * a tenant name gets (quarantine or probation, then its rule, then the server's
+ * default), how long a quarantine lasts and what lifts it, how suspects of an
+ * unattributed fault are found out or cleared, and the table's bound on names. */
 #include "domain.h"
 
 #include <criterion/criterion.h>
@@ -68,8 +69,9 @@ Test(domain, no_quarantine_when_it_is_off_but_faults_are_counted)
     cr_assert_eq(ds__domain_of(&d, NULL, "a", 5 * S), DS_ISO_SHARED);
     ds__domain_lost(&d, "b", 5 * S);
     ds__domain_lost(&d, "b", 6 * S);
-    ds__domain_unknown(&d, "c", 6 * S);
-    ds__domain_count_own(&d, "a", 7 * S);
+    cr_assert_eq(ds__domain_unknown(&d, "c", 6 * S), 0, "no probation when quarantine is off");
+    cr_assert_eq(ds__domain_of(&d, NULL, "c", 6 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_own_fault(&d, "a", 7 * S), 0);
     cr_assert_eq(ds__domain_find(&d, "a")->own_faults, 2);
     cr_assert_eq(ds__domain_find(&d, "b")->lost, 2);
     cr_assert_eq(ds__domain_find(&d, "c")->unknown, 1);
@@ -94,4 +96,50 @@ Test(domain, the_name_seen_longest_ago_makes_room)
     cr_assert_null(ds__domain_find(&d, "t1"), "the name seen longest ago stayed");
     cr_assert_not_null(ds__domain_find(&d, "new"));
     cr_assert_eq(ds__domain_of(&d, NULL, "new", 102 * S), DS_ISO_OWN);
+}
+
+/* An unattributed fault puts every name that lost a context to it on probation; the
+ * first suspect to fault alone is its culprit: quarantined, and the others cleared. */
+Test(domain, the_suspect_that_faults_alone_is_the_culprit)
+{
+    static struct ds_domains d;
+
+    d = table(DS_ISO_SHARED, 60 * S);
+    /* One fault, three contexts lost within the second. */
+    cr_assert_eq(ds__domain_unknown(&d, "bad", 100 * S), 1);
+    cr_assert_eq(ds__domain_unknown(&d, "v1", 100 * S + S / 2), 1);
+    cr_assert_eq(ds__domain_unknown(&d, "v2", 101 * S), 1);
+    /* Another, later: its suspect is not cleared by the first one's culprit. */
+    cr_assert_eq(ds__domain_unknown(&d, "other", 130 * S), 1);
+    cr_assert_eq(ds__domain_of(&d, NULL, "v1", 102 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_of(&d, NULL, "bad", 102 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_own_fault(&d, "bad", 140 * S), 1);
+    cr_assert(ds__domain_find(&d, "bad")->quarantine_end > 140 * S);
+    cr_assert_not(ds__domain_on_probation(ds__domain_find(&d, "bad"), 141 * S));
+    cr_assert_eq(ds__domain_of(&d, NULL, "bad", 199 * S), DS_ISO_OWN, "quarantined 60 s");
+    cr_assert_eq(ds__domain_of(&d, NULL, "v1", 141 * S), DS_ISO_SHARED, "v1 was cleared");
+    cr_assert_eq(ds__domain_of(&d, NULL, "v2", 141 * S), DS_ISO_SHARED, "v2 was cleared");
+    cr_assert_eq(ds__domain_of(&d, NULL, "other", 141 * S), DS_ISO_OWN);
+    /* A fault of a name on no probation, in its own domain, quarantines nothing. */
+    cr_assert_eq(ds__domain_own_fault(&d, "v1", 150 * S), 0);
+    cr_assert_eq(ds__domain_of(&d, NULL, "v1", 151 * S), DS_ISO_SHARED);
+}
+
+Test(domain, a_probation_ends_with_a_clean_run_its_time_or_when_lifted)
+{
+    static struct ds_domains d;
+
+    d = table(DS_ISO_SHARED, 60 * S);
+    cr_assert_eq(ds__domain_unknown(&d, "a", 10 * S), 1);
+    cr_assert_eq(ds__domain_unknown(&d, "a", 10 * S), 0, "already on probation");
+    cr_assert_eq(ds__domain_unknown(&d, "b", 10 * S), 1);
+    cr_assert_eq(ds__domain_unknown(&d, "c", 10 * S), 1);
+    cr_assert_eq(ds__domain_clean(&d, "a", 20 * S), 1);
+    cr_assert_eq(ds__domain_clean(&d, "a", 21 * S), 0);
+    cr_assert_eq(ds__domain_clean(&d, "nobody", 21 * S), 0);
+    cr_assert_eq(ds__domain_of(&d, NULL, "a", 21 * S), DS_ISO_SHARED);
+    cr_assert_eq(ds__domain_of(&d, NULL, "b", 69 * S), DS_ISO_OWN);
+    cr_assert_eq(ds__domain_of(&d, NULL, "b", 71 * S), DS_ISO_SHARED, "its time passed");
+    ds__domain_lift(&d, "c");
+    cr_assert_eq(ds__domain_of(&d, NULL, "c", 21 * S), DS_ISO_SHARED);
 }

@@ -20,6 +20,9 @@
 
 static struct ds_test_server srv;
 static char metrics[96];
+/* What a victim must read on its stderr: the culprit named, or (anonymous faults, as
+ * on a GPU) that it cannot be told. */
+static const char *lost_line = "(culprit) faulted on the shared GPU";
 
 /* Exit codes of the children. */
 enum { OK = 0, NO_CONNECT = 10, WRONG_ERROR = 11, NO_LINE = 12, NOT_LOST = 13, LOST = 14 };
@@ -61,9 +64,7 @@ static int steady_tenant(const char *name, int ready, double secs, int expect_lo
         return NO_LINE;
     buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
     fclose(f);
-    return strstr(buf, "context lost: tenant") && strstr(buf, "(culprit) faulted on the shared GPU")
-               ? OK
-               : NO_LINE;
+    return strstr(buf, "context lost") && strstr(buf, lost_line) ? OK : NO_LINE;
 }
 
 /* The culprit: its kernel writes through a wild pointer (DETSHARE_SIM_FAULT=fill). */
@@ -301,6 +302,137 @@ Test(fault_domain, isolation_own_by_default_contains_every_fault, .timeout = 120
                   "an own tenant's fault was said to end others' contexts");
     cr_assert_not(ds_test_log_has(&srv, "is quarantined"));
     cr_assert_not(ds_test_log_has(&srv, "lost its context"));
+    close(pipefd[0]);
+    close(pipefd[1]);
+    stop_server();
+}
+
+/* The tenant's object in status, in obj; fails when it is not there. */
+static void tenant_status(const char *name, char *obj, size_t len)
+{
+    static char out[65536];
+
+    cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
+    cr_assert_not_null(ds_test_tenant_json(strstr(out, "\"tenants\""), name, obj, len), "%s",
+                       out);
+}
+
+/* On a GPU under MPS a fault names no culprit (DETSHARE_SIM_ANONYMOUS_FAULTS models
+ * that): every tenant that lost its context goes on probation, in a domain of its own,
+ * so the culprit's next fault hurts nobody and names it; it is quarantined and the
+ * others go back to the shared domain. */
+Test(fault_domain, an_unattributed_fault_puts_its_suspects_on_probation_until_one_faults_alone,
+     .timeout = 180)
+{
+    char out[65536], obj[4096];
+    pid_t v1, v2, bad;
+    int pipefd[2];
+
+    DS_SIM_ONLY();
+    lost_line = "which one cannot be told";
+    setenv("DETSHARE_SIM_ANONYMOUS_FAULTS", "1", 1);
+    start_server(NULL);
+    unsetenv("DETSHARE_SIM_ANONYMOUS_FAULTS");
+    cr_assert_eq(pipe(pipefd), 0);
+    v1 = start_steady("victim-1", pipefd[1], 20, 1);
+    v2 = start_steady("victim-2", pipefd[1], 20, 1);
+    await_ready(pipefd[0], 2);
+    bad = start_fn(culprit);
+    cr_assert_eq(exit_code(bad), OK, "the culprit did not see its fault");
+    cr_assert_eq(exit_code(v1), OK, "victim-1 (see %s/victim-1.err)", srv.dir);
+    cr_assert_eq(exit_code(v2), OK, "victim-2 (see %s/victim-2.err)", srv.dir);
+    for (int i = 0; i < 500 && ds_test_log_count(&srv, "is on probation") < 3; i++)
+        usleep(10000);
+    cr_assert_eq(ds_test_log_count(&srv, "is on probation"), 3);
+    cr_assert_not(ds_test_log_has(&srv, "is quarantined"), "a culprit was guessed");
+    cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "\"quarantine\":[]"), "%s", out);
+    cr_assert_not_null(strstr(out, "{\"name\":\"culprit\",\"seconds_left\":"), "%s", out);
+
+    /* Everyone comes back: the suspects run apart, so the fault is the culprit's alone. */
+    v1 = start_steady("victim-1", pipefd[1], 3, 0);
+    v2 = start_steady("victim-2", pipefd[1], 3, 0);
+    await_ready(pipefd[0], 2);
+    tenant_status("victim-1", obj, sizeof(obj));
+    cr_assert_not_null(strstr(obj, "\"isolation\":\"own\""), "%s", obj);
+    cr_assert_not_null(strstr(obj, "\"probation\":true"), "%s", obj);
+    bad = start_fn(culprit);
+    cr_assert_eq(exit_code(bad), OK);
+    cr_assert_eq(exit_code(v1), OK, "victim-1 lost its context on probation");
+    cr_assert_eq(exit_code(v2), OK, "victim-2 lost its context on probation");
+    for (int i = 0; i < 500 && !ds_test_log_has(&srv, "it is the culprit"); i++)
+        usleep(10000);
+    cr_assert(ds_test_log_has(&srv, "tenant name culprit faulted alone while on probation: it is "
+                                    "the culprit"));
+    cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "\"quarantine\":[{\"name\":\"culprit\""), "%s", out);
+    cr_assert_not_null(strstr(out, "\"probation\":[]"), "%s", out);
+
+    /* Cleared, a victim shares the domain again. */
+    v1 = start_steady("victim-1", pipefd[1], 1, 0);
+    await_ready(pipefd[0], 1);
+    tenant_status("victim-1", obj, sizeof(obj));
+    cr_assert_not_null(strstr(obj, "\"isolation\":\"shared\""), "%s", obj);
+    cr_assert_eq(exit_code(v1), OK);
+    lost_line = "(culprit) faulted on the shared GPU";
+    close(pipefd[0]);
+    close(pipefd[1]);
+    stop_server();
+}
+
+/* A tenant that launches one kernel (not fill: on this server fill faults) and leaves. */
+static int one_kernel(void)
+{
+    CUfunction step;
+    CUdeviceptr d;
+    int k = 3;
+    void *params[] = { &d, &k };
+
+    setenv("DETSHARE_TENANT", "victim-1", 1);
+    if (ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, 4096) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&step, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "step") !=
+            CUDA_SUCCESS)
+        return NO_CONNECT;
+    if (cuLaunchKernel(step, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS)
+        return WRONG_ERROR;
+    return cuCtxSynchronize() == CUDA_SUCCESS ? OK : WRONG_ERROR;
+}
+
+/* A suspect whose connection ran kernels apart and ended without a fault is cleared. */
+Test(fault_domain, a_suspect_that_runs_clean_apart_is_cleared, .timeout = 120)
+{
+    char obj[4096];
+    pid_t v1, bad;
+    int pipefd[2];
+
+    DS_SIM_ONLY();
+    lost_line = "which one cannot be told";
+    setenv("DETSHARE_SIM_ANONYMOUS_FAULTS", "1", 1);
+    start_server(NULL);
+    unsetenv("DETSHARE_SIM_ANONYMOUS_FAULTS");
+    cr_assert_eq(pipe(pipefd), 0);
+    v1 = start_steady("victim-1", pipefd[1], 20, 1);
+    await_ready(pipefd[0], 1);
+    bad = start_fn(culprit);
+    cr_assert_eq(exit_code(bad), OK);
+    cr_assert_eq(exit_code(v1), OK, "victim-1 (see %s/victim-1.err)", srv.dir);
+    for (int i = 0; i < 500 && ds_test_log_count(&srv, "is on probation") < 2; i++)
+        usleep(10000);
+    /* Memory calls alone do not clear it: nothing of its own could have faulted. */
+    cr_assert_eq(run_brief("victim-1"), OK);
+    cr_assert_not(ds_test_log_has(&srv, "its probation ends"));
+    cr_assert_eq(exit_code(start_fn(one_kernel)), OK);
+    for (int i = 0; i < 500 && !ds_test_log_has(&srv, "its probation ends"); i++)
+        usleep(10000);
+    cr_assert(ds_test_log_has(&srv, "tenant name victim-1 ran kernels in a domain of its own "
+                                    "without a fault: its probation ends"));
+    v1 = start_steady("victim-1", pipefd[1], 1, 0);
+    await_ready(pipefd[0], 1);
+    tenant_status("victim-1", obj, sizeof(obj));
+    cr_assert_not_null(strstr(obj, "\"isolation\":\"shared\""), "%s", obj);
+    cr_assert_not_null(strstr(obj, "\"probation\":false"), "%s", obj);
+    cr_assert_eq(exit_code(v1), OK);
+    lost_line = "(culprit) faulted on the shared GPU";
     close(pipefd[0]);
     close(pipefd[1]);
     stop_server();

@@ -5,7 +5,10 @@
 # tenant starts its first kernel, again until it succeeds (recovery).  Scenarios:
 #   default     a default server: every tenant in the shared MPS domain
 #   own         the culprit's name has isolation=own (its quota rule)
-#   quarantine  two rounds on one server: the culprit's second run is quarantined
+#   quarantine  three rounds on one server: after the first fault every tenant that
+#               lost its context is on probation (a domain of its own); in the second
+#               the culprit faults alone and is found and quarantined, the others
+#               cleared; in the third the victims share the domain again
 #   mps-off     --mps off: every tenant has its own context, taking turns
 # Usage: blast.sh FAULTPROBE BUILD [REPEATS] [N].  Writes $OUT/blast.jsonl (one line per
 # round: who survived, what the server said, recovery time) and $OUT/blast-logs.tgz.
@@ -77,6 +80,8 @@ print(json.dumps({
     "log_lost_to_named": text.count("lost its context to tenant"),
     "log_unattributed": text.count("which one cannot be told"),
     "log_quarantined": text.count("is quarantined"),
+    "log_probation": text.count("is on probation"),
+    "log_culprit_found": text.count("it is the culprit"),
     "log_no_mps_client": text.count("not an MPS client although"),
     "victims_told_on_stderr": told,
 }))
@@ -88,7 +93,7 @@ for r in $(seq "$repeats"); do
     printf 'quota wild isolation=own\n' > "$w/own.conf"
     start_server "own.$r" --config "$w/own.conf"; round own "$r" 1; stop_server
     start_server "quarantine.$r" --quarantine 10m; round quarantine "$r" 1; sleep 1.5
-    round quarantine "$r" 2; stop_server
+    round quarantine "$r" 2; sleep 1.5; round quarantine "$r" 3; stop_server
     start_server "mps-off.$r" --mps off; round mps-off "$r" 1; stop_server
 done
 tar czf "$out/blast-logs.tgz" -C "$w" logs

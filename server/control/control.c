@@ -742,8 +742,11 @@ static void tell_fault(struct control *c, const struct ds_shm_slot *s, const cha
                     "fault domain of their own (detshare-ctl quota %s isolation=shared "
                     "lifts it)", name,
                     (unsigned long long)(c->domains.quarantine_ns / 1000000000ull), name);
-        else if (!shared)
-            ds__domain_count_own(&c->domains, name, now);
+        else if (!shared && ds__domain_own_fault(&c->domains, name, now))
+            ds_warn("tenant name %s faulted alone while on probation: it is the culprit of "
+                    "the shared domain's fault it was suspected of, and is quarantined for "
+                    "%llu s; the other suspects are cleared", name,
+                    (unsigned long long)(c->domains.quarantine_ns / 1000000000ull));
     } else if (origin == DS_FAULT_NEIGHBOUR && by != 0) {
         ds_warn("tenant %llu (%s) lost its context to tenant %llu (%s)'s fault on the shared "
                 "GPU", id, name, by, c->shm->shared_fault_name);
@@ -751,8 +754,23 @@ static void tell_fault(struct control *c, const struct ds_shm_slot *s, const cha
     } else {
         ds_warn("tenant %llu (%s) lost its context (CUresult %d): its own kernel's fault or, "
                 "under MPS, a neighbour's; which one cannot be told", id, name, cu);
-        ds__domain_unknown(&c->domains, name, now);
+        if (ds__domain_unknown(&c->domains, name, now))
+            ds_warn("tenant name %s is on probation: its connections run in a fault domain "
+                    "of their own until the culprit is found, one of them runs clean, or "
+                    "%llu s pass (detshare-ctl quota %s isolation=shared lifts it)", name,
+                    (unsigned long long)(c->domains.quarantine_ns / 1000000000ull), name);
     }
+}
+
+/* The tenant in slot s left without a fault: a suspect that ran kernels in a domain of
+ * its own and ended cleanly is cleared (domain.h). */
+static void tell_clean(struct control *c, const struct ds_shm_slot *s, const char *name)
+{
+    if (atomic_load(&s->isolation) != DS_ISO_OWN || atomic_load(&s->launches) == 0)
+        return;
+    if (ds__domain_clean(&c->domains, name, ds_now_ns()))
+        ds_info("tenant name %s ran kernels in a domain of its own without a fault: its "
+                "probation ends", name);
 }
 
 static void mps_daemon_exited(struct control *c, int status)
@@ -797,6 +815,9 @@ static void on_sigchld(uv_signal_t *h, int signum)
                     (unsigned long long)atomic_load(&s->mem_used));
             if (atomic_load(&s->fault_cu) != 0)
                 tell_fault(c, s, name);
+            else if (WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DISCONNECTED &&
+                     s->tenant[0] != '\0')
+                tell_clean(c, s, name);
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (lost && shared)

@@ -171,6 +171,13 @@ static const msgpack_object *get(const msgpack_object *m, const char *key)
     return NULL;
 }
 
+static int is_true(const msgpack_object *m, const char *key)
+{
+    const msgpack_object *v = get(m, key);
+
+    return v != NULL && v->type == MSGPACK_OBJECT_BOOLEAN && v->via.boolean;
+}
+
 static void json_str(const char *s, size_t n)
 {
     putchar('"');
@@ -292,9 +299,10 @@ static void print_status(const msgpack_object *st)
         field(" (", t, "class");
         field(", ", t, "isolation");
         printf(" domain");
-        if (get(t, "quarantined") != NULL && get(t, "quarantined")->type == MSGPACK_OBJECT_BOOLEAN &&
-            get(t, "quarantined")->via.boolean)
+        if (is_true(t, "quarantined"))
             printf(", quarantined");
+        if (is_true(t, "probation"))
+            printf(", on probation");
         if (get(t, "slo_ms") != NULL && get(t, "slo_ms")->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
             field(", SLO ", t, "slo_ms");
             printf(" ms");

@@ -138,6 +138,11 @@ static void pack_faults(msgpack_packer *pk, const struct ds_domains *d,
         msgpack_pack_true(pk);
     else
         msgpack_pack_false(pk);
+    key(pk, "probation");
+    if (ds__domain_on_probation(e, now))
+        msgpack_pack_true(pk);
+    else
+        msgpack_pack_false(pk);
     key(pk, "faults");
     msgpack_pack_uint64(pk, e != NULL ? e->own_faults : 0);
     key(pk, "lost_to");
@@ -166,7 +171,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 34);
+    msgpack_pack_map(pk, 35);
     key(pk, "id");
     msgpack_pack_uint64(pk, s->id);
     key(pk, "slot");
@@ -219,23 +224,26 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     pack_memory(pk, shm, s);
 }
 
-/* Tenant names quarantined now, with the seconds left. */
-static void pack_quarantine(msgpack_packer *pk, const struct ds_domains *d)
+/* Tenant names whose quarantine (probation: 0) or probation (1) lasts past now, with
+ * the seconds left. */
+static void pack_until(msgpack_packer *pk, const struct ds_domains *d, int probation)
 {
-    uint64_t now = ds_now_ns();
+    uint64_t now = ds_now_ns(), end[DS_DOMAIN_NAMES];
     uint32_t n = 0;
 
-    for (int i = 0; i < DS_DOMAIN_NAMES; i++)
-        n += d->names[i].quarantine_end > now;
+    for (int i = 0; i < DS_DOMAIN_NAMES; i++) {
+        end[i] = probation ? d->names[i].probation_end : d->names[i].quarantine_end;
+        n += end[i] > now;
+    }
     msgpack_pack_array(pk, n);
     for (int i = 0; i < DS_DOMAIN_NAMES; i++) {
-        if (d->names[i].quarantine_end <= now)
+        if (end[i] <= now)
             continue;
         msgpack_pack_map(pk, 2);
         key(pk, "name");
         key(pk, d->names[i].name);
         key(pk, "seconds_left");
-        msgpack_pack_uint64(pk, (d->names[i].quarantine_end - now + 999999999u) / 1000000000u);
+        msgpack_pack_uint64(pk, (end[i] - now + 999999999u) / 1000000000u);
     }
 }
 
@@ -244,11 +252,13 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_domains *domains, const struct ds_sched_tenant *tenants,
                     int n)
 {
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 7);
     key(pk, "isolation");
     key(pk, ds_quota_isolation_name(cfg->isolation));
     key(pk, "quarantine");
-    pack_quarantine(pk, domains);
+    pack_until(pk, domains, 0);
+    key(pk, "probation");
+    pack_until(pk, domains, 1);
     key(pk, "device");
     pack_device(pk, cfg);
     key(pk, "mps");

@@ -193,6 +193,7 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
+    b->anonymous = getenv("DETSHARE_SIM_ANONYMOUS_FAULTS") != NULL;
     b->domain_faults = atomic_load(&cfg->shm->shared_faults);
     b->hang_kernel = getenv("DETSHARE_SIM_HANG");
     ds__sim_pctx_init(b);
@@ -846,7 +847,10 @@ void ds__sim_own_fault(struct ds_backend *b)
     if (b->fault != 0)
         return;
     b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    atomic_store(&s->fault_origin, DS_FAULT_OWN);
+    /* Under MPS on a GPU the culprit's context fails as its victims' do, with nothing to
+     * tell them apart (docs/reliability.md): anonymous faults model that. */
+    atomic_store(&s->fault_origin,
+                 b->anonymous && shared_domain(b) ? DS_FAULT_UNKNOWN : DS_FAULT_OWN);
     if (!shared_domain(b))
         return;
     atomic_store(&shm->shared_fault_by, s->id);
@@ -863,8 +867,12 @@ int ds__sim_fault_now(struct ds_backend *b)
     if (b->fault == 0 && shared_domain(b) &&
         atomic_load_explicit(&shm->shared_faults, memory_order_acquire) != b->domain_faults) {
         b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-        atomic_store(&s->lost_to, atomic_load(&shm->shared_fault_by));
-        atomic_store(&s->fault_origin, DS_FAULT_NEIGHBOUR);
+        if (b->anonymous) {
+            atomic_store(&s->fault_origin, DS_FAULT_UNKNOWN);
+        } else {
+            atomic_store(&s->lost_to, atomic_load(&shm->shared_fault_by));
+            atomic_store(&s->fault_origin, DS_FAULT_NEIGHBOUR);
+        }
     }
     return b->fault;
 }

@@ -180,6 +180,7 @@ struct ds_backend {
     unsigned sms;          /* of the partition the tenant is bound to */
     uint64_t bound;        /* its groups, 0 for all */
     const char *fault_kernel; /* DETSHARE_SIM_FAULT: launching it faults the context */
+    int anonymous;            /* DETSHARE_SIM_ANONYMOUS_FAULTS: no culprit told, as on a GPU */
     const char *hang_kernel;  /* DETSHARE_SIM_HANG: launching it never returns */
     int fault;                /* the sticky CUresult once faulted, else 0 */
     unsigned domain_faults;   /* the shared domain's faults when the context was made */
