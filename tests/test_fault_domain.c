@@ -348,6 +348,10 @@ Test(fault_domain, an_unattributed_fault_puts_its_suspects_on_probation_until_on
     cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
     cr_assert_not_null(strstr(out, "\"quarantine\":[]"), "%s", out);
     cr_assert_not_null(strstr(out, "{\"name\":\"culprit\",\"seconds_left\":"), "%s", out);
+    scrape(out, sizeof(out));
+    cr_assert_not_null(strstr(out, "detshare_tenant_probation{tenant=\"victim-1\"} 1"), "%s", out);
+    cr_assert_not_null(strstr(out, "detshare_tenant_faults_total{tenant=\"victim-1\",kind=\"unknown\"} 1"),
+                       "%s", out);
 
     /* Everyone comes back: the suspects run apart, so the fault is the culprit's alone. */
     v1 = start_steady("victim-1", pipefd[1], 3, 0);

@@ -316,6 +316,18 @@ static void put_faults(struct text *t, const struct ds_exposition_state *st)
         put_value(t, e->name);
         put(t, "\"} %d\n", e->quarantine_end > now);
     }
+    head(t, "detshare_tenant_probation", "gauge",
+         "1 while tenants of this name run in a fault domain of their own as suspects of "
+         "a fault nothing attributed.");
+    for (int i = 0; st->domains != NULL && i < DS_DOMAIN_NAMES; i++) {
+        const struct ds_domain_name *e = &st->domains->names[i];
+
+        if (e->name[0] == '\0')
+            continue;
+        put(t, "detshare_tenant_probation{tenant=\"");
+        put_value(t, e->name);
+        put(t, "\"} %d\n", ds__domain_on_probation(e, now));
+    }
 }
 
 static void put_tenants(struct text *t, const struct ds_exposition_state *st)
