@@ -19,6 +19,7 @@
 #include "nvrtc_cache.h"
 #include "rpc.h"
 #include "share.h"
+#include "stream.h"
 #include "unsupported.h"
 
 #include <pthread.h>
@@ -445,55 +446,87 @@ static CUresult identity_ctx_id(CUcontext ctx, unsigned long long *id)
     return cuCtxGetId(ctx, id);
 }
 
-/* Slot 51 (ctx, kind, void **obj) hands out an object for a context, and slot 39 (ctx,
- * obj, uint64_t *value) reads a number from it; cuBLAS asks for kind 0 and the H100 said
- * 7.  Their meaning is not public: the object here remembers the context and the kind,
- * and the executor asks its device the same question.  Traced calls left the other
- * argument registers holding leftovers, so only these three are read. */
+/* Slot 51 (ctx, stream, void **obj) hands out the driver's object for a stream, and
+ * slot 39 (ctx, obj, uint64_t *value) reads a number from it.  The second argument is a
+ * CUstream, not a small kind: cuBLAS passes the stream it was given (0 for the default
+ * stream, a stream of its own under XLA), a value that is no stream gets
+ * CUDA_ERROR_INVALID_HANDLE, and other drivers' authors read it the same way
+ * (docs/export-tables.md, 4.9).  Traced calls left the other argument registers holding
+ * leftovers, so only these three are read. */
 struct identity_obj {
     uint64_t magic;
-    CUcontext ctx;
-    uintptr_t kind;
+    uint64_t ctx;     /* the context whose legacy stream 0 means */
+    ds_handle stream; /* 0: that legacy stream */
 };
 
 #define IDENTITY_MAGIC 0x6473696474626c33ull
 
-static CUresult identity_object(CUcontext ctx, uintptr_t kind, void **out)
+/* The executor's handle of stream s, checked to be one of the tenant's streams; 0 for
+ * the legacy default stream. */
+static CUresult identity_stream(CUstream s, ds_handle *out)
 {
-    static atomic_int once;
-    struct identity_obj *o;
+    unsigned long long id;
+    ds_handle h = ds__stream_of(s);
+    CUresult rc;
 
-    if (kind != 0 || out == NULL)
-        return ds__unsupported("CONTEXT_IDENTITY slot 51 with a kind other than 0", &once);
-    /* The driver's object lives as long as its context, and nothing says when the caller
+    if (h == (ds_handle)(uintptr_t)CU_STREAM_LEGACY || h == (ds_handle)(uintptr_t)CU_STREAM_PER_THREAD)
+        h = 0;
+    if (h != 0 && (rc = cuStreamGetId((CUstream)(uintptr_t)h, &id)) != CUDA_SUCCESS)
+        return rc;
+    *out = h;
+    return CUDA_SUCCESS;
+}
+
+static CUresult identity_object(CUcontext ctx, CUstream s, void **out)
+{
+    struct identity_obj *o;
+    uint64_t c = (uint64_t)(uintptr_t)ctx;
+    unsigned long long id;
+    ds_handle h;
+    CUresult rc;
+
+    ds_debug("CONTEXT_IDENTITY slot 51: context %p, stream %p", (void *)ctx, (void *)s);
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = identity_stream(s, &h)) != CUDA_SUCCESS)
+        return rc;
+    if (c == 0 && (rc = ds__ctx_current(&c)) != CUDA_SUCCESS)
+        return rc;
+    if (c != ds__rpc_primary() && (rc = cuCtxGetId((CUcontext)(uintptr_t)c, &id)) != CUDA_SUCCESS)
+        return rc;
+    /* The driver's object lives as long as its stream, and nothing says when the caller
      * is done with it: a few bytes per call are kept. */
     o = calloc(1, sizeof(*o));
     if (o == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     o->magic = IDENTITY_MAGIC;
-    o->ctx = ctx;
-    o->kind = kind;
+    o->ctx = c;
+    o->stream = h;
     *out = o;
     return CUDA_SUCCESS;
 }
 
+/* The primary context's legacy stream has the number the device gives (the executor
+ * asks its driver); any other stream has its handle, and another context's legacy
+ * stream that context's handle.  No two streams of the tenant share a number, and a
+ * handle is never the device's small number: a caller that keys its state per stream by
+ * these numbers keeps each stream's apart, as it does natively. */
 static CUresult identity_value(CUcontext ctx, const struct identity_obj *o, uint64_t *out)
 {
-    ds_ctx_query_args a;
+    ds_ctx_query_args a = { .query = 0 };
     ds_hyper_res r;
     CUresult rc;
 
+    (void)ctx; /* the object's own context decides which legacy stream it is */
     if (o == NULL || o->magic != IDENTITY_MAGIC || out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (!ds__rpc_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
-    a.query = (unsigned)o->kind;
-    if (ctx == NULL)
-        ctx = o->ctx;
-    if (ctx != NULL)
-        a.ctx = (uint64_t)(uintptr_t)ctx;
-    else if ((rc = ds__ctx_current(&a.ctx)) != CUDA_SUCCESS)
-        return rc;
+    if (o->stream != 0 || o->ctx != ds__rpc_primary()) {
+        *out = o->stream != 0 ? o->stream : o->ctx;
+        return CUDA_SUCCESS;
+    }
+    a.ctx = o->ctx;
     rc = ds_rpc_ctx_query(&a, &r);
     if (rc == CUDA_SUCCESS)
         *out = r.ds_hyper_res_u.value;

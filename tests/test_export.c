@@ -1,6 +1,7 @@
 /* cuGetExportTable: the hidden tables cudart and cuBLAS need (docs/export-tables.md),
  * served with the sizes and behaviour measured on the real driver. */
 #include "ds_test.h"
+#include "identity_cases.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -222,4 +223,75 @@ Test(export_live, context_identity_and_the_primary_context, .init = start, .fini
     CU_OK(value(retained, obj, &v));
     if (ds_test_on_sim())
         cr_assert_eq(v, 7, "the value an H100 gave");
+}
+
+/* Slot 51's second argument is a stream: each stream has its own number, the same each
+ * time it is asked, and a value that is no stream of the tenant is refused. */
+static const char identity_answers[] = "all_succeed 1\n"
+                                       "legacy_same_twice 1\n"
+                                       "legacy_as_cu_stream_legacy 1\n"
+                                       "legacy_nonzero 1\n"
+                                       "stream_same_twice 1\n"
+                                       "streams_differ 1\n"
+                                       "stream_not_legacy 1\n"
+                                       "per_thread_not_legacy 1\n"
+                                       "per_thread_not_stream 1\n"
+                                       "second_context 0\n"
+                                       "second_context_legacy_differs 1\n"
+                                       "not_a_stream 400\n";
+
+static void identity_answers_here(char *out, size_t len)
+{
+    CUcontext primary;
+
+    CU_OK(cuInit(0));
+    CU_OK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CU_OK(cuCtxSetCurrent(primary));
+    cr_assert_eq(ds_identity_cases(out, len), 0, "%s", out);
+}
+
+Test(export_live, context_identity_numbers_each_stream, .init = start, .fini = stop)
+{
+    char out[4096];
+
+    identity_answers_here(out, sizeof(out));
+    cr_assert_str_eq(out, identity_answers);
+}
+
+Test(export_live, context_identity_refuses_what_is_no_stream, .init = start, .fini = stop)
+{
+    slot_t *identity = table(IDENTITY);
+    CUresult (*object)(CUcontext, CUstream, void **) =
+        (CUresult(*)(CUcontext, CUstream, void **))identity[51];
+    CUcontext c;
+    CUstream s;
+    void *obj;
+
+    CU_OK(cuInit(0));
+    CU_OK(cuCtxCreate(&c, NULL, 0, 0));
+    CU_IS(object(c, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamCreate(&s, 0));
+    CU_OK(object(c, s, &obj));
+    CU_OK(cuStreamDestroy(s));
+    CU_IS(object(c, s, &obj), CUDA_ERROR_INVALID_HANDLE); /* destroyed */
+    CU_IS(object(c, (CUstream)(uintptr_t)0x1234, &obj), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuCtxDestroy(c));
+}
+
+/* On a GPU: the same relations hold natively (native_identity). */
+Test(export_live, context_identity_behaves_as_the_native_driver, .init = start, .fini = stop)
+{
+    char mine[4096], native[4096] = "";
+    size_t n;
+    FILE *p;
+
+    if (ds_test_on_sim())
+        cr_skip_test("compares with the real driver");
+    identity_answers_here(mine, sizeof(mine));
+    p = popen("env -u LD_LIBRARY_PATH -u LD_PRELOAD " DS_NATIVE_IDENTITY, "r");
+    cr_assert_not_null(p);
+    n = fread(native, 1, sizeof(native) - 1, p);
+    native[n] = '\0';
+    cr_assert_eq(pclose(p), 0, "native_identity failed: %s", native);
+    cr_assert_str_eq(mine, native);
 }

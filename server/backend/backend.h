@@ -325,7 +325,8 @@ struct ds_backend_ops {
     int (*fault)(struct ds_backend *b, int probe);
     /* A CUlimit of the tenant's context: set it when set != 0, then read it back. */
     int (*limit)(struct ds_backend *b, int limit, int set, uint64_t *value);
-    /* The undocumented CONTEXT_IDENTITY value of kind `query` (docs/export-tables.md). */
+    /* The undocumented CONTEXT_IDENTITY number of the legacy stream (query 0, the only
+     * one asked: docs/export-tables.md, 4.9). */
     int (*ctx_query)(struct ds_backend *b, unsigned query, uint64_t *value);
 
     /* Modules.  The image is a fatbin container, an ELF cubin or PTX text, already

@@ -188,7 +188,8 @@ CUresult ds__ops_ctx_query(struct ds_tenant *t, const ds_ctx_query_args *a, ds_h
 
     if (ds__tenant_ctx(t, a->ctx) == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
-    /* Only what was seen on the real driver reaches its undocumented slots. */
+    /* Only the legacy stream's number is asked (the client numbers the tenant's other
+     * streams itself), and nothing else reaches the driver's undocumented slots. */
     if (a->query != 0)
         return CUDA_ERROR_NOT_SUPPORTED;
     rc = t->ops->ctx_query(t->be, a->query, &v);

@@ -603,7 +603,8 @@ static int cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
 }
 
 /* CONTEXT_IDENTITY (21318c60...) slots 51 and 39, called as cuBLAS was seen to call them
- * on the real driver: slot 51 (ctx, kind, &obj), then slot 39 (ctx, obj, &value).  The
+ * on the real driver: slot 51 (ctx, stream, &obj), then slot 39 (ctx, obj, &value), for
+ * the legacy stream (0) only: the tenant's other streams are numbered by the client.  The
  * driver refuses them on a green context (400, measured), so they are asked on the
  * device's primary context, retained for the question only, and the answer is kept: it
  * describes the device, and what a tenant sees of its device never changes. */

@@ -829,7 +829,8 @@ int ds__sim_memfd(const char *name)
     return fd;
 }
 
-/* The one value measured so far: kind 0 read 7 on an H100 (docs/export-tables.md). */
+/* The one value measured so far: the legacy stream read 7 on an H100
+ * (docs/export-tables.md, 4.9). */
 static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 {
     (void)b;
