@@ -446,13 +446,13 @@ static CUresult identity_ctx_id(CUcontext ctx, unsigned long long *id)
     return cuCtxGetId(ctx, id);
 }
 
-/* Slot 51 (ctx, stream, void **obj) hands out the driver's object for a stream, and
- * slot 39 (ctx, obj, uint64_t *value) reads a number from it.  The second argument is a
- * CUstream, not a small kind: cuBLAS passes the stream it was given (0 for the default
- * stream, a stream of its own under XLA), a value that is no stream gets
+/* Slot 51 (ctx, stream, void **obj, int per_thread) hands out the driver's object for a
+ * stream, and slot 39 (ctx, obj, uint64_t *value) reads a number from it.  The second
+ * argument is a CUstream, not a small kind: cuBLAS passes the stream it was given (0 for
+ * the default stream, a stream of its own under XLA), a value that is no stream gets
  * CUDA_ERROR_INVALID_HANDLE, and other drivers' authors read it the same way
- * (docs/export-tables.md, 4.9).  Traced calls left the other argument registers holding
- * leftovers, so only these three are read. */
+ * (docs/export-tables.md, 4.9).  Traced calls of slot 39 left the fourth and fifth
+ * argument registers holding leftovers, so it reads three. */
 struct identity_obj {
     uint64_t magic;
     uint64_t ctx;     /* the context whose legacy stream 0 means */
@@ -477,7 +477,10 @@ static CUresult identity_stream(CUstream s, ds_handle *out)
     return CUDA_SUCCESS;
 }
 
-static CUresult identity_object(CUcontext ctx, CUstream s, void **out)
+/* per_thread: the fourth argument.  With it nonzero the H200 answered the NULL stream
+ * as CU_STREAM_PER_THREAD, with it 0 as CU_STREAM_LEGACY, as cuBLAS calls it (runs 119b
+ * and 120). */
+static CUresult identity_object(CUcontext ctx, CUstream s, void **out, int per_thread)
 {
     struct identity_obj *o;
     uint64_t c = (uint64_t)(uintptr_t)ctx;
@@ -488,7 +491,8 @@ static CUresult identity_object(CUcontext ctx, CUstream s, void **out)
     ds_debug("CONTEXT_IDENTITY slot 51: context %p, stream %p", (void *)ctx, (void *)s);
     if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = identity_stream(s, &h)) != CUDA_SUCCESS)
+    if ((rc = identity_stream(s == NULL && per_thread ? CU_STREAM_PER_THREAD : s, &h)) !=
+        CUDA_SUCCESS)
         return rc;
     if (c == 0 && (rc = ds__ctx_current(&c)) != CUDA_SUCCESS)
         return rc;

@@ -197,8 +197,8 @@ Test(export_live, context_identity_and_the_primary_context, .init = start, .fini
     slot_t *identity = table(IDENTITY);
     CUresult (*ctx_id)(CUcontext, unsigned long long *) =
         (CUresult(*)(CUcontext, unsigned long long *))identity[4];
-    CUresult (*object)(CUcontext, uintptr_t, void **) =
-        (CUresult(*)(CUcontext, uintptr_t, void **))identity[51];
+    CUresult (*object)(CUcontext, uintptr_t, void **, int) =
+        (CUresult(*)(CUcontext, uintptr_t, void **, int))identity[51];
     CUresult (*value)(CUcontext, void *, uint64_t *) =
         (CUresult(*)(CUcontext, void *, uint64_t *))identity[39];
     CUresult (*primary)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))table(CUDART)[2];
@@ -219,7 +219,7 @@ Test(export_live, context_identity_and_the_primary_context, .init = start, .fini
     CU_OK(ctx_id(retained, &id));
     CU_OK(cuCtxGetId(retained, &want));
     cr_assert_eq(id, want);
-    CU_OK(object(retained, 0, &obj));
+    CU_OK(object(retained, 0, &obj, 0));
     CU_OK(value(retained, obj, &v));
     if (ds_test_on_sim())
         cr_assert_eq(v, 7, "the value an H100 gave");
@@ -229,16 +229,15 @@ Test(export_live, context_identity_and_the_primary_context, .init = start, .fini
  * time it is asked, and a value that is no stream of the tenant is refused. */
 static const char identity_answers[] = "all_succeed 1\n"
                                        "legacy_same_twice 1\n"
-                                       "legacy_as_cu_stream_legacy 1\n"
                                        "legacy_nonzero 1\n"
+                                       "null_as_legacy 1\n"
+                                       "null_with_flag_as_per_thread 1\n"
                                        "stream_same_twice 1\n"
                                        "streams_differ 1\n"
                                        "stream_not_legacy 1\n"
-                                       "per_thread_not_legacy 1\n"
                                        "per_thread_not_stream 1\n"
                                        "second_context 0\n"
-                                       "second_context_legacy_differs 1\n"
-                                       "not_a_stream 400\n";
+                                       "second_context_legacy_differs 1\n";
 
 static void identity_answers_here(char *out, size_t len)
 {
@@ -261,20 +260,21 @@ Test(export_live, context_identity_numbers_each_stream, .init = start, .fini = s
 Test(export_live, context_identity_refuses_what_is_no_stream, .init = start, .fini = stop)
 {
     slot_t *identity = table(IDENTITY);
-    CUresult (*object)(CUcontext, CUstream, void **) =
-        (CUresult(*)(CUcontext, CUstream, void **))identity[51];
+    CUresult (*object)(CUcontext, CUstream, void **, int) =
+        (CUresult(*)(CUcontext, CUstream, void **, int))identity[51];
     CUcontext c;
     CUstream s;
     void *obj;
 
     CU_OK(cuInit(0));
     CU_OK(cuCtxCreate(&c, NULL, 0, 0));
-    CU_IS(object(c, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_IS(object(c, NULL, NULL, 0), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuStreamCreate(&s, 0));
-    CU_OK(object(c, s, &obj));
+    CU_OK(object(c, s, &obj, 0));
     CU_OK(cuStreamDestroy(s));
-    CU_IS(object(c, s, &obj), CUDA_ERROR_INVALID_HANDLE); /* destroyed */
-    CU_IS(object(c, (CUstream)(uintptr_t)0x1234, &obj), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(object(c, s, &obj, 0), CUDA_ERROR_INVALID_HANDLE); /* destroyed */
+    CU_IS(object(c, (CUstream)(uintptr_t)0x1234, &obj, 0), CUDA_ERROR_INVALID_HANDLE);
+    CU_IS(object(c, (CUstream)(uintptr_t)UINTPTR_MAX, &obj, 0), CUDA_ERROR_INVALID_HANDLE);
     CU_OK(cuCtxDestroy(c));
 }
 
