@@ -254,6 +254,25 @@ static int init_stream(struct ds_metrics *m, struct conn *c)
     return uv_tcp_init(loop, &c->h.tcp);
 }
 
+/* The connection to close for a new one: the oldest that has sent nothing, else the
+ * oldest still reading its request.  A scraper sends its request as it connects, so a
+ * flood of silent connections takes its own oldest first; one being answered is never
+ * cut (its answer is on its way out). */
+static struct conn *victim(struct ds_metrics *m)
+{
+    struct conn *reading = NULL;
+
+    for (struct conn *c = m->conns.prev; c != &m->conns; c = c->prev) {
+        if (c->answered)
+            continue;
+        if (c->have == 0)
+            return c;
+        if (reading == NULL)
+            reading = c;
+    }
+    return reading != NULL ? reading : m->conns.prev;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     struct ds_metrics *m = server->data;
@@ -261,9 +280,9 @@ static void on_connection(uv_stream_t *server, int status)
 
     if (status < 0)
         return;
-    /* A flood of idle connections must not lock a scraper out: the oldest goes. */
+    /* A flood of idle connections must not lock a scraper out. */
     if (m->live >= DS_METRICS_MAX_CONNS)
-        close_conn(m->conns.prev);
+        close_conn(victim(m));
     if ((c = calloc(1, sizeof(*c))) == NULL || init_stream(m, c) != 0) {
         free(c);
         return;
