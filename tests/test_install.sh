@@ -24,7 +24,7 @@ for f in bin/detshare-server bin/detshare-ctl lib/detshare/libcuda.so.1 \
         lib/systemd/system/detshare@.service lib/sysusers.d/detshare.conf \
         share/doc/detshare/README.md share/doc/detshare/admin.md \
         share/doc/detshare/security.md share/doc/detshare/metrics.md \
-        share/doc/detshare/reliability.md; do
+        share/doc/detshare/reliability.md share/doc/detshare/server.md; do
     [ -e "$p/$f" ] || fail "$f not installed"
 done
 [ -x "$p/bin/detshare-server" ] && [ -x "$p/bin/detshare-ctl" ] || fail "programs not executable"
