@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `cmake --install` into a temporary prefix: the files README's "Installing as a service"
-# names are there, and the installed server, on the sim, serves the installed
+# `cmake --install` into a temporary prefix: the files that docs/server.md's "Installing as
+# a service" names are there, and the installed server, on the sim, serves the installed
 # detshare-ctl and a tenant that loads the installed libcuda.so.1.
 # usage: test_install.sh BUILD_DIR HELLO_TENANT
 set -euo pipefail
