@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything a GPU session runs, in one go (the device tool bills by the minute):
 # the gpu-labelled tests, the example tenant, and the copy benchmark native vs detshare.
-# Expects a build in build-gpu and its bundled libraries in .dev/libs (see docs/gpu-runs.md).
+# Expects a build in build-gpu and its bundled libraries in .dev/libs (see lab/gpu-runs.md).
 # Writes logs and results under $OUT.
 set -uo pipefail
 out=${OUT:-/tmp/ds-out}

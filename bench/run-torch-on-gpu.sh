@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PyTorch natively and through detshare on a GPU box (see docs/gpu-runs.md): the script
+# PyTorch natively and through detshare on a GPU box (see lab/gpu-runs.md): the script
 # bench/torch_determinism.py twice natively (to show the native run is deterministic),
 # then as two detshare tenants at once, one over the Unix socket and one over TCP
 # loopback.  Every output must be byte-identical to the first native one.

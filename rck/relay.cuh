@@ -1,10 +1,10 @@
-// A resident control kernel (DESIGN.md, "Preemption and gates"): one thread, launched once
-// on a stream of its own, that copies a gate word the host writes (in page-locked memory
-// the device maps) into a word in device memory, where streams wait on it
-// (cuStreamWaitValue32).  The point of the relay is where the waiting streams poll: a
+// A resident control kernel (docs/design.md, "Gates and progress stamps"): one thread,
+// launched once on a stream of its own, that copies a gate word the host writes (in
+// page-locked memory the device maps) into a word in device memory, where streams wait on
+// it (cuStreamWaitValue32).  The point of the relay is where the waiting streams poll: a
 // wait on host memory reads across PCIe every time the front end looks, a wait on device
-// memory reads the GPU's own memory, and only this kernel crosses the bus.
-// DS_RCK_QUIT in the host word ends the kernel, leaving the device word as it was.
+// memory reads the GPU's own memory, and only this kernel crosses the bus.  DS_RCK_QUIT in
+// the host word ends the kernel, leaving the device word as it was.
 #pragma once
 
 #define DS_RCK_QUIT 0xffffffffu

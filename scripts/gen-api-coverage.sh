@@ -157,4 +157,122 @@ attributes carrying handles, a cooperative grid too large to be resident) come f
 the executor at the next call that waits for it. tests/test_launch_checks.c runs every
 case on the sim and compares it with the real driver's on a GPU.
 EOF
+    cat <<'AREAS'
+
+## What is served, by area
+
+Programs built with nvcc (the CUDA runtime linked statically or shared), plain driver-API
+programs and the libraries and frameworks below reach these through detshare's
+`libcuda.so.1`; what each area does differently from a local driver is in the page
+named.
+
+- **Devices and contexts**: device queries (answered by the client from the description
+  the executor sent at the hello), primary and created contexts, limits,
+  `cuCtxSetFlags`, `cuCtxRecordEvent` and `cuCtxWaitEvent` (streams created after the
+  wait do not wait), `cuGetProcAddress`.
+- **Memory**: device, page-locked and mapped host memory; copies in every direction and
+  fills, synchronous or on streams; registered host memory (`cuMemHostRegister`) and
+  managed memory (`cuMemAllocManaged`, prefetch, advice and range attributes); virtual
+  memory management (`cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`
+  and the rest); the stream-ordered allocator and memory pools; CUDA IPC between local
+  tenants of one user: [memory.md](memory.md), [protocol.md](protocol.md).
+- **Pitched memory and 2-D and 3-D copies**: `cuMemAllocPitch` (the driver's own pitch on
+  a GPU), `cuMemcpy2D`, `cuMemcpy2DUnaligned`, `cuMemcpy3D`, their asynchronous forms and
+  the peer forms within the tenant's one device, between host, device and unified memory
+  and CUDA arrays.
+- **CUDA arrays and mipmapped arrays** (`cuArray3DCreate`, `cuMipmappedArrayCreate`,
+  their levels and descriptors, every copy to and from them, and from the runtime
+  `cudaMallocArray` and `cudaMemcpy2DToArray`), and **texture and surface objects** on
+  them or on device memory (`cuTexObjectCreate`, `cuSurfObjectCreate`: the device's own
+  objects, which kernels receive unchanged), counted as device memory under the tenant's
+  quota: [arrays.md](arrays.md).
+- **Streams and events** with CUDA's ordering rules, the legacy and per-thread default
+  streams included; stream attributes, memory operations and host functions (below).
+- **Modules and libraries** from fatbins, cubins and PTX; module globals; kernel
+  attributes and occupancy (`cuOccupancyMaxPotentialBlockSize` runs the caller's
+  shared-memory callback in the tenant's own process); JIT linking (below).
+- **Kernel launches**, with launch attributes; the errors the driver returns from a launch
+  itself come from the launch (above, "A launch's synchronous errors").
+- **Tensor maps** for Hopper's TMA kernels, as JAX/XLA and Triton make them
+  (`cuTensorMapEncodeTiled`, `cuTensorMapEncodeIm2col`, `cuTensorMapEncodeIm2colWide`,
+  `cuTensorMapReplaceAddress`).
+- **Stream capture and graphs**, also built node by node: [graphs.md](graphs.md).
+- **Hidden export tables** that the CUDA runtime, cuBLAS and NVRTC need, NVRTC's compile
+  cache included: [export-tables.md](export-tables.md).
+
+Every other entry point exists as a symbol and returns `CUDA_ERROR_NOT_SUPPORTED`, logging
+its name once, so a missing piece shows up by name on the program's stderr.
+
+## Stream memory operations and small calls
+
+Stream memory operations (`cuStreamWaitValue32/64`, `cuStreamWriteValue32/64`,
+`cuStreamBatchMemOp`) run on the device in stream order, on words of the tenant's own
+device memory or mapped host memory. Any other address (another tenant's, the server's
+control block, a misaligned one) fails the call with `CUDA_ERROR_INVALID_VALUE` at the
+next synchronising call. A wait holds its stream until another stream, or the program's
+own store to mapped memory, releases it. Batch memory-operation graph nodes hold the same
+operations, checked the same way ([graphs.md](graphs.md)).
+
+Also served: stream attributes (kept per stream and given to each kernel launched on it,
+access-policy windows included); `cuStreamGetDevice`; the cache and bank-size preferences
+(accepted; the device's carveout stands); peer queries, answered as for a machine with one
+GPU; the LUID, 1-D linear texture widths and host atomic capabilities as the device reports
+them; `cuDeviceGetProperties`; function and kernel names; `cuOccupancyMaxPotentialClusterSize`;
+`cuPointerSetAttribute` (`SYNC_MEMOPS`: detshare's synchronous copies and fills always
+complete before they return); and CUDA 12.8/13's batched copies, prefetches and discards
+(host and device pointers). Execution affinity is not offered
+(`cuDeviceGetExecAffinitySupport` answers 0): SM placement is the scheduler's.
+
+## What runs in the tenant's own process
+
+- **Host functions** (`cuLaunchHostFunc`, `cuStreamAddCallback`) run in the tenant's
+  process once their stream has drained, on the calling thread, which waits for them
+  (CUDA returns at once).
+- **Device output**: what kernels print (`printf`, failed `assert`s) reaches a local
+  tenant's own stdout and stderr. The client hands its descriptors 1 and 2 to its
+  executor when it connects, and the driver writes there at the synchronisation that
+  follows the kernel, before the synchronising call returns, as natively (the program's
+  own buffered output still comes out when it flushes it). They are the descriptors the
+  program had when it connected: a later `dup2` onto its stdout (pytest's `capfd`, say)
+  does not redirect the device's output. A remote (TCP) tenant has no descriptors to hand
+  over: its device output becomes lines of the server's log at the info level, tagged with
+  its name (`tenant[NAME] info: device output: ...`).
+- **JIT linking** (`cuLinkCreate` to `cuLinkComplete`) runs the device's linker in the
+  executor on inputs the client gathered (`cuLinkAddFile` reads the tenant's file) and
+  returns the image to load with `cuModuleLoadData`. An input the linker rejects fails
+  `cuLinkComplete` rather than `cuLinkAddData`, with the reason in the error log. On the
+  sim, a link of one cubin (or of one fatbin with an sm_90 cubin) gives that cubin; PTX
+  fails with `CUDA_ERROR_JIT_COMPILER_NOT_FOUND` and several inputs with
+  `CUDA_ERROR_NOT_SUPPORTED`.
+- Page-locked memory has the same address on the host and the device, as natively under
+  unified addressing, when the executor finds the tenant's address free (the client asks
+  for one where it usually is): [memory.md](memory.md).
+
+## Programs checked against native
+
+On an H100 these give output byte-identical to the same program run natively, with two
+tenants at once ([lab/gpu-runs.md](../lab/gpu-runs.md); `bench/breadth/run.sh` runs each
+natively and through a server and compares): programs built with nvcc (kernels, streams,
+events, pinned and mapped memory, cuBLAS, cuRAND, CUDA graphs); plain driver-API programs;
+PyTorch (training with cuBLAS and cuDNN, generation, streams, CUDA graphs captured by hand
+and `torch.compile` with its `reduce-overhead` mode, a DataLoader with pinned memory and
+workers, `torch.multiprocessing` handing CUDA tensors between processes, expandable
+segments, `backend:cudaMallocAsync`, fused bf16 attention, cuDNN's LSTM, FP8 GEMMs, NCCL
+with DDP on one GPU, a bf16 Llama-style model generating and training with transformers);
+Triton; CuPy (cuBLAS, cuFFT, cuSOLVER, cuSPARSE, NVRTC kernels, `MemoryAsyncPool`);
+numba-cuda; and JAX (`jit`, `grad`) under deterministic XLA settings
+(`XLA_FLAGS=--xla_gpu_autotune_level=0` or `--xla_gpu_deterministic_ops=true`: XLA's
+autotuner otherwise picks kernels by timing them, natively too). On the sim the same
+programs start, copy memory exactly and launch, but kernels compute nothing
+([sim-device.md](sim-device.md)).
+
+## Not yet
+
+Launch attributes that carry event handles; mapped and managed memory for remote (TCP)
+tenants; JIT of PTX on the sim; batched copies with array operands; freeing memory of a pool on a capturing stream
+(`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`; an allocation on a capturing stream is served,
+as graph memory). Refused by design, each with its reason above: sparse arrays, shareable
+handles of VMM memory and pools, external memory and semaphores, graphics interop and the
+like.
+AREAS
 } > "$out"

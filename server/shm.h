@@ -41,12 +41,13 @@ enum ds_mem_kind { DS_MEM_DEVICE, DS_MEM_VMM, DS_MEM_POOL, DS_MEM_MANAGED, DS_ME
  * pause, server/exec/tenant.h), and at least this many stamps' launches otherwise. */
 #define DS_SHM_STAMPS 32
 
-/* A progress stamp (DESIGN.md, "Preemption and gates").  After a tenant's launch number n,
- * its executor may have the device write n's low 32 bits into seq of the next entry, in
- * turn, once the work before it on its stream is done (cuda: cuStreamWriteValue32; at_ns stays
- * 0).  The sim knows when that will be and writes it at once, with the modelled
- * completion time in at_ns (ds_now_ns clock): UINT64_MAX first, so that a reader never
- * pairs a new seq with an old time.  ds_shm_stamps_done reads them. */
+/* A progress stamp (docs/design.md, "Gates and progress stamps").  After a tenant's
+ * launch number n, its executor may have the device write n's low 32 bits into seq of the
+ * next entry, in turn, once the work before it on its stream is done (cuda:
+ * cuStreamWriteValue32; at_ns stays 0).  The sim knows when that will be and writes it at
+ * once, with the modelled completion time in at_ns (ds_now_ns clock): UINT64_MAX first,
+ * so that a reader never pairs a new seq with an old time.  ds_shm_stamps_done reads
+ * them. */
 struct ds_shm_stamp {
     atomic_uint seq;
     uint32_t pad;

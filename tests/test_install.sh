@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `cmake --install` into a temporary prefix: the files README's "Installing as a service"
-# names are there, and the installed server, on the sim, serves the installed
+# `cmake --install` into a temporary prefix: the files that docs/server.md's "Installing as
+# a service" names are there, and the installed server, on the sim, serves the installed
 # detshare-ctl and a tenant that loads the installed libcuda.so.1.
 # usage: test_install.sh BUILD_DIR HELLO_TENANT
 set -euo pipefail
@@ -24,7 +24,7 @@ for f in bin/detshare-server bin/detshare-ctl lib/detshare/libcuda.so.1 \
         lib/systemd/system/detshare@.service lib/sysusers.d/detshare.conf \
         share/doc/detshare/README.md share/doc/detshare/admin.md \
         share/doc/detshare/security.md share/doc/detshare/metrics.md \
-        share/doc/detshare/reliability.md; do
+        share/doc/detshare/reliability.md share/doc/detshare/server.md; do
     [ -e "$p/$f" ] || fail "$f not installed"
 done
 [ -x "$p/bin/detshare-server" ] && [ -x "$p/bin/detshare-ctl" ] || fail "programs not executable"

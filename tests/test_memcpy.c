@@ -231,7 +231,7 @@ static unsigned long long attribute(CUpointer_attribute attr, CUdeviceptr p)
 }
 
 /* The rest of the attributes, as the H100's driver answered them for cuMemAlloc memory
- * and page-locked host memory, 100 bytes in (docs/gpu-runs.md, run 50). */
+ * and page-locked host memory, 100 bytes in (lab/gpu-runs.md, run 50). */
 Test(memcpy, the_other_pointer_attributes_answer_as_the_driver)
 {
     static const struct {

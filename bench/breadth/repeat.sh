@@ -9,7 +9,7 @@ set -u -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 build=$(cd "${BUILD:-build-gpu}" && pwd) || exit 1
-out=${OUT:-$repo/bench/results}
+out=${OUT:-$repo/lab/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 repeats=${REPEATS:-10}

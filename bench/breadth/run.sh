@@ -7,17 +7,17 @@
 # each prints must be identical.  A program whose two native runs differ is not
 # deterministic on its own, and is reported so rather than compared.  GPU box only.
 #
-# Environment: BUILD (default build-gpu), OUT (default bench/results), PYTHON (default
+# Environment: BUILD (default build-gpu), OUT (default lab/results), PYTHON (default
 # python3), WHAT (the programs, default all), CAP (seconds per run, default 150), MPS
 # (the server's --mps, default start), COMMIT.  JAX runs with XLA's GEMM autotuning off
-# (it times candidates, so even two native runs can differ: docs/gpu-runs.md, run 48).
+# (it times candidates, so even two native runs can differ: lab/gpu-runs.md, run 48).
 # Writes breadth-<gpu>-<date>.md and .json, and -raw.tar.gz with every run's stderr and
 # the server's log.
 set -u -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 build=$(cd "${BUILD:-build-gpu}" && pwd) || exit 1
-out=${OUT:-$repo/bench/results}
+out=${OUT:-$repo/lab/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 cap=${CAP:-150}

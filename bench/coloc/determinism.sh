@@ -12,7 +12,7 @@
 #   - the training trials as a best-effort tenant beside the decoder (jobs.py decode,
 #     latency-critical), so the trainer is the one moved.
 # Each trial is compared with the native trial of the same number.  Writes under
-# $OUT/determinism-coloc (default OUT=bench/results): summary.txt, every tenant's output
+# $OUT/determinism-coloc (default OUT=lab/results): summary.txt, every tenant's output
 # and the servers' logs.  DEVICE=sim (default cuda) and a PYTHON that fakes the jobs try
 # the script itself without a GPU.
 set -uo pipefail
@@ -22,7 +22,7 @@ export CUBLAS_WORKSPACE_CONFIG=:4096:8
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 build=$(cd "${BUILD:-build}" && pwd) || { echo "determinism.sh: no build directory" >&2; exit 1; }
-out=${OUT:-$repo/bench/results}/determinism-coloc
+out=${OUT:-$repo/lab/results}/determinism-coloc
 rm -rf "$out" && mkdir -p "$out" || exit 1
 py=${PYTHON:-python3} trials=${TRIALS:-20}
 modes=${MODES:-temporal static shared slo-aware tpot-first}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Co-location on one GPU in one run: each job alone (natively and through detshare), then
 # pairs of jobs at once under native time-slicing, native MPS and detshare's policies.
-# Writes to $OUT (default bench/results): coloc-<device>-<date>.json, .md, .png, and
+# Writes to $OUT (default lab/results): coloc-<device>-<date>.json, .md, .png, and
 # coloc-<device>-<date>-raw.tar.gz (every job's output and stderr, the servers' logs).
 #
 #   BUILD=build-gpu bash bench/coloc/run.sh
@@ -26,7 +26,7 @@ export LC_ALL=C PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 build=$(cd "${BUILD:-build}" && pwd) || { echo "run.sh: no build directory ${BUILD:-build}" >&2; exit 1; }
-out=${OUT:-$repo/bench/results}
+out=${OUT:-$repo/lab/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 secs=${SECS:-30}

@@ -297,7 +297,7 @@ def main():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     args.build = os.path.abspath(args.build)
     args.out = os.path.abspath(args.out or os.path.join(
-        repo, "bench", "results", "eval-%s-%s" % (args.device, args.profile)))
+        repo, "lab", "results", "eval-%s-%s" % (args.device, args.profile)))
     args.repeats, args.secs = PROFILES[args.profile]
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
     if args.device == "sim":

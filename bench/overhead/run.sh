@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # detshare against the native driver in one run on one machine: every figure natively,
 # through detshare over a Unix socket, and over TCP loopback, all tenants served by one
-# warm server.  Writes to $OUT (default bench/results):
+# warm server.  Writes to $OUT (default lab/results):
 #   overhead-<device>-<date>.json, .md (table with targets), .png (where matplotlib is),
 #   overhead-<device>-<date>-raw.tar.gz (every run's output and stderr, the server's log).
 #
@@ -21,12 +21,12 @@ export LC_ALL=C
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 1
 build=$(cd "${BUILD:-build}" && pwd) || { echo "run.sh: no build directory ${BUILD:-build}" >&2; exit 1; }
-out=${OUT:-$repo/bench/results}
+out=${OUT:-$repo/lab/results}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 1
 python=${PYTHON:-python3}
 bench=$build/bench/driver_bench
 here=$repo/bench/overhead
-# Bundled libraries of a GPU box (docs/gpu-runs.md): for the server and the client.
+# Bundled libraries of a GPU box (lab/gpu-runs.md): for the server and the client.
 if [ -d .dev/libs ]; then export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
 
 device=${DEVICE:-auto}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bit-identical results on every SM partition and across moves (docs/gpu-runs.md).
+# Bit-identical results on every SM partition and across moves (lab/gpu-runs.md).
 # bench/sharing/determinism.py's LM-head trials and the ResNet-50 training losses of
 # bench/torch_determinism.py run natively, then through one server (under its own MPS
 # daemon) in each scenario:

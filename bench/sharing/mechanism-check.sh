@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the sharing mechanism costs on a GPU box (issue 8's figures; docs/gpu-runs.md),
+# What the sharing mechanism costs on a GPU box (issue 8's figures; lab/gpu-runs.md),
 # each part with its own server under its own MPS daemon and the measuring policy
 # policy_pulse.c:
 #   moves  a tenant of burn.cu alone, on half the SMs, moved between the two halves every

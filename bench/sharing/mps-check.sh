@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The server's own MPS daemon on a GPU box (docs/gpu-runs.md): two tenants that each keep
+# The server's own MPS daemon on a GPU box (lab/gpu-runs.md): two tenants that each keep
 # one block busy for REPEATS x about MS run side by side under --mps start (each takes
 # about what it takes alone) and take turns under --mps off (each takes about twice that); no daemon is left after SIGTERM, nor after
 # SIGKILL of the server followed by a restart.  Expects build-gpu and .dev/libs; writes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SM partitions on a GPU box (docs/gpu-runs.md), under the server's MPS daemon:
+# SM partitions on a GPU box (lab/gpu-runs.md), under the server's MPS daemon:
 # 1. a kernel that keeps every SM it gets busy, alone (whole device), alone on a 64-SM
 #    partition (--policy static with an idle neighbour holding the other half), and two
 #    of them at once on their two disjoint halves: the pair should run at the alone-on-

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long moving a tenant between SM partitions takes on a GPU box (docs/gpu-runs.md):
+# How long moving a tenant between SM partitions takes on a GPU box (lab/gpu-runs.md):
 # two tenants run many short kernels under --policy static while detshare-ctl switches
 # the policy between static and shared every ~10 ms, so each switch moves both; each
 # executor logs how long each move took (`now runs on ... (moved in N us)`).  The same

@@ -660,7 +660,7 @@ static void on_refill(uv_timer_t *t)
 
 /* A warm executor came up without MPS (DS_EXEC_NO_MPS).  On an H100 that happened to the
  * executors a server started in its first second after another MPS daemon on the GPU
- * had quit, while those it started later were MPS clients (docs/gpu-runs.md, runs
+ * had quit, while those it started later were MPS clients (lab/gpu-runs.md, runs
  * 99-101): another is started a second later, up to NO_MPS_TRIES in a row; then
  * executors keep the context they get, and say so. */
 #define NO_MPS_TRIES 10

@@ -8,7 +8,7 @@
  * Whose fault it was: what the backend wrote in the slot (the sim knows), else the
  * tenant's own when its executor is no MPS client (nobody else can end such a context),
  * else not known (under MPS every client gets the same error; MPS's own log names a
- * victim as often as the culprit: bench/results/h200-2026-11-27, run 114).
+ * victim as often as the culprit: lab/results/h200-2026-11-27, run 114).
  */
 #ifndef DS_EXEC_FAULT_H
 #define DS_EXEC_FAULT_H

@@ -1,12 +1,12 @@
 /*
- * Gates and progress stamps on the device (DESIGN.md, "Preemption and gates").  Before a
- * kernel, the stream waits on the GPU itself (cuStreamWaitValue32) for the tenant's gate
- * word in the control block to read 0: the control process closes the gate by writing
- * 1, with no executor involved, and the GPU holds the tenant's next kernel, even one
- * submitted long before.  After a launch, the stream writes the launch's number into the
- * tenant's stamps (cuStreamWriteValue32) when it gets there, which tells the control
- * process what has completed without anyone synchronising.  The pages holding those
- * words are registered for the device once each.
+ * Gates and progress stamps on the device (docs/design.md, "Gates and progress stamps").
+ * Before a kernel, the stream waits on the GPU itself (cuStreamWaitValue32) for the
+ * tenant's gate word in the control block to read 0: the control process closes the gate
+ * by writing 1, with no executor involved, and the GPU holds the tenant's next kernel,
+ * even one submitted long before.  After a launch, the stream writes the launch's number
+ * into the tenant's stamps (cuStreamWriteValue32) when it gets there, which tells the
+ * control process what has completed without anyone synchronising.  The pages holding
+ * those words are registered for the device once each.
  */
 #include "cuda_backend.h"
 

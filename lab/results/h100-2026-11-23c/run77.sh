@@ -19,7 +19,7 @@ for t in ${SUITES:-fault waits devout graph_events gate throttle crowd}; do
   [ $rc = 0 ] && rm -f "$out/gpu-$t.log"
 done
 gcc -O2 -o .dev/assertprobe .dev/assertprobe.c -I/usr/local/cuda/include -L/usr/local/cuda/lib64/stubs -lcuda &&
-  OUT=$out timeout 150 bash bench/results/h100-2026-11-23b/run76.sh > /dev/null 2>&1
+  OUT=$out timeout 150 bash lab/results/h100-2026-11-23b/run76.sh > /dev/null 2>&1
 cat $out/r76.txt >> $r 2>/dev/null
 echo "done at $(( $(date +%s) - start )) s" >> $r
 cd "$out" && tar czf logs77.tgz --remove-files $(ls | grep -E "\.log$|\.err$") 2>/dev/null
