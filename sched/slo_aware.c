@@ -8,9 +8,15 @@
  * protecting it means taking SMs from its neighbours, never fencing it in.  Best-effort
  * tenants share a set of SM groups that a level sets: level 0 lends them everything, each
  * level above keeps fewer groups (KEEP_EIGHTHS).  Without an SLO the levels stop at three
- * quarters of the SMs; the levels above, down to an eighth, and the top level, which also holds
- * their kernels while latency-critical work is in flight, are used only for a tenant
- * with an SLO.
+ * quarters of the SMs; the levels above, down to an eighth, and the top level, which also
+ * holds their kernels while latency-critical work is in flight, are used only for a
+ * tenant with an SLO or one slowed severely (below).
+ *
+ * A latency-critical tenant slowed to SEVERE times its baseline or worse is not in a band
+ * a lender can live with: without an SLO too, the levels then go past three quarters, as
+ * far as holding best-effort kernels while it works, for as long as it stays that slow
+ * (on an H200, ResNet-50 inference beside a GEMM flood ran at 3.7x its alone median with
+ * the flood held to three quarters of the SMs, issue 28).  Probes bring them back down.
  *
  * Every tick (5 ms) it compares each busy latency-critical tenant's kernel time, as the
  * progress stamps measure it, with the fastest it has shown (its baseline, learned while
@@ -53,6 +59,7 @@
 #define SETTLE 8
 #define HOLD 40
 #define SLOW 1.25
+#define SEVERE 2.0
 #define EASE 1.1
 #define DRIFT 1.0002 /* a baseline's rise per tick towards slower kernels: x1.04 a second */
 #define GATE_LEVEL 5
@@ -71,7 +78,7 @@ static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline *
  * (groups, 0: none yet), and the largest fence its kernels escaped (0: none). */
 static uint64_t esc_seen[SLOTS];
 static unsigned last_fence[SLOTS], escaped_fence[SLOTS];
-static int level, quiet = HOLD + 1, hot, calm, settle;
+static int level, quiet = HOLD + 1, hot, severe, calm, settle;
 /* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
  * left to watch the last one. */
 static int since, probe_after = PROBE, watch;
@@ -96,7 +103,8 @@ static const char *why_be(int lvl)
         "shrunk: latency-critical work slowed (1/2 of the SMs)",
         "shrunk: latency-critical work slowed (1/4 of the SMs)",
         "shrunk: latency-critical work slowed (1/8 of the SMs)",
-        "held while latency-critical work runs: its SLO is at risk"
+        "held while latency-critical work runs: its SLO is at risk, or it runs at half its "
+        "speed"
     };
 
     return why[lvl];
@@ -194,12 +202,15 @@ static int fresh(const struct ds_sched_tenant *t)
     return busy(t) && t->kernel_us > 0 && t->new_done > 0 && base_us[t->id] > 0;
 }
 
-/* For a latency-critical tenant with a fresh estimate: 1 when it is being slowed down or
- * its SLO is at risk, -1 when it runs near its baseline, 0 in between. */
+/* For a latency-critical tenant with a fresh estimate: 2 when it runs SEVERE times
+ * slower than its baseline, 1 when it is being slowed down or its SLO is at risk, -1
+ * when it runs near its baseline, 0 in between. */
 static int pressure_of(const struct ds_sched_tenant *t)
 {
     double b = base_us[t->id];
 
+    if (t->kernel_us > SEVERE * b)
+        return 2;
     if (t->slo_ms > 0 && (double)t->inflight * t->kernel_us > t->slo_ms * 1e3)
         return 1;
     return t->kernel_us > SLOW * b ? 1 : t->kernel_us < EASE * b ? -1 : 0;
@@ -221,7 +232,7 @@ static int top(const struct ds_sched_view *v)
 
 static void reset(void)
 {
-    level = hot = calm = settle = since = watch = 0;
+    level = hot = severe = calm = settle = since = watch = 0;
     probe_after = PROBE;
 }
 
@@ -232,7 +243,7 @@ static void go(int to)
         probe_after = probe_after * 2 > PROBE_MAX ? PROBE_MAX : probe_after * 2;
     watch = 0;
     level = to;
-    hot = calm = since = 0;
+    hot = severe = calm = since = 0;
     settle = SETTLE;
 }
 
@@ -246,10 +257,11 @@ static void step(const struct ds_sched_view *v, int pressure)
     if (watch > 0 && --watch == 0)
         probe_after = PROBE;
     hot = pressure > 0 ? hot + 1 : 0;
+    severe = pressure > 1 ? severe + 1 : 0;
     calm = pressure > 0 ? 0 : calm + (pressure < 0);
     if (hot >= RAISE)
         since = 0;
-    if (hot >= RAISE && level < top(v)) {
+    if (hot >= RAISE && (level < top(v) || (severe >= RAISE && level < GATE_LEVEL))) {
         go(level + 1);
     } else if (calm >= CALM && level > 0) {
         go(level - 1);
@@ -260,9 +272,9 @@ static void step(const struct ds_sched_view *v, int pressure)
     }
 }
 
-/* The pressure on latency-critical work as a whole: up when any tenant is pressed (and
- * best-effort work runs, which is what SMs can be taken from), down when every one with
- * something to say is at ease. */
+/* The pressure on latency-critical work as a whole: up (2 when any is slowed severely)
+ * when any tenant is pressed and best-effort work runs, which is what SMs can be taken
+ * from; down when every one with something to say is at ease. */
 static int pressure_now(const struct ds_sched_view *v)
 {
     int up = 0, steady = 0, down = 0;
@@ -277,12 +289,12 @@ static int pressure_now(const struct ds_sched_view *v)
         if (!fresh(t))
             continue;
         p = pressure_of(t);
-        up |= p > 0;
+        up = p > up ? p : up;
         steady |= p == 0;
         down |= p < 0;
     }
-    if (up)
-        return any_busy(v, DS_SCHED_BEST_EFFORT);
+    if (up > 0)
+        return any_busy(v, DS_SCHED_BEST_EFFORT) ? up : 0;
     return down && !steady ? -1 : 0;
 }
 
