@@ -273,8 +273,8 @@ def job_mlp_train(torch, kw):
     w, b, n = int(kw.get("width", 8192)), int(kw.get("batch", 8192)), int(kw.get("layers", 4))
     layers = []
     for _ in range(n):
-        layers += [torch.nn.Linear(w, w), torch.nn.ReLU()]
-    m = torch.nn.Sequential(*layers).cuda()
+        layers += [torch.nn.Linear(w, w, device="cuda"), torch.nn.ReLU()]
+    m = torch.nn.Sequential(*layers)
     opt = torch.optim.SGD(m.parameters(), lr=1e-4)
     x = torch.randn(b, w, device="cuda")
     return "steps", _sgd_step(torch, lambda: m(x).float().square().mean(), opt)
@@ -302,8 +302,8 @@ def job_adam(torch, kw):
 
 
 def job_lstm_train(torch, kw):
-    lstm = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True).cuda()
-    head = torch.nn.Linear(256, 128).cuda()
+    lstm = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True, device="cuda")
+    head = torch.nn.Linear(256, 128, device="cuda")
     opt = torch.optim.Adam(list(lstm.parameters()) + list(head.parameters()), lr=1e-3)
     x = torch.randn(32, 64, 128, device="cuda")
 
