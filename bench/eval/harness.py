@@ -5,7 +5,10 @@ one co-located mode) of one experiment in one repeat.  Each finished cell is app
 OUT/cells.jsonl as it ends; a start with the same OUT skips the cells found there, so a
 run cut short goes on where it stopped.  A cell that failed is recorded (ok false) and
 run again by the next start.  OUT/meta.json holds the run's profile and device, which a
-later start must match.
+later start must match.  With --calibrate, the experiments not calibrated in OUT yet are
+calibrated first (calibrate.py), and every cell runs with the parameters kept there.  A
+cell's jobs get DS_EVAL_SYNC ("DIR N"), the barrier at which they start their windows
+together (workloads.py says how).
 """
 
 import argparse
