@@ -3,12 +3,18 @@
 # stopped (SIGTERM, as `timeout` stops it) once a few cells have finished and started
 # again: the second start runs only the cells the first did not finish, and every cell is
 # recorded once; then report.py's table has medians with intervals and target verdicts.
+# Then the other experiments' plumbing on their stand-ins, one repeat of 1 s windows and
+# a few modes: infer refused before its calibration, then calibrated (its arrival rates
+# fixed in calibration.json, a calibration table in the report) and run with train-small
+# and overhead (whose moving policy must have moved its tenant).  workloads.py's loops,
+# which only a GPU runs, have unit tests of their own (test_workloads.py).
 # Usage: test_eval.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)/bench/eval
 . "$here/python.sh"
 "$python" "$here/test_stats.py"
+"$python" "$here/test_workloads.py" 2>&1 | tail -3
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -64,3 +70,40 @@ grep -Eq '^\| latency p99 <= 1.2x alone \| detshare-slo-aware \| [^|]+\| [^|]+\|
 "$python" -c 'import json, sys; json.load(open(sys.argv[1]))["experiments"][0]["targets"]' \
     "$out/report.json" || fail "report.json"
 echo "resumed and reported: $out"
+
+run() {
+    BUILD=$build bash "$here/run.sh" --quick --device sim --out "$out/more" --repeats 1 \
+        --secs 1 --modes detshare-slo-aware,detshare-pulse-fixed,detshare-pulse-flip-100 "$@"
+}
+rc=0
+run infer > "$out/run3.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q 'infer needs its calibration first' "$out/run3.log" ||
+    fail "infer ran without its calibration (exit $rc)"
+run --calibrate infer train-small overhead > "$out/run4.log" 2>&1 ||
+    fail "the calibrated run failed"
+"$python" - "$out/more" << 'PY' || fail "the calibrated run's cells"
+import json, sys
+cal = json.load(open(sys.argv[1] + "/calibration.json"))
+rates = cal["infer"]["params"]["rates"]
+assert [float(r) > 0 for r in rates.split(",")] == [True, True], rates
+cells = [json.loads(l) for l in open(sys.argv[1] + "/cells.jsonl")]
+assert len(cells) == 9 and all(c["ok"] for c in cells), [c.get("errors") for c in cells]
+assert all(c["params"]["rates"] == rates for c in cells if c["experiment"] == "infer")
+flip = [c for c in cells if c["scenario"] == "detshare-pulse-flip-100"][0]
+assert flip["metrics"]["server"]["moves"] >= 10, flip["metrics"]
+pair = [c for c in cells if c["scenario"] == "detshare-slo-aware" and c["experiment"] == "infer"]
+assert pair[0]["metrics"]["lat"]["p99_ms_2"] > 0 and pair[0]["metrics"]["be"]["busy"] > 0
+print("infer calibrated at %s requests/s; %d cells" % (rates, len(cells)))
+PY
+md=$out/more/report.md
+grep -q '^| infer | 1 | .*rates=' "$md" || fail "no calibration table in the report"
+"$python" - "$out/more/report.json" << 'PY' || fail "no aggregate for train-small"
+import json, sys
+exps = {e["name"]: e for e in json.load(open(sys.argv[1]))["experiments"]}
+row = [r for r in exps["train-small"]["rows"] if r["scenario"] == "detshare-slo-aware"][0]
+assert row["figures"]["*.agg"]["median"] > 0, row
+PY
+moves='^\| steps/s >= 0.97x kept on one half \| detshare-pulse-flip-100 \|'
+grep -Eq "$moves [^|]+\| [^|]+\| (met|missed|inconclusive)" "$md" ||
+    fail "no verdict on the moves' cost"
+echo "calibrated and ran the other experiments: $out/more"

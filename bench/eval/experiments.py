@@ -1,50 +1,109 @@
 """bench/eval's experiments: what each one runs, what it measures, and its targets.
 
 An experiment is a set of jobs (one process each) run together in every co-located mode,
-and each alone.  A job's command gets the measured window in seconds and prints one JSON
-object on stdout; its parse() turns that into the cell's metrics for that job.  Targets
-are ratios between modes, decided by stats.decide() on their bootstrap intervals.
+and each alone.  A job's command line comes from the run at hand (Run: the build, the
+device, the window in seconds, the experiment's parameters, the Python that has PyTorch)
+and prints one JSON object on stdout, which its parse() turns into the cell's metrics for
+that job.  On the sim a PyTorch job's stand-in (a latflood.c mode printing the same JSON)
+runs instead.  Targets are ratios between modes, decided by stats.decide() on their
+bootstrap intervals.  docs/evaluation.md says what each experiment measures and why.
 """
 
 import json
+import os
+import re
 
 from stats import percentile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Run:
+    """What a job's command line depends on: build directory, device ("sim" or "cuda"),
+    window in seconds, the experiment's parameters, the Python with PyTorch."""
+
+    def __init__(self, build, device, secs, params, python):
+        self.build, self.device, self.secs = build, device, secs
+        self.params, self.python = params, python
 
 
 class Job:
     """One process of an experiment: its name (DETSHARE_TENANT), its class
-    (DETSHARE_CLASS: latency or best-effort), its command line for a window of SECS
-    seconds (argv(build, secs)), and parse(stdout) -> {metric: number}."""
+    (DETSHARE_CLASS: latency or best-effort), argv(run) -> its command line, parse(stdout)
+    -> {metric: number}, sim(run) -> the stand-in's command line on the sim (None: argv's
+    own runs there), and whether it should keep the device busy by itself (saturating:
+    the calibration checks that it does)."""
 
-    def __init__(self, name, klass, argv, parse):
+    def __init__(self, name, klass, argv, parse, sim=None, saturating=False):
         self.name, self.klass, self.argv, self.parse = name, klass, argv, parse
+        self.sim, self.saturating = sim, saturating
+
+    def command(self, run):
+        return (self.sim if run.device == "sim" and self.sim else self.argv)(run)
+
+    def torch(self):
+        """Whether it runs PyTorch on a GPU: the jobs with a stand-in on the sim do."""
+        return self.sim is not None
 
 
 class Target:
-    """A target on one job's metric under every detshare mode: the ratio of the mode's
-    figure to a reference's, in the same repeat, op ("<=" or ">=") the bound.  The
-    reference is "alone" (the job alone in the same environment: alone through detshare
-    for detshare's modes, alone natively for native ones) or a mode name.  A reference
-    the device lacks (native modes on the sim) leaves the target out, with the reason in
-    the report."""
+    """A target on one job's metric (job "*", metric "agg": the experiment's aggregate
+    normalised throughput) under detshare's modes (modes: which; default every detshare
+    mode of the experiment): the ratio of the mode's figure to a reference's, in the same
+    repeat, op ("<=" or ">=") the bound.  The reference is "alone" (the job alone in the
+    same environment: alone through detshare for detshare's modes, alone natively for
+    native ones) or a mode name.  A reference that did not run (native modes on the sim,
+    modes left out of the run) leaves the target out, with the reason in the report."""
 
-    def __init__(self, label, job, metric, ref, op, bound):
+    def __init__(self, label, job, metric, ref, op, bound, modes=None):
         self.label, self.job, self.metric = label, job, metric
-        self.ref, self.op, self.bound = ref, op, bound
+        self.ref, self.op, self.bound, self.modes = ref, op, bound, modes
+
+
+class Calib:
+    """How the calibration judges an experiment: its candidate parameters in order (each
+    over the experiment's defaults; the first that passes is kept), and for a latency
+    experiment the latency job and metric that time-slicing must raise at least
+    min_ratio times over alone."""
+
+    def __init__(self, candidates, lat=None, metric=None, min_ratio=1.5):
+        self.candidates, self.lat, self.metric = candidates, lat, metric
+        self.min_ratio = min_ratio
 
 
 class Experiment:
     """name, a title and a description for the report, its jobs, the
     CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of each job in the native-mps-part mode, the
-    metrics the report tabulates ((job, metric, label) in order) and its targets."""
+    metrics the report tabulates ((job, metric, label) in order) and its targets; params
+    (the defaults its jobs' command lines read, which calibration may change), calib
+    (None: nothing to calibrate), windows ({profile: seconds}; absent: the profile's),
+    modes (None: the standard modes; else {device: its own co-located modes}, with
+    alone_envs the environments its jobs run alone in), server_metrics (a function of a
+    cell's server log giving metrics under the job name "server"), aggregate (a metric of
+    every job: the report sums each job's figure relative to itself alone, as metric "agg"
+    of job "*")."""
 
-    def __init__(self, name, title, about, jobs, mps_pct, metrics, targets):
+    def __init__(self, name, title, about, jobs, mps_pct, metrics, targets, params=None,
+                 calib=None, windows=None, modes=None, alone_envs=None, server_metrics=None,
+                 aggregate=None):
         self.name, self.title, self.about = name, title, about
         self.jobs, self.mps_pct, self.metrics, self.targets = jobs, mps_pct, metrics, targets
+        self.params, self.calib, self.windows = params or {}, calib, windows or {}
+        self.modes, self.alone_envs = modes, alone_envs
+        self.server_metrics, self.aggregate = server_metrics, aggregate
+
+    def torch(self):
+        return any(j.torch() for j in self.jobs)
 
 
-def _latflood_bin(build):
-    return "%s/bench/latflood" % build
+def _latflood(run, *args):
+    return ["%s/bench/latflood" % run.build] + ["%g" % a if isinstance(a, float) else str(a)
+                                               for a in args]
+
+
+def _torch(run, job, **kw):
+    return [run.python, os.path.join(HERE, "workloads.py"), job, "%g" % run.secs] + \
+        ["%s=%s" % (k, v) for k, v in sorted(kw.items())]
 
 
 def _parse_lat(out):
@@ -54,13 +113,33 @@ def _parse_lat(out):
 
 def _parse_flood(out):
     d = json.loads(out)
-    return {"kernels_per_s": d["kernels_per_s"]}
+    return {"kernels_per_s": d["kernels_per_s"], "busy": d["busy"]}
 
 
-# The issue's sim example: kernels of 264 000 blocks of 256 threads take 1 ms on the sim's
-# 132 SMs (1000 waves of 2 blocks an SM); the flood's 200 000-block kernels keep every SM
-# busy.  On a GPU each block spins 4 us, about 1 ms for the latency kernel on an H100
-# (1056 blocks at once); calibrating them on the device at hand is still to be done.
+def _parse_steps(out):
+    d = json.loads(out)
+    return {"steps_per_s": d["steps_per_s"], "busy": d["busy"]}
+
+
+def _parse_serve(out):
+    """Per phase i (from 1): p50 and p99 of the requests' times, requests served a second,
+    the rate offered and the share dropped; the rates are also the ones to keep when
+    the serve job chose them itself (rates=auto:...)."""
+    d = json.loads(out)
+    m = {"service_ms": d["service_ms"]}
+    for i, p in enumerate(d["phases"], 1):
+        n = p["done"] + p["dropped"]
+        m.update({"p50_ms_%d" % i: percentile(p["ms"], 50),
+                  "p99_ms_%d" % i: percentile(p["ms"], 99),
+                  "served_per_s_%d" % i: p["done"] / p["secs"], "rate_%d" % i: p["rate"],
+                  "dropped_%d" % i: p["dropped"] / n if n else 0.0})
+    return m
+
+
+# latflood, the issue's sim example: kernels of 264 000 blocks of 256 threads take 1 ms
+# on the sim's 132 SMs (1000 waves of 2 blocks an SM); the flood's 200 000-block kernels
+# keep every SM busy.  On a GPU each block spins 4 us (about 1 ms for the latency kernel
+# on an H100, 1056 blocks at once); the calibration checks the pair contends.
 LAT_BLOCKS, FLOOD_BLOCKS, BLOCK_NS, GAP_MS = 264000, 200000, 4000, 1
 
 LATFLOOD = Experiment(
@@ -72,11 +151,10 @@ LATFLOOD = Experiment(
     "completion.  Flood: kernels finished per second." % (LAT_BLOCKS, GAP_MS, FLOOD_BLOCKS),
     jobs=[
         Job("lat", "latency",
-            lambda build, secs: [_latflood_bin(build), "lat", str(secs), str(LAT_BLOCKS),
-                                 str(BLOCK_NS), str(GAP_MS)], _parse_lat),
+            lambda r: _latflood(r, "lat", r.secs, LAT_BLOCKS, BLOCK_NS, GAP_MS), _parse_lat),
         Job("flood", "best-effort",
-            lambda build, secs: [_latflood_bin(build), "flood", str(secs), str(FLOOD_BLOCKS),
-                                 str(BLOCK_NS)], _parse_flood),
+            lambda r: _latflood(r, "flood", r.secs, FLOOD_BLOCKS, BLOCK_NS), _parse_flood,
+            saturating=True),
     ],
     mps_pct={"lat": 50, "flood": 50},
     metrics=[("lat", "p50_ms", "latency p50 (ms)"), ("lat", "p99_ms", "latency p99 (ms)"),
@@ -88,6 +166,174 @@ LATFLOOD = Experiment(
         Target("flood >= 0.9x its native MPS rate", "flood", "kernels_per_s", "native-mps",
                ">=", 0.9),
     ],
+    calib=Calib([{}], lat="lat", metric="p99_ms"),
 )
 
-EXPERIMENTS = {e.name: e for e in [LATFLOOD]}
+
+# infer: the issue's GPU-bound service.  On the sim, a request is 4 kernels of 1 ms and the
+# flood's steps 4 kernels of 200 000 blocks.
+def _infer_be(r):
+    p = r.params
+    if p["be"] == "resnet-train":
+        return _torch(r, "resnet-train", batch=64)
+    return _torch(r, "gemm", n=p["n"], count=p["count"])
+
+
+INFER = Experiment(
+    name="infer",
+    title="ResNet-50 inference at Poisson arrivals beside a saturating best-effort job",
+    about="A latency-critical inference service (ResNet-50, torchvision, random weights, "
+    "bf16, channels-last) serves requests of one batch arriving open-loop (Poisson) at two "
+    "rates in turn, set by the calibration as fractions of what it serves alone natively; "
+    "a best-effort job floods the device (bf16 matrix products, or ResNet-50 training).  "
+    "Latency: each request's time from its arrival to its result, queueing included.  "
+    "Best-effort: steps finished per second.",
+    jobs=[
+        Job("lat", "latency",
+            lambda r: _torch(r, "serve", batch=r.params["batch"], rates=r.params["rates"]),
+            _parse_serve,
+            sim=lambda r: _latflood(r, "serve", r.secs, LAT_BLOCKS, BLOCK_NS, 4,
+                                    r.params["rates"])),
+        Job("be", "best-effort", _infer_be, _parse_steps,
+            sim=lambda r: _latflood(r, "steps", r.secs, FLOOD_BLOCKS, BLOCK_NS, 4),
+            saturating=True),
+    ],
+    mps_pct={"lat": 50, "be": 50},
+    metrics=[("lat", "p50_ms_1", "p50 ms, rate 1"), ("lat", "p99_ms_1", "p99 ms, rate 1"),
+             ("lat", "p50_ms_2", "p50 ms, rate 2"), ("lat", "p99_ms_2", "p99 ms, rate 2"),
+             ("lat", "served_per_s_2", "served/s, rate 2"),
+             ("be", "steps_per_s", "best-effort steps/s")],
+    targets=[
+        Target("p99 at rate 1 <= 1.2x alone", "lat", "p99_ms_1", "alone", "<=", 1.2),
+        Target("p99 at rate 2 <= 1.2x alone", "lat", "p99_ms_2", "alone", "<=", 1.2),
+        Target("p99 at rate 2 <= 1/3 of native MPS's", "lat", "p99_ms_2", "native-mps", "<=",
+               1 / 3),
+        Target("best-effort >= 0.9x its native MPS rate", "be", "steps_per_s", "native-mps",
+               ">=", 0.9),
+    ],
+    params={"batch": 32, "be": "gemm", "n": 8192, "count": 4, "rates": "auto:0.3,0.6"},
+    calib=Calib([{}, {"n": 16384, "count": 1}, {"batch": 64, "n": 16384, "count": 1},
+                 {"be": "resnet-train"}], lat="lat", metric="p99_ms_2"),
+    windows={"quick": 6, "full": 16},
+)
+
+
+# Training pairs: each job's steps a second alone and together, and the pair's aggregate
+# normalised throughput (issue 9's targets: at least native MPS's, 1.2x time-slicing's).
+TRAIN_TARGETS = [
+    Target("aggregate >= native MPS's", "*", "agg", "native-mps", ">=", 1.0),
+    Target("aggregate >= 1.2x time-slicing's", "*", "agg", "native-timesliced", ">=", 1.2),
+]
+
+
+def _train(name, title, about, a, b, sim_a, sim_b, params, candidates):
+    return Experiment(
+        name=name, title=title, about=about,
+        jobs=[Job(a[0], "best-effort", a[1], _parse_steps, sim=sim_a, saturating=a[2]),
+              Job(b[0], "best-effort", b[1], _parse_steps, sim=sim_b, saturating=b[2])],
+        mps_pct={a[0]: 50, b[0]: 50},
+        metrics=[(a[0], "steps_per_s", "%s steps/s" % a[0]),
+                 (b[0], "steps_per_s", "%s steps/s" % b[0]),
+                 (a[0], "busy", "%s busy" % a[0]), (b[0], "busy", "%s busy" % b[0])],
+        targets=TRAIN_TARGETS, params=params, calib=Calib(candidates),
+        windows={"quick": 5, "full": 15}, aggregate="steps_per_s")
+
+
+TRAIN_COMPUTE = _train(
+    "train-compute", "Two compute-bound trainers",
+    "A GEMM-heavy MLP (4 layers of 8192, batch 8192, bf16 autocast, SGD) beside ResNet-50 "
+    "training (batch 64, bf16 autocast, channels-last, SGD): steps a second of each, and "
+    "their sum relative to each alone (aggregate normalised throughput).",
+    ("mlp", lambda r: _torch(r, "mlp-train", batch=r.params["mlp_batch"]), True),
+    ("resnet", lambda r: _torch(r, "resnet-train", batch=r.params["resnet_batch"]), True),
+    lambda r: _latflood(r, "steps", r.secs, FLOOD_BLOCKS, BLOCK_NS, 8),
+    lambda r: _latflood(r, "steps", r.secs, LAT_BLOCKS, BLOCK_NS, 4),
+    {"mlp_batch": 8192, "resnet_batch": 64},
+    [{}, {"mlp_batch": 16384, "resnet_batch": 128}])
+
+TRAIN_MEMORY = _train(
+    "train-memory", "Two memory-bound jobs",
+    "Bandwidth-bound loops: triads (a = b + 2c) over 1 GiB float arrays beside Adam steps "
+    "over 256 million parameters: steps a second of each, and their sum relative to each "
+    "alone.  (The sim models no memory bandwidth: its stand-ins are kernels of other sizes.)",
+    ("triad", lambda r: _torch(r, "triad", mib=r.params["mib"]), True),
+    ("adam", lambda r: _torch(r, "adam", mparams=r.params["mparams"]), True),
+    lambda r: _latflood(r, "steps", r.secs, 132000, BLOCK_NS, 4),
+    lambda r: _latflood(r, "steps", r.secs, 66000, BLOCK_NS, 8),
+    {"mib": 1024, "mparams": 256},
+    [{}, {"mib": 2048, "mparams": 512}])
+
+TRAIN_SMALL = _train(
+    "train-small", "Two small-kernel trainers",
+    "An LSTM (2 layers, hidden 256, sequence 64, batch 32) and a small MLP (8 layers of "
+    "256, batch 64), both with Adam: kernels of microseconds, so each leaves the device "
+    "waiting on its host and a neighbour can fill the gaps.  Their busy share is shown, "
+    "not required.",
+    ("lstm", lambda r: _torch(r, "lstm-train"), False),
+    ("mlp", lambda r: _torch(r, "small-mlp"), False),
+    lambda r: _latflood(r, "steps", r.secs, 264, BLOCK_NS, 50),
+    lambda r: _latflood(r, "steps", r.secs, 528, BLOCK_NS, 30),
+    {}, [{}])
+
+
+# overhead: one tenant moved between the two halves of the SM groups at a fixed rate by
+# bench/sharing's measuring policy (eval_pulse.so), against the same tenant kept on one
+# half.  The policy's tick is at least DS_SCHED_SAMPLE_MS (5 ms): 200 moves a second at
+# most; 1000 would need a faster tick or a move command in the admin API.
+MOVE_RATES = [1, 10, 100, 200]
+PULSE_FIXED = "detshare-pulse-fixed"
+
+
+def pulse_modes():
+    return [PULSE_FIXED] + ["detshare-pulse-flip-%d" % n for n in MOVE_RATES]
+
+
+def pulse_of(mode):
+    """(DS_PULSE, DS_PULSE_MS) of a pulse mode, or None for another mode."""
+    if mode == PULSE_FIXED:
+        return "fixed", 1000
+    m = re.fullmatch(r"detshare-pulse-flip-(\d+)", mode)
+    return ("flip", 1000 // int(m.group(1))) if m else None
+
+
+def _moves(log):
+    """The moves an executor logged ("now runs on ... (moved in N us, M us after the
+    decision)"): how many, and what each took."""
+    us = [int(x) for x in re.findall(r"moved in (\d+) us", log)]
+    us.sort()
+    return {"moves": len(us), "move_us_p50": percentile(us, 50) if us else None,
+            "move_us_p90": percentile(us, 90) if us else None}
+
+
+OVERHEAD = Experiment(
+    name="overhead",
+    title="What moves cost: one tenant moved between two halves of the SMs",
+    about="One best-effort tenant (triads over 64 MiB float arrays, 16 kernels a step; on the "
+    "sim, steps of 16 kernels of 0.1 ms) alone through detshare on every SM, then kept on one "
+    "half of the SM groups (pulse-fixed), then moved between the two halves 1, 10, 100 and "
+    "200 times a second (pulse-flip-N; as many SMs either way, so a slowdown is the moves' "
+    "cost).  Moves: those its executor logged, and each one's time.  1000 moves a second "
+    "need a policy tick under 5 ms, which the server does not have.",
+    jobs=[Job("mover", "best-effort", lambda r: _torch(r, "triad", mib=64, kernels=16),
+              _parse_steps, sim=lambda r: _latflood(r, "steps", r.secs, 26400, BLOCK_NS, 16))],
+    mps_pct={"mover": 100},
+    metrics=[("mover", "steps_per_s", "steps/s"), ("server", "moves", "moves"),
+             ("server", "move_us_p50", "move p50 (us)"),
+             ("server", "move_us_p90", "move p90 (us)")],
+    targets=[Target("steps/s >= 0.97x kept on one half", "mover", "steps_per_s",
+                    PULSE_FIXED, ">=", 0.97,
+                    modes=["detshare-pulse-flip-%d" % n for n in MOVE_RATES[:3]])],
+    windows={"quick": 5, "full": 15},
+    modes={"sim": pulse_modes(), "cuda": pulse_modes()},
+    alone_envs=["alone-detshare"],
+    server_metrics=_moves,
+)
+
+EXPERIMENTS = {e.name: e for e in [LATFLOOD, INFER, TRAIN_COMPUTE, TRAIN_MEMORY, TRAIN_SMALL,
+                                   OVERHEAD]}
+# Names that stand for several experiments on the command line.
+GROUPS = {"trainpair": ["train-compute", "train-memory", "train-small"]}
+# What a run without experiment names runs: --quick leaves out latflood (uncalibrated on
+# GPUs so far) and the memory-bound pair, so that it fits 30 minutes of a GPU.
+DEFAULT = {"quick": ["infer", "train-compute", "train-small", "overhead"],
+           "full": list(EXPERIMENTS)}

@@ -5,7 +5,10 @@ one co-located mode) of one experiment in one repeat.  Each finished cell is app
 OUT/cells.jsonl as it ends; a start with the same OUT skips the cells found there, so a
 run cut short goes on where it stopped.  A cell that failed is recorded (ok false) and
 run again by the next start.  OUT/meta.json holds the run's profile and device, which a
-later start must match.
+later start must match.  With --calibrate, the experiments not calibrated in OUT yet are
+calibrated first (calibrate.py), and every cell runs with the parameters kept there.  A
+cell's jobs get DS_EVAL_SYNC ("DIR N"), the barrier at which they start their windows
+together (workloads.py says how).
 """
 
 import argparse
@@ -18,6 +21,7 @@ import sys
 import tempfile
 import time
 
+import calibrate
 import experiments
 import modes
 import report
@@ -27,7 +31,11 @@ PROFILES = {
     "quick": (3, 2),
     "full": (5, 10),
 }
-SETTLE_S = 60  # beyond the window, before a job that has not ended is killed
+# Beyond the window, before a job that has not ended is killed: PyTorch's start through
+# detshare (modules, cuDNN's benchmark) takes tens of seconds.
+SETTLE_S = 150
+# Where the GPU boxes keep PyTorch when the interpreter running this has none.
+TORCH_VENV = "/opt/torch/.venv/bin/python3"
 
 
 class Stop(Exception):
@@ -71,8 +79,7 @@ def meta_of(args, repo):
     commit = os.environ.get("COMMIT") or sh(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
     m = {"profile": args.profile, "device": args.device, "commit": commit or "unknown",
          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-         "cpus": os.cpu_count(), "repeats": PROFILES[args.profile][0],
-         "secs": PROFILES[args.profile][1]}
+         "cpus": os.cpu_count(), "repeats": args.repeats}
     m.update(gpu_info(args.device))
     return m
 
@@ -133,11 +140,17 @@ class Env:
     def __init__(self, args, tmp, raw, key):
         self.args, self.tmp, self.raw, self.key = args, tmp, raw, key
         self.server = self.mps = None
+        self.served = False  # whether a server ran (its log is raw/KEY-server.log)
         self.vars = {}
 
     def start(self, mode):
+        pulse = experiments.pulse_of(mode)
         if mode in ("native-mps", "native-mps-part", "alone-native-mps"):
             self.start_mps()
+        elif pulse:
+            # overhead's moving policy, a file of the build (bench/sharing/policy_pulse.c).
+            self.start_server("%s/bench/eval_pulse.so" % self.args.build,
+                              {"DS_PULSE": pulse[0], "DS_PULSE_MS": str(pulse[1])})
         elif mode.startswith("detshare-") or mode == modes.ALONE_DS:
             self.start_server("shared" if mode == modes.ALONE_DS else mode[len("detshare-"):])
 
@@ -150,14 +163,16 @@ class Env:
         subprocess.run(["nvidia-cuda-mps-control", "-d"], env=dict(os.environ, **self.vars),
                        check=True)
 
-    def start_server(self, policy):
+    def start_server(self, policy, env=None):
         sock = os.path.join(self.tmp, "ds.sock")
         argv = ["%s/server/detshare-server" % self.args.build, "--device", self.args.device,
                 "--policy", policy, "--listen", "unix:" + sock]
         if self.args.device == "cuda":
             argv += ["--warm", "2", "--mps-dir", os.path.join(self.tmp, "mps")]
         log = open(os.path.join(self.raw, self.key + "-server.log"), "w")
-        self.server = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+        self.served = True
+        self.server = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True,
+                                       env=dict(os.environ, **(env or {})))
         log.close()
         for _ in range(600):
             if os.path.exists(sock) or self.server.poll() is not None:
@@ -198,36 +213,43 @@ def kill_group(p, sig, wait_s):
         p.wait()
 
 
-def job_env(base, exp, job, mode):
+def job_env(base, exp, job, mode, sync):
     env = dict(os.environ, **base)
-    env.update(DETSHARE_TENANT=job.name, DETSHARE_CLASS=job.klass)
+    env.update(DETSHARE_TENANT=job.name, DETSHARE_CLASS=job.klass, DS_EVAL_SYNC=sync,
+               PYTHONUNBUFFERED="1")
     if mode == "native-mps-part":
         env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(exp.mps_pct[job.name])
     return env
 
 
-def run_cell(args, exp, scenario, key, tmp):
-    """Run one cell; return its record (without key and timing)."""
+def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
+    """Run one cell of exp with params and a window of secs; return its record (without
+    key and timing).  sampler (optional) runs while the jobs do: start() and stop() ->
+    figures for the record's "device" entry."""
     env_mode, _, alone = scenario.partition(":")
     jobs = [j for j in exp.jobs if j.name == alone] if alone else exp.jobs
     raw = os.path.join(args.out, "raw")
     env = Env(args, tmp, raw, key)
+    run = experiments.Run(args.build, args.device, secs, params, args.torch_python)
+    sync = tempfile.mkdtemp(prefix="sync-", dir=tmp)
     procs = []
     load0, cpu0 = os.getloadavg()[0], cpu_times()
-    rec = {"clocks_start": gpu_clocks(args.device)}
+    rec = {"clocks_start": gpu_clocks(args.device), "params": params, "window": secs}
     used0 = children_cpu_s()
     t0 = time.time()
     try:
         env.start(env_mode)
+        if sampler:
+            sampler.start()
         for j in jobs:
             out = open(os.path.join(raw, "%s-%s.out" % (key, j.name)), "w")
             err = open(os.path.join(raw, "%s-%s.err" % (key, j.name)), "w")
-            procs.append((j, subprocess.Popen(j.argv(args.build, args.secs), stdout=out,
-                                              stderr=err, start_new_session=True,
-                                              env=job_env(env.vars, exp, j, env_mode))))
+            procs.append((j, subprocess.Popen(
+                j.command(run), stdout=out, stderr=err, start_new_session=True,
+                env=job_env(env.vars, exp, j, env_mode, "%s %d" % (sync, len(jobs))))))
             out.close()
             err.close()
-        deadline = time.time() + args.secs + SETTLE_S
+        deadline = time.time() + secs + SETTLE_S
         for _, p in procs:
             try:
                 p.wait(timeout=max(1, deadline - time.time()))
@@ -239,6 +261,8 @@ def run_cell(args, exp, scenario, key, tmp):
                 if p.poll() is None:
                     kill_group(p, signal.SIGTERM, 5)
             used1, t1 = children_cpu_s(), time.time()
+            if sampler:
+                rec["device"] = sampler.stop()
             env.stop()
     cpu1 = cpu_times()
     # Cores used on average while the jobs ran: the jobs' own, and the server's with its
@@ -256,7 +280,14 @@ def run_cell(args, exp, scenario, key, tmp):
                 rec["metrics"][j.name] = j.parse(f.read())
         except (ValueError, KeyError, OSError) as e:
             rec.setdefault("errors", []).append("%s: %s" % (j.name, e))
-    rec["ok"] = all(p.returncode == 0 for _, p in procs) and len(rec["metrics"]) == len(procs)
+    if exp.server_metrics and env.served:
+        try:
+            with open(os.path.join(raw, key + "-server.log"), errors="replace") as f:
+                rec["metrics"]["server"] = exp.server_metrics(f.read())
+        except OSError as e:
+            rec.setdefault("errors", []).append("server log: %s" % e)
+    rec["ok"] = all(p.returncode == 0 for _, p in procs) and \
+        all(j.name in rec["metrics"] for j, _ in procs)
     return rec
 
 
@@ -266,9 +297,66 @@ def plan(args):
     for rep in range(1, args.repeats + 1):
         for name in args.experiments:
             exp = experiments.EXPERIMENTS[name]
-            for sc in modes.repeat_order(modes.scenarios(exp, args.device), rep, args.repeats):
+            scs = modes.scenarios(exp, args.device, only_modes(args, exp))
+            for sc in modes.repeat_order(scs, rep, args.repeats):
                 cells.append((exp, sc, rep, "%s@%s@r%d" % (name, sc.replace(":", "@"), rep)))
     return cells
+
+
+def only_modes(args, exp):
+    """The co-located modes the run keeps of exp's (None: all of them)."""
+    if args.modes:
+        return args.modes
+    if args.profile == "quick" and args.device == "cuda" and not exp.modes:
+        return modes.QUICK
+    return None
+
+
+def window(args, exp):
+    """A cell's measured seconds: --secs, else the experiment's for the profile, else
+    the profile's."""
+    return args.secs or exp.windows.get(args.profile) or PROFILES[args.profile][1]
+
+
+def params_of(args, exp):
+    """exp's parameters in this run: the calibration's choice when there is one (in
+    OUT/calibration.json), else the defaults."""
+    cal = calibrate.load(args.out).get(exp.name)
+    return cal["params"] if cal else dict(exp.params)
+
+
+def torch_python(args):
+    """An interpreter with PyTorch for the jobs: TORCH_PYTHON, else this one when it has
+    PyTorch, else TORCH_VENV when it exists."""
+    if os.environ.get("TORCH_PYTHON"):
+        return os.environ["TORCH_PYTHON"]
+    probe = [sys.executable, "-c", "import torch"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return sys.executable
+    return TORCH_VENV if os.path.exists(TORCH_VENV) else sys.executable
+
+
+def check_torch(python):
+    """None when python has PyTorch, torchvision and a GPU, else why not."""
+    r = subprocess.run([python, "-c", "import torch, torchvision; "
+                        "assert torch.cuda.is_available(), 'no GPU'; "
+                        "print(torch.__version__, torchvision.__version__)"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+    return None
+
+
+def pick_experiments(names, profile, ap):
+    out = []
+    for n in names or experiments.DEFAULT[profile]:
+        for e in experiments.GROUPS.get(n, [n]):
+            if e not in experiments.EXPERIMENTS:
+                ap.error("no experiment %s (there are: %s; and %s)" % (
+                    e, " ".join(experiments.EXPERIMENTS), " ".join(experiments.GROUPS)))
+            if e not in out:
+                out.append(e)
+    return out
 
 
 def fmt_s(s):
@@ -287,63 +375,93 @@ def main():
     ap.add_argument("--budget", type=float, default=0,
                     help="seconds this start may take: it starts no cell that the estimate "
                     "says would end later, so that a long run fits device calls (0: none)")
-    ap.add_argument("experiments", nargs="*")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="calibrate the experiments not calibrated yet in OUT, then run them")
+    ap.add_argument("--calibrate-only", action="store_true",
+                    help="calibrate the experiments not calibrated yet in OUT, and stop")
+    ap.add_argument("--modes", type=lambda v: v.split(","), default=None,
+                    help="keep only these co-located modes (comma-separated)")
+    ap.add_argument("--repeats", type=int, default=0, help="instead of the profile's")
+    ap.add_argument("--secs", type=float, default=0,
+                    help="every cell's window, instead of the experiment's or profile's")
+    ap.add_argument("experiments", nargs="*",
+                    help="experiments or groups (trainpair); default: the profile's set")
     args = ap.parse_args()
     args.profile = args.profile or "quick"
-    args.experiments = args.experiments or list(experiments.EXPERIMENTS)
-    for e in args.experiments:
-        if e not in experiments.EXPERIMENTS:
-            ap.error("no experiment %s (there are: %s)" % (e, " ".join(experiments.EXPERIMENTS)))
+    args.experiments = pick_experiments(args.experiments, args.profile, ap)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     args.build = os.path.abspath(args.build)
     args.out = os.path.abspath(args.out or os.path.join(
         repo, "lab", "results", "eval-%s-%s" % (args.device, args.profile)))
-    args.repeats, args.secs = PROFILES[args.profile]
+    args.repeats = args.repeats or PROFILES[args.profile][0]
+    args.torch_python = torch_python(args)
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
     if args.device == "sim":
         print("run.sh: on the sim only detshare's modes run (%s): native time-slicing and "
-              "MPS need a GPU" % ", ".join(modes.pair_modes("sim")), flush=True)
+              "MPS need a GPU; PyTorch jobs run as latflood stand-ins"
+              % ", ".join(modes.pair_modes("sim")), flush=True)
+    elif any(experiments.EXPERIMENTS[e].torch() for e in args.experiments):
+        why = check_torch(args.torch_python)
+        if why:
+            sys.exit("run.sh: %s cannot run the PyTorch jobs (%s): set TORCH_PYTHON"
+                     % (args.torch_python, why))
     done = load_state(args.out, meta_of(args, repo))
-    cells = plan(args)
-    todo = [c for c in cells if c[3] not in done]
-    print("run.sh: %d cells, %d finished before, %d to run; results in %s"
-          % (len(cells), len(cells) - len(todo), len(todo), args.out), flush=True)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        rc = run_cells(args, cells, todo)
+        rc = calibrate_then_run(args, done)
     except Stop:
         print("run.sh: stopped; run again to go on", flush=True)
         rc = 130
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
-            md = report.write_report(args.out) if os.path.exists(
-                os.path.join(args.out, "cells.jsonl")) else None
-            print("run.sh: report %s" % (md or "not written: no cell finished"), flush=True)
+            md = report.write_report(args.out) if os.path.exists(os.path.join(
+                args.out, "cells.jsonl")) or calibrate.load(args.out) else None
+            print("run.sh: report %s" % (md or "not written: nothing finished"), flush=True)
         except Exception as e:  # the cells are safe in cells.jsonl: say so, keep the status
             print("run.sh: no report (%s); bench/eval/report.py %s makes it" % (e, args.out),
                   flush=True)
     return rc
 
 
-def run_cells(args, cells, todo):
+def calibrate_then_run(args, done):
+    begun = time.time()
+    if args.calibrate or args.calibrate_only:
+        rc = calibrate.run(args, done, run_cell, window, begun)
+        if rc or args.calibrate_only:
+            return rc
+    for name in args.experiments:
+        bad = [k for k, v in params_of(args, experiments.EXPERIMENTS[name]).items()
+               if str(v).startswith("auto:")]
+        if bad:
+            print("run.sh: %s needs its calibration first (its %s): run with --calibrate"
+                  % (name, ", ".join(bad)), flush=True)
+            return 2
+    cells = plan(args)
+    todo = [c for c in cells if c[3] not in done]
+    print("run.sh: %d cells, %d finished before, %d to run; results in %s"
+          % (len(cells), len(cells) - len(todo), len(todo), args.out), flush=True)
+    return run_cells(args, cells, todo, begun)
+
+
+def run_cells(args, cells, todo, begun):
     """Run the cells of todo (of cells, the whole plan); 0 when all finished well, 1
     when some failed, 3 when out of --budget; Stop (a signal) ends it anywhere."""
     took = []
     failed = 0
-    begun = time.time()
     invocation = "%d-%d" % (time.time(), os.getpid())  # tells a resumed run's cells apart
     with tempfile.TemporaryDirectory(prefix="ds-eval-") as tmp:
         for i, (exp, sc, rep, key) in enumerate(todo):
             t0 = time.time()
-            guess = sum(took) / len(took) if took else args.secs + 5
+            secs = window(args, exp)
+            guess = sum(took) / len(took) if took else secs + 5
             if args.budget and t0 + guess > begun + args.budget:
                 print("run.sh: out of --budget; %d cells left, run again to go on"
                       % (len(todo) - i), flush=True)
                 return 3
             try:
-                rec = run_cell(args, exp, sc, key, tmp)
+                rec = run_cell(args, exp, sc, key, tmp, params_of(args, exp), secs)
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 rec = {"ok": False, "errors": [str(e)]}
             took.append(time.time() - t0)

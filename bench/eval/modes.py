@@ -5,17 +5,21 @@ MPS with fixed partitions (each job's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE from the
 experiment), and detshare under each built-in policy.  Each job also runs alone in every
 environment: natively, under a native MPS daemon (detshare's executors are MPS clients,
 native alone is not) and through detshare.  The sim has no native driver, so there only
-detshare's modes exist.
+detshare's modes exist.  An experiment may bring modes of its own (overhead's moving
+policy).  A run may keep only some co-located modes (run.sh --modes, and --quick on a
+GPU): the alone environments their ratios need stay.
 """
 
 POLICIES = ["shared", "static", "temporal", "slo-aware", "tpot-first"]
 NATIVE = ["native-timesliced", "native-mps", "native-mps-part"]
 ALONE_NATIVE = ["alone-native", "alone-native-mps"]
 ALONE_DS = "alone-detshare"
+# What --quick runs on a GPU of the standard modes (the run's own --modes aside).
+QUICK = ["native-timesliced", "native-mps", "detshare-shared", "detshare-slo-aware"]
 
 
 def pair_modes(device):
-    """The co-located modes on device ("sim" or "cuda")."""
+    """The standard co-located modes on device ("sim" or "cuda")."""
     ds = ["detshare-" + p for p in POLICIES]
     return ds if device == "sim" else NATIVE + ds
 
@@ -25,15 +29,42 @@ def alone_envs(device):
     return [ALONE_DS] if device == "sim" else ALONE_NATIVE + [ALONE_DS]
 
 
-def scenarios(exp, device):
-    """Every scenario of exp on device: "ENV:JOB" for a job alone, then the pair modes."""
-    alone = ["%s:%s" % (env, j.name) for env in alone_envs(device) for j in exp.jobs]
-    return alone + pair_modes(device)
-
-
 def alone_env_of(mode):
     """The alone environment a co-located mode's ratios are taken against."""
     return ALONE_DS if mode.startswith("detshare-") else "alone-native"
+
+
+def norm_env(device):
+    """The alone environment an aggregate normalises by: alone natively wherever there is
+    a native driver (so detshare's own cost counts against it), else alone through
+    detshare."""
+    return "alone-native" if device == "cuda" else ALONE_DS
+
+
+def exp_modes(exp, device, only=None):
+    """exp's co-located modes on device, kept to those in only when given."""
+    pair = exp.modes[device] if exp.modes else pair_modes(device)
+    return [m for m in pair if only is None or m in only]
+
+
+def exp_alone_envs(exp, device, only=None):
+    """The environments exp's jobs run alone in: all of them, or with only, those the
+    kept modes' ratios and aggregates need."""
+    envs = exp.alone_envs or alone_envs(device)
+    if only is None:
+        return envs
+    need = {alone_env_of(m) for m in exp_modes(exp, device, only)}
+    if exp.aggregate:
+        need.add(norm_env(device))
+    return [e for e in envs if e in need]
+
+
+def scenarios(exp, device, only=None):
+    """Every scenario of exp on device: "ENV:JOB" for a job alone, then the co-located
+    modes."""
+    alone = ["%s:%s" % (env, j.name) for env in exp_alone_envs(exp, device, only)
+             for j in exp.jobs]
+    return alone + exp_modes(exp, device, only)
 
 
 def repeat_order(items, rep, repeats):

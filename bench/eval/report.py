@@ -15,6 +15,7 @@ import json
 import os
 import sys
 
+import calibrate
 import experiments
 import modes
 import stats
@@ -24,22 +25,48 @@ def load(out):
     with open(os.path.join(out, "meta.json")) as f:
         meta = json.load(f)
     cells = {}
-    with open(os.path.join(out, "cells.jsonl")) as f:
-        for line in f:
-            try:
-                c = json.loads(line)
-            except ValueError:
-                continue
-            if c.get("ok"):
-                cells[c["key"]] = c  # a retried cell: its last run counts
+    try:
+        with open(os.path.join(out, "cells.jsonl")) as f:
+            for line in f:
+                try:
+                    c = json.loads(line)
+                except ValueError:
+                    continue
+                if c.get("ok"):
+                    cells[c["key"]] = c  # a retried cell: its last run counts
+    except FileNotFoundError:
+        pass
     return meta, list(cells.values())
 
 
-def by_repeat(cells, exp, scenario, job, metric):
-    """{repeat: value} of job's metric in scenario."""
-    return {c["repeat"]: c["metrics"][job][metric] for c in cells
-            if c["experiment"] == exp and c["scenario"] == scenario
-            and job in c["metrics"] and c["metrics"][job].get(metric) is not None}
+class Cells:
+    """A run's finished cells on its device, looked up by experiment and scenario."""
+
+    def __init__(self, cells, device):
+        self.cells, self.device = cells, device
+
+    def ran(self, exp, scenario):
+        return any(c["experiment"] == exp.name and c["scenario"] == scenario
+                   for c in self.cells)
+
+    def by_repeat(self, exp, scenario, job, metric):
+        """{repeat: value} of job's metric in scenario; job "*" (metric "agg"): the sum
+        over exp's jobs of each one's figure relative to itself alone (modes.norm_env)."""
+        if job == "*":
+            return self.aggregate(exp, scenario)
+        return {c["repeat"]: c["metrics"][job][metric] for c in self.cells
+                if c["experiment"] == exp.name and c["scenario"] == scenario
+                and job in c["metrics"] and c["metrics"][job].get(metric) is not None}
+
+    def aggregate(self, exp, scenario):
+        env = modes.norm_env(self.device)
+        parts = []
+        for j in exp.jobs:
+            num = self.by_repeat(exp, scenario, j.name, exp.aggregate)
+            den = self.by_repeat(exp, "%s:%s" % (env, j.name), j.name, exp.aggregate)
+            parts.append({k: num[k] / den[k] for k in num if den.get(k)})
+        reps = set.intersection(*[set(p) for p in parts]) if parts else set()
+        return {k: sum(p[k] for p in parts) for k in sorted(reps)}
 
 
 def ref_scenario(ref, mode, job):
@@ -48,36 +75,53 @@ def ref_scenario(ref, mode, job):
     return ref
 
 
+def columns(exp):
+    """The report's figures of exp: (job, metric, label), the aggregate last."""
+    cols = list(exp.metrics)
+    if exp.aggregate:
+        cols.append(("*", "agg", "aggregate (each job vs alone, summed)"))
+    return cols
+
+
 def experiment_results(exp, device, cells):
-    """The experiment's figures: per scenario and metric a summary, per pair mode each
-    job's ratio to itself alone, and every target under every detshare mode."""
+    """The experiment's figures: per scenario that ran and metric a summary, per pair
+    mode each job's ratio to itself alone, and every target under detshare's modes."""
+    db = Cells(cells, device)
     res = {"name": exp.name, "title": exp.title, "about": exp.about, "rows": [],
-           "targets": []}
+           "targets": [], "window": sorted({c.get("window") for c in cells
+                                           if c["experiment"] == exp.name} - {None}),
+           "params": next((c.get("params") for c in cells if c["experiment"] == exp.name),
+                          None)}
     for sc in modes.scenarios(exp, device):
+        if not db.ran(exp, sc):
+            continue
         env, _, alone = sc.partition(":")
         row = {"scenario": sc, "figures": {}, "vs_alone": {}}
-        for job, metric, label in exp.metrics:
+        for job, metric, label in columns(exp):
             if alone and job != alone:
                 continue
             row["figures"]["%s.%s" % (job, metric)] = stats.summary(
-                by_repeat(cells, exp.name, sc, job, metric).values())
-            if not alone:
+                db.by_repeat(exp, sc, job, metric).values())
+            if not alone and job not in ("*", "server"):
                 r = stats.paired_ratios(
-                    by_repeat(cells, exp.name, sc, job, metric),
-                    by_repeat(cells, exp.name, ref_scenario("alone", sc, job), job, metric))
+                    db.by_repeat(exp, sc, job, metric),
+                    db.by_repeat(exp, ref_scenario("alone", sc, job), job, metric))
                 row["vs_alone"]["%s.%s" % (job, metric)] = stats.summary(r)
         res["rows"].append(row)
-    pair = modes.pair_modes(device)
+    pair = [m for m in modes.exp_modes(exp, device) if db.ran(exp, m)]
     for t in exp.targets:
-        for mode in [m for m in pair if m.startswith("detshare-")]:
+        for mode in [m for m in pair if m.startswith("detshare-")
+                     and (t.modes is None or m in t.modes)]:
             ref = ref_scenario(t.ref, mode, t.job)
             entry = {"target": t.label, "mode": mode, "op": t.op, "bound": t.bound,
                      "reference": ref}
-            if ref.partition(":")[0] not in modes.scenarios(exp, device) + modes.alone_envs(device):
-                entry.update(verdict="not run", why="no %s on the %s" % (ref, device))
+            if not db.ran(exp, ref):
+                entry.update(verdict="not run", why="no %s cells (%s)" % (
+                    ref, "no native driver on the sim" if device == "sim" and "native" in ref
+                    else "not in this run"))
             else:
-                r = stats.paired_ratios(by_repeat(cells, exp.name, mode, t.job, t.metric),
-                                        by_repeat(cells, exp.name, ref, t.job, t.metric))
+                r = stats.paired_ratios(db.by_repeat(exp, mode, t.job, t.metric),
+                                        db.by_repeat(exp, ref, t.job, t.metric))
                 s = stats.summary(r)
                 entry.update(ratio=s, per_repeat=r, verdict=stats.decide(s["ci"], t.op, t.bound))
             res["targets"].append(entry)
@@ -115,30 +159,83 @@ def conditions(cells, name, cpus):
     return text
 
 
-def markdown(meta, results, plots, plot_note, cells):
+def fmt_params(p):
+    return ", ".join("%s=%s" % kv for kv in sorted(p.items())) if p else "-"
+
+
+def calibration_md(cal):
+    """The calibration's table: every candidate tried, its figures and verdict."""
+    out = ["", "## Calibration", "",
+           "Each experiment's candidates in order until one passes (calibrate.py): every "
+           "saturating job alone must keep the device busy (its steps' device time over the "
+           "window's, from timed events; NVML's utilisation and the SM clock beside it), and "
+           "the latency job's figure under the contended mode must reach its bound times "
+           "its figure alone.", "",
+           "| experiment | candidate | parameters | busy alone (events; NVML %, SM MHz) | "
+           "latency alone | contended | ratio | verdict |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, e in cal.items():
+        for c in e["candidates"]:
+            busy = "; ".join("%s %.3f%s" % (j, b if b is not None else float("nan"),
+                                            nvml(c["device"].get(j)))
+                             for j, b in c["busy"].items()) or "-"
+            verdict = "passed" if c["ok"] else "not passed"
+            if c["errors"]:
+                verdict += " (%s)" % "; ".join(c["errors"])[:200]
+            if c["candidate"] == e["chosen"]:
+                verdict += ", **kept**"
+            lat = "-"
+            if e["lat"]:
+                lat = "%s %s" % (e["metric"], num(c.get("alone")))
+            out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                name, c["candidate"], fmt_params(c["params"]), busy, lat,
+                "%s %s" % (e["contended"], num(c.get("contended"))) if e["lat"] else "-",
+                "%s (>= %s)" % (num(c.get("ratio")), e["min_ratio"]) if e["lat"] else "-",
+                verdict))
+    return out
+
+
+def num(x):
+    return "%.3g" % x if isinstance(x, (int, float)) else "-"
+
+
+def nvml(d):
+    if not d or not d.get("nvml_samples"):
+        return ""
+    return " (%.0f%%, %.0f MHz)" % (d["nvml_util_mean"], d["sm_clock_mean"])
+
+
+def markdown(meta, results, plots, plot_note, cells, cal):
     out = ["# detshare evaluation (%s, %s)" % (meta["device"], meta["profile"]), "",
            "| | |", "| --- | --- |",
            "| device | %s |" % meta["gpu"], "| driver | %s |" % meta["driver"],
            "| date | %s |" % meta["date"], "| commit | %s |" % meta["commit"],
-           "| CPU cores | %s |" % meta["cpus"],
-           "| repeats x window | %s x %s s |" % (meta["repeats"], meta["secs"]), "",
+           "| CPU cores | %s |" % meta["cpus"], "| repeats | %s |" % meta["repeats"], "",
            "Figures: median over repeats [95% bootstrap interval].  Ratios are taken within "
            "each repeat.  A target is **met** only when its whole interval is on the right "
            "side; *inconclusive* when the interval straddles the bound."]
     if meta["device"] == "sim":
         out += ["", "On the sim only detshare's modes run: native time-slicing and MPS need a "
-                "GPU, so targets against them are not run."]
+                "GPU, so targets against them are not run.  PyTorch jobs run as latflood "
+                "stand-ins: the figures check the harness, not detshare."]
+    if cal:
+        out += calibration_md(cal)
     for r in results:
-        out += ["", "## %s: %s" % (r["name"], r["title"]), "", r["about"], ""]
-        exp = experiments.EXPERIMENTS[r["name"]]
-        head = ["scenario"] + [lbl for _, _, lbl in exp.metrics] + \
-               ["%s vs alone" % lbl for _, _, lbl in exp.metrics]
+        out += ["", "## %s: %s" % (r["name"], r["title"]), "", r["about"], "",
+                "Window: %s s a cell.  Parameters: %s." % (
+                    ", ".join("%g" % w for w in r["window"]) or "-", fmt_params(r["params"])),
+                ""]
+        cols = columns(experiments.EXPERIMENTS[r["name"]])
+        ratio_cols = [(j, m, lbl) for j, m, lbl in cols
+                      if j not in ("*", "server") and m != "busy"]
+        head = ["scenario"] + [lbl for _, _, lbl in cols] + \
+               ["%s vs alone" % lbl for _, _, lbl in ratio_cols]
         out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for row in r["rows"]:
-            cols = [row["scenario"]]
-            cols += [fmt(row["figures"].get("%s.%s" % (j, m))) for j, m, _ in exp.metrics]
-            cols += [fmt(row["vs_alone"].get("%s.%s" % (j, m))) for j, m, _ in exp.metrics]
-            out.append("| " + " | ".join(cols) + " |")
+            c = [row["scenario"]]
+            c += [fmt(row["figures"].get("%s.%s" % (j, m))) for j, m, _ in cols]
+            c += [fmt(row["vs_alone"].get("%s.%s" % (j, m))) for j, m, _ in ratio_cols]
+            out.append("| " + " | ".join(c) + " |")
         out += ["", "| target | mode | ratio | per repeat | verdict |",
                 "| --- | --- | --- | --- | --- |"]
         for t in r["targets"]:
@@ -198,13 +295,15 @@ def plot(out, r):
 
 def write_report(out, md=None):
     """Write OUT/report.json, the markdown (OUT/report.md unless md) and the plots from
-    OUT's cells; returns the markdown's path, or None when no cell has finished."""
+    OUT's cells and calibration; returns the markdown's path, or None when neither has
+    anything yet."""
     meta, cells = load(out)
+    cal = calibrate.load(out)
     names = []
     for c in cells:
         if c["experiment"] not in names and c["experiment"] in experiments.EXPERIMENTS:
             names.append(c["experiment"])
-    if not names:
+    if not names and not cal:
         return None
     results = [experiment_results(experiments.EXPERIMENTS[n], meta["device"], cells)
                for n in names]
@@ -218,10 +317,10 @@ def write_report(out, md=None):
     except Exception as e:  # the tables matter more than the pictures
         note = "(No plots: matplotlib failed: %s.)" % e
     with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump({"meta": meta, "experiments": results}, f, indent=1)
+        json.dump({"meta": meta, "calibration": cal, "experiments": results}, f, indent=1)
     md = md or os.path.join(out, "report.md")
     with open(md, "w") as f:
-        f.write(markdown(meta, results, plots, note, cells))
+        f.write(markdown(meta, results, plots, note, cells, cal))
     return md
 
 
