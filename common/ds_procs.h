@@ -1,6 +1,6 @@
 /*
  * The one list of procedures served by an executor.  It generates the server's dispatch
- * table (server/exec/executor.c), the client's typed call stubs (client/rpc.h) and the name
+ * table (server/exec/executor.c), the client's typed call stubs (client/transport/rpc.h) and the name
  * table used in logs and tests.  Procedure numbers come from the rpcgen header, so a
  * number that disagrees with rpcgen/detshare.x fails to compile.
  *

@@ -1,9 +1,9 @@
 /*
  * libFuzzer target: the client's reading of replies from a hostile server
- * (client/wire.c's ds__wire_read_reply, the generated XDR decoders of every result).
+ * (client/transport/wire.c's ds__wire_read_reply, the generated XDR decoders of every result).
  *
  * The input is what the server sends on the socket, record marking and all, fed by a
- * peer thread.  Replies are read as client/rpc.c's reader does, until the transport
+ * peer thread.  Replies are read as client/transport/rpc.c's reader does, until the transport
  * fails or a reply is refused; each reply's xid says whose call it answers, as a table
  * of pending calls would: here the xid is the procedure's number, so that the seeds'
  * replies (real sessions, fuzz/record.c) are decoded as the results they are.

@@ -3,7 +3,7 @@
  * view of its device (docs/nvml.md).  The library reaches the server only through
  * detshare's libcuda.so.1, already in the process or beside this library: its public
  * driver API for what the device is, and its private export table DETSHARE_SHARE
- * (client/share.h) for the tenant's share of it.  lib.c binds and counts nvmlInit,
+ * (client/compat/share.h) for the tenant's share of it.  lib.c binds and counts nvmlInit,
  * device.c answers what the device is, share.c what the tenant has of it; every name
  * nvml.h declares and these do not define is a stub (gen-stubs.sh).
  *

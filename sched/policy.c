@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const struct ds_policy *const ds_policies[] = { &ds_policy_shared, &ds_policy_static,
-                                                 &ds_policy_temporal, &ds_policy_slo_aware,
-                                                 &ds_policy_tpot_first, NULL };
+#define ENTRY(n) &ds_policy_##n,
+const struct ds_policy *const ds_policies[] = { DS_POLICY_BUILTINS(ENTRY) NULL };
+#undef ENTRY
 
 static const struct ds_policy *builtin(const char *name)
 {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Write docs/api-coverage.md: every entry point of cuda.h and cudaProfiler.h, as served
-# (a real definition in detshare's libcuda, listed in client/entry_points.h for
+# (a real definition in detshare's libcuda, listed in client/compat/entry_points.h for
 # cuGetProcAddress), refused by design (with the reason), or not served yet.  Also
 # fails when the library defines an entry point that entry_points.h does not list, which
 # cuGetProcAddress would then never find.  The api_coverage test runs it and compares
@@ -136,7 +136,7 @@ NOTES
 
 A launch leaves the client as a batched call, yet `cuLaunchKernel`, `cuLaunchKernelEx`
 and `cuLaunchCooperativeKernel` return the errors the driver returns before a launch
-returns, from the launch itself (client/launchcheck.c), never from a later call. The
+returns, from the launch itself (client/api/launchcheck.c), never from a later call. The
 client checks what it already holds: the device's attributes and the kernel's, which
 come with `cuModuleGetFunction` and follow `cuFuncSetAttribute`. The executor checks
 every launch again.

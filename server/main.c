@@ -5,6 +5,7 @@
 #include "ds_log.h"
 #include "executor.h"
 #include "mps.h"
+#include "options.h"
 #include "policy.h"
 #include "quota.h"
 #include "shm.h"
@@ -17,78 +18,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One option of --help: the option and its argument, then its help from column 26 (two
+ * spaces after the option when that is longer). */
+static void usage_option(FILE *f, const char *name, int code, int short_too, const char *arg,
+                         const char *help)
+{
+    char head[64], shrt[8] = "";
+    const char *nl;
+
+    if (short_too)
+        snprintf(shrt, sizeof(shrt), "-%c, ", code);
+    snprintf(head, sizeof(head), "%s--%s%s%s", shrt, name, arg != NULL ? " " : "",
+             arg != NULL ? arg : "");
+    fprintf(f, strlen(head) < 24 ? "  %-24s" : "  %s  ", head);
+    while ((nl = strchr(help, '\n')) != NULL) {
+        fprintf(f, "%.*s\n%26s", (int)(nl - help), help, "");
+        help = nl + 1;
+    }
+    fprintf(f, "%s\n", help);
+}
+
 static void usage(FILE *f)
 {
+    fprintf(f, "usage: detshare-server [options]\n"
+               "Share one GPU among tenants that reach it through detshare's libcuda.so.1.\n\n");
+    /* --policy's help ends with the built-in policies. */
+#define OPTION_HELP(o_name, o_code, o_short, o_has_arg, o_arg, o_help)       \
+    usage_option(f, o_name, o_code, o_short, o_arg, o_help);                   \
+    for (int i = 0; o_code == 'p' && ds_policies[i] != NULL; i++)              \
+        fprintf(f, "%28s%-9s %s\n", "", ds_policies[i]->name, ds_policies[i]->about);
+    DS_SERVER_OPTIONS(OPTION_HELP)
+#undef OPTION_HELP
     fprintf(f,
-            "usage: detshare-server [options]\n"
-            "Share one GPU among tenants that reach it through detshare's libcuda.so.1.\n\n"
-            "  --device sim|cuda|auto  device backend (default auto: cuda when the GPU is\n"
-            "                          usable, else sim)\n"
-            "  --gpu N                 host GPU ordinal to serve (default 0)\n"
-            "  --listen unix:PATH      listen on a Unix socket (repeatable)\n"
-            "  --listen tcp:HOST:PORT  listen on TCP (repeatable); needs --token-file or\n"
-            "                          --insecure\n"
-            "                          default: one Unix socket at $XDG_RUNTIME_DIR/detshare.sock,\n"
-            "                          or /tmp/detshare-UID/detshare.sock without it\n"
-            "  --token-file PATH       tokens TCP tenants must show (DETSHARE_TOKEN or\n"
-            "                          DETSHARE_TOKEN_FILE): one per line, optionally followed\n"
-            "                          by the tenant-name prefix it may be used with; '#'\n"
-            "                          starts a comment (docs/security.md)\n"
-            "  --insecure              allow TCP listeners without a token file: anyone who\n"
-            "                          can reach one (on loopback, every local user) can use\n"
-            "                          the GPU; traffic is never encrypted\n"
-            "  --sim-sms N             sim device: SM count (default 132)\n"
-            "  --sim-memory SIZE       sim device: memory, e.g. 80G or 512MiB (default 80G)\n"
-            "  --tenant-host-memory SIZE|none  host memory an executor may hold for its\n"
-            "                          tenant's pending calls (large records, calls held\n"
-            "                          at its gate) before refusing them (default 1GiB)\n"
-            "  --host-memory SIZE|none the same for all executors together (default half\n"
-            "                          the machine's memory)\n"
-            "  --config PATH           quotas by tenant name, one per line:\n"
-            "                            quota NAME|PREFIX* memory=SIZE sm-share=PCT\n"
-            "                                  kernel-time=PCT class=CLASS isolation=DOMAIN\n"
-            "                                  uid=UID\n"
-            "                          and optionally a line policy-dir DIR\n"
-            "                          read at start and again on SIGHUP, which also reads\n"
-            "                          --token-file again (docs/admin.md)\n"
-            "  --mps start|external|off  GPU sharing between executors: start (default) runs\n"
-            "                          a private MPS control daemon for the GPU and stops it\n"
-            "                          on exit; external uses the one CUDA_MPS_PIPE_DIRECTORY\n"
-            "                          names; off time-slices the GPU between tenants\n"
-            "  --mps-dir DIR           where the daemon's pipes and logs go (default\n"
-            "                          $XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)\n"
-            "  --isolation shared|own  fault domain of tenants whose quota rule sets none\n"
-            "                          (default shared): under MPS a kernel's fault ends every\n"
-            "                          shared tenant's context; an own tenant is no MPS client,\n"
-            "                          takes turns with the others and keeps its faults to\n"
-            "                          itself (docs/reliability.md)\n"
-            "  --quarantine DURATION   a tenant name whose kernel faulted in the shared domain\n"
-            "                          runs in its own for this long (e.g. 600, 90s, 10m, 2h;\n"
-            "                          default 10m; 0: never)\n"
-            "  --policy NAME|PATH      who runs on which SMs (default slo-aware); a PATH (with\n"
-            "                          a '/') loads a policy from a shared object\n"
-            "                          (examples/policy/first_half.c); built in:\n");
-    for (int i = 0; ds_policies[i] != NULL; i++)
-        fprintf(f, "                            %-9s %s\n", ds_policies[i]->name,
-                ds_policies[i]->about);
-    fprintf(f,
-            "  --policy-dir DIR        detshare-ctl may load policy files from DIR only (none\n"
-            "                          without it); root's or the server's user's alone\n"
-            "                          (docs/policies.md)\n"
-            "  --admin unix:PATH|none  admin socket for detshare-ctl, owner only (default:\n"
-            "                          the first Unix listener's path with .admin added)\n"
-            "  --admin-group GROUP     open the admin socket to GROUP too (mode 0660);\n"
-            "                          members can switch policies (docs/security.md)\n"
-            "  --metrics tcp:HOST:PORT|unix:PATH  serve Prometheus metrics over HTTP at\n"
-            "                          /metrics (docs/metrics.md); no authentication: bind\n"
-            "                          it where only the scraper reaches\n"
-            "  --warm N                executors kept started ahead of tenants, with the\n"
-            "                          device open, so that connecting takes milliseconds\n"
-            "                          (default 1; 0 starts each when its tenant connects)\n"
-            "  --spin-us N             executors poll N microseconds for a tenant's next call,\n"
-            "                          and for the GPU in a synchronisation, before sleeping\n"
-            "                          (default 50; 0 never polls)\n"
-            "  -h, --help              this text\n\n"
+            "\n"
             "Tenants: LD_LIBRARY_PATH=PREFIX/lib/detshare (or <build>/client)\n"
             "         DETSHARE_SERVER=unix:PATH ./program\n"
             "Signals: SIGHUP reads --config and --token-file again; SIGTERM or SIGINT stops\n"
@@ -350,31 +312,11 @@ static int host_size(const char *arg, uint64_t *out)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "device", required_argument, NULL, 'd' },
-        { "gpu", required_argument, NULL, 'g' },
-        { "listen", required_argument, NULL, 'l' },
-        { "sim-sms", required_argument, NULL, 's' },
-        { "sim-memory", required_argument, NULL, 'm' },
-        { "tenant-host-memory", required_argument, NULL, 'H' },
-        { "host-memory", required_argument, NULL, 'T' },
-        { "spin-us", required_argument, NULL, 'u' },
-        { "mps", required_argument, NULL, 'M' },
-        { "mps-dir", required_argument, NULL, 'D' },
-        { "warm", required_argument, NULL, 'w' },
-        { "policy", required_argument, NULL, 'p' },
-        { "policy-dir", required_argument, NULL, 'L' },
-        { "admin", required_argument, NULL, 'a' },
-        { "token-file", required_argument, NULL, 't' },
-        { "config", required_argument, NULL, 'c' },
-        { "insecure", no_argument, NULL, 'I' },
-        { "admin-group", required_argument, NULL, 'G' },
-        { "metrics", required_argument, NULL, 'P' },
-        { "isolation", required_argument, NULL, 'i' },
-        { "quarantine", required_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
+#define OPTION_ENTRY(o_name, o_code, o_short, o_has_arg, o_arg, o_help) \
+    { o_name, o_has_arg, NULL, o_code },
+    static const struct option opts[] = { DS_SERVER_OPTIONS(OPTION_ENTRY){ NULL, 0, NULL, 0 } };
+#undef OPTION_ENTRY
+    char shorts[8] = "";
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
                                    .host_limit = DS_SHM_HOST_LIMIT,
                                    .host_total = ds_shm_default_host_total(),
@@ -391,7 +333,12 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--executor") == 0)
         return ds_executor_main(argv[2]);
     ds_log_set_prefix("detshare-server");
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+#define OPTION_SHORT(o_name, o_code, o_short, o_has_arg, o_arg, o_help) \
+    if (o_short)                                                        \
+        shorts[strlen(shorts)] = o_code;
+    DS_SERVER_OPTIONS(OPTION_SHORT)
+#undef OPTION_SHORT
+    while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
         switch (c) {
         case 'd':
             device = optarg;

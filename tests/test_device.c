@@ -136,8 +136,8 @@ Test(device, error_names_and_strings)
     CU_IS(cuGetErrorName((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
 }
 
-/* Every entry point in client/entry_points.h, checked against the exported symbol. */
-#include "../client/entry_points.h"
+/* Every entry point in client/compat/entry_points.h, checked against the exported symbol. */
+#include "../client/compat/entry_points.h"
 
 Test(device, proc_address_matches_every_export)
 {

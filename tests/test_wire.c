@@ -1,4 +1,4 @@
-/* The client's reading of replies (client/wire.c) against a hostile server, as found by
+/* The client's reading of replies (client/transport/wire.c) against a hostile server, as found by
  * fuzz/fuzz_reply.  A reply's verifier, which AUTH_NONE replies leave empty but a server
  * may fill, costs the client no memory, and one longer than RPC allows is refused.  A
  * reply cut into fragments inside an XDR unit is read right: the record stream

@@ -1,4 +1,4 @@
-// Host gates against gates relayed by a resident control kernel (rck/relay.cuh), in one
+// Host gates against gates relayed by a resident control kernel (relay.cuh), in one
 // process, with no server: which way should detshare's gates go (issue 8, item 4)?
 //   none   launches only, no waits: what a launch costs here
 //   host   before each kernel the stream waits (cuStreamWaitValue32) on a word in mapped
@@ -13,7 +13,7 @@
 // the gaps in the kernels' start times against the closed intervals (gaps).  Prints one
 // JSON object; relay then says whether memory can be freed while the resident kernel runs.
 // usage: gatemodes none|host|relay [KERNELS [PERIOD_US]]
-#include "../../rck/relay.cuh"
+#include "relay.cuh"
 #include "gputime.cuh"
 
 #include <cuda.h>

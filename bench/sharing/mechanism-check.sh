@@ -23,7 +23,7 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 here=bench/sharing
 pulse_ms=${PULSE_MS:-10} rounds=${ROUNDS:-3} parts=${PARTS:-moves gate fault}
-cc -std=c11 -O2 -shared -fPIC -I sched -o "$out/pulse.so" $here/policy_pulse.c || exit 1
+cc -std=c11 -O2 -shared -fPIC -I include -o "$out/pulse.so" $here/policy_pulse.c || exit 1
 for p in burn gatelat wild steady; do
     nvcc -O2 -arch=native -o "$out/$p" $here/$p.cu || exit 1
 done

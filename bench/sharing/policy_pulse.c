@@ -13,7 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "policy.h"
+#include <detshare/policy.h>
 
 #include <stdio.h>
 #include <stdlib.h>

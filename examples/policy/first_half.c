@@ -3,14 +3,14 @@
  * lower half of the SM groups to itself, and every later one shares the upper half.
  * What a site with one service that must never wait for its neighbours might run.
  *
- *   cc -shared -fPIC -I sched -o first_half.so examples/policy/first_half.c
+ *   cc -shared -fPIC -I PREFIX/include -o first_half.so examples/policy/first_half.c
  *   detshare-server --policy ./first_half.so        (or: detshare-ctl policy $PWD/first_half.so)
  *
  * The server calls detshare_policy() once, with the policy ABI it speaks; a policy
  * written for another one returns NULL and is refused.  Every hook gets the tenants in
  * the order they joined and sets each one's groups (bit i = group i; 0 = every SM).
  */
-#include "policy.h"
+#include <detshare/policy.h>
 
 static void place(struct ds_sched_view *v)
 {

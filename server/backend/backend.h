@@ -180,7 +180,7 @@ struct ds_fence_at {
     struct ds_bevent *event;   /* DS_FENCE_EVENT */
 };
 
-/* JIT options whose value is a number (client/link.c sends no others). */
+/* JIT options whose value is a number (client/api/link.c sends no others). */
 struct ds_jit_options {
     CUjit_option *opt;
     void **val;

@@ -1,5 +1,6 @@
 #include "admin.h"
 
+#include "admin_fields.h"
 #include "detshare.h"
 #include "ds_log.h"
 #include "policy.h"
@@ -153,9 +154,9 @@ static int get_uint(const msgpack_object *m, const char *key, uint64_t *out)
 static void pack_error(msgpack_packer *pk, const char *why)
 {
     msgpack_pack_map(pk, 2);
-    pack_str(pk, "ok");
+    pack_str(pk, DS_ADMIN_KEY_OK);
     msgpack_pack_false(pk);
-    pack_str(pk, "error");
+    pack_str(pk, DS_ADMIN_KEY_ERROR);
     pack_str(pk, why);
 }
 
@@ -177,9 +178,9 @@ static void pack_policy(struct ds_admin *a, msgpack_packer *pk, const char *name
         return;
     }
     msgpack_pack_map(pk, 2);
-    pack_str(pk, "ok");
+    pack_str(pk, DS_ADMIN_KEY_OK);
     msgpack_pack_true(pk);
-    pack_str(pk, "policy");
+    pack_str(pk, DS_ADMIN_KEY_POLICY);
     pack_str(pk, now);
 }
 
@@ -191,9 +192,9 @@ static void pack_changed(msgpack_packer *pk, int n)
         return;
     }
     msgpack_pack_map(pk, 2);
-    pack_str(pk, "ok");
+    pack_str(pk, DS_ADMIN_KEY_OK);
     msgpack_pack_true(pk);
-    pack_str(pk, "tenants");
+    pack_str(pk, DS_ADMIN_KEY_TENANTS);
     msgpack_pack_int(pk, n);
 }
 
@@ -203,9 +204,9 @@ static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msg
 {
     char klass[16];
     uint64_t slo = 0;
-    int has_slo = get_uint(req, "slo_ms", &slo);
+    int has_slo = get_uint(req, DS_ADMIN_KEY_SLO_MS, &slo);
 
-    if (name == NULL || get_str(req, "class", klass, sizeof(klass)) == NULL ||
+    if (name == NULL || get_str(req, DS_ADMIN_KEY_CLASS, klass, sizeof(klass)) == NULL ||
         (strcmp(klass, "latency") != 0 && strcmp(klass, "best-effort") != 0)) {
         pack_error(pk, "a tenant request needs a \"name\" and a \"class\": latency or best-effort");
         return;
@@ -240,12 +241,12 @@ static int get_limit(const msgpack_object *req, const char *key, uint64_t max, u
 static void pack_quotas(struct ds_admin *a, msgpack_packer *pk, int tenants)
 {
     msgpack_pack_map(pk, tenants >= 0 ? 3 : 2);
-    pack_str(pk, "ok");
+    pack_str(pk, DS_ADMIN_KEY_OK);
     msgpack_pack_true(pk);
-    pack_str(pk, "quotas");
+    pack_str(pk, DS_ADMIN_KEY_QUOTAS);
     a->hooks.pack_quotas(a->hooks.ctx, pk);
     if (tenants >= 0) {
-        pack_str(pk, "tenants");
+        pack_str(pk, DS_ADMIN_KEY_TENANTS);
         msgpack_pack_int(pk, tenants);
     }
 }
@@ -270,7 +271,7 @@ static int get_word(const msgpack_object *req, const char *key, struct ds_shm_qu
  * absent, -1 when it is anything else.  Uid 0 is root's, a user like any other. */
 static int get_uid(const msgpack_object *req, struct ds_shm_quota *q)
 {
-    const msgpack_object *v = lookup(req, "uid");
+    const msgpack_object *v = lookup(req, DS_ADMIN_KEY_UID);
 
     if (v == NULL)
         return 0;
@@ -291,11 +292,11 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
 {
     struct ds_shm_quota q = { 0 };
     uint64_t memory, share, ktime;
-    int has_memory = get_limit(req, "memory", UINT64_MAX, &memory);
-    int has_share = get_limit(req, "sm_share", 100, &share), tenants = 0;
-    int has_ktime = get_limit(req, "kernel_time", 100, &ktime);
-    int has_class = get_word(req, "class", &q), has_uid = get_uid(req, &q);
-    int has_isolation = get_word(req, "isolation", &q);
+    int has_memory = get_limit(req, DS_ADMIN_KEY_MEMORY, UINT64_MAX, &memory);
+    int has_share = get_limit(req, DS_ADMIN_KEY_SM_SHARE, 100, &share), tenants = 0;
+    int has_ktime = get_limit(req, DS_ADMIN_KEY_KERNEL_TIME, 100, &ktime);
+    int has_class = get_word(req, DS_ADMIN_KEY_CLASS, &q), has_uid = get_uid(req, &q);
+    int has_isolation = get_word(req, DS_ADMIN_KEY_ISOLATION, &q);
     const char *why;
 
     if (name == NULL) {
@@ -337,7 +338,7 @@ static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msg
     /* In the order of enum ds_sched_phase. */
     static const char *const phases[] = { "auto", "decode", "prefill" };
     char buf[16];
-    const char *phase = get_str(req, "phase", buf, sizeof(buf));
+    const char *phase = get_str(req, DS_ADMIN_KEY_PHASE, buf, sizeof(buf));
     int p = 0;
 
     while (phase != NULL && p < 3 && strcmp(phase, phases[p]) != 0)
@@ -353,22 +354,22 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
 {
     /* A policy's name may be a file's path; a tenant's is at most DS_NAME_MAX. */
     char cmd[32], name[PATH_MAX];
-    int has_name = get_str(req, "name", name, sizeof(name)) != NULL;
+    int has_name = get_str(req, DS_ADMIN_KEY_NAME, name, sizeof(name)) != NULL;
     const char *tenant = has_name && strlen(name) <= DS_NAME_MAX ? name : NULL;
 
-    if (get_str(req, "cmd", cmd, sizeof(cmd)) == NULL) {
+    if (get_str(req, DS_ADMIN_KEY_CMD, cmd, sizeof(cmd)) == NULL) {
         pack_error(pk, "a request is a map with a \"cmd\" string");
     } else if (strcmp(cmd, "status") == 0) {
         msgpack_pack_map(pk, 2);
-        pack_str(pk, "ok");
+        pack_str(pk, DS_ADMIN_KEY_OK);
         msgpack_pack_true(pk);
-        pack_str(pk, "status");
+        pack_str(pk, DS_ADMIN_KEY_STATUS);
         a->hooks.pack_status(a->hooks.ctx, pk);
-    } else if (strcmp(cmd, "policy") == 0 && lookup(req, "name") != NULL && !has_name) {
+    } else if (strcmp(cmd, "policy") == 0 && lookup(req, DS_ADMIN_KEY_NAME) != NULL && !has_name) {
         pack_error(pk, "a policy's \"name\" is a string: a policy's name or a file's path");
     } else if (strcmp(cmd, "policy") == 0) {
         pack_policy(a, pk, has_name ? name : NULL);
-    } else if (strcmp(cmd, "tenant") == 0 && lookup(req, "phase") != NULL) {
+    } else if (strcmp(cmd, "tenant") == 0 && lookup(req, DS_ADMIN_KEY_PHASE) != NULL) {
         pack_tenant_phase(a, req, pk, tenant);
     } else if (strcmp(cmd, "tenant") == 0) {
         pack_tenant_class(a, req, pk, tenant);

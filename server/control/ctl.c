@@ -1,4 +1,5 @@
 /* detshare-ctl: the admin API's command-line client (server/admin.h, docs/admin.md). */
+#include "admin_fields.h"
 #include "ds_addr.h"
 #include "quota.h"
 
@@ -80,36 +81,36 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
     msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
-    pack_str(pk, "cmd");
+    pack_str(pk, DS_ADMIN_KEY_CMD);
     pack_str(pk, q->cmd);
     if (q->name) {
-        pack_str(pk, "name");
+        pack_str(pk, DS_ADMIN_KEY_NAME);
         pack_str(pk, q->name);
     }
     if (q->klass) {
-        pack_str(pk, "class");
+        pack_str(pk, DS_ADMIN_KEY_CLASS);
         pack_str(pk, q->klass);
     }
     if (q->isolation) {
-        pack_str(pk, "isolation");
+        pack_str(pk, DS_ADMIN_KEY_ISOLATION);
         pack_str(pk, q->isolation);
     }
     if (q->phase) {
-        pack_str(pk, "phase");
+        pack_str(pk, DS_ADMIN_KEY_PHASE);
         pack_str(pk, q->phase);
     }
     if (q->slo_ms) {
-        pack_str(pk, "slo_ms");
+        pack_str(pk, DS_ADMIN_KEY_SLO_MS);
         msgpack_pack_unsigned_long(pk, q->slo_ms);
     }
     if (q->limits & DS_QUOTA_MEMORY)
-        pack_limit(pk, "memory", q->quota.memory);
+        pack_limit(pk, DS_ADMIN_KEY_MEMORY, q->quota.memory);
     if (q->limits & DS_QUOTA_SM_SHARE)
-        pack_limit(pk, "sm_share", q->quota.sm_share);
+        pack_limit(pk, DS_ADMIN_KEY_SM_SHARE, q->quota.sm_share);
     if (q->limits & DS_QUOTA_KERNEL_TIME)
-        pack_limit(pk, "kernel_time", q->quota.kernel_time);
+        pack_limit(pk, DS_ADMIN_KEY_KERNEL_TIME, q->quota.kernel_time);
     if (q->limits & DS_QUOTA_UID) {
-        pack_str(pk, "uid");
+        pack_str(pk, DS_ADMIN_KEY_UID);
         if (q->quota.has_uid)
             msgpack_pack_unsigned_int(pk, q->quota.uid);
         else
@@ -249,74 +250,77 @@ static void field(const char *label, const msgpack_object *m, const char *key)
  * TCP, where nothing vouches for it. */
 static void print_peer(const msgpack_object *t)
 {
-    const msgpack_object *p = get(t, "peer");
+    const msgpack_object *p = get(t, DS_ADMIN_KEY_PEER);
 
     if (p == NULL || p->type != MSGPACK_OBJECT_MAP) {
         printf(", over TCP");
         return;
     }
-    field(", process ", p, "pid");
-    field(" of uid ", p, "uid");
+    field(", process ", p, DS_ADMIN_KEY_PID);
+    field(" of uid ", p, DS_ADMIN_KEY_UID);
 }
 
 /* The predictor's view of its running work and the policy's decision, on a line. */
 static void print_running(const msgpack_object *t)
 {
-    const msgpack_object *k = get(t, "kernel_us"), *r = get(t, "completion_rate");
+    const msgpack_object *k = get(t, DS_ADMIN_KEY_KERNEL_US),
+                         *r = get(t, DS_ADMIN_KEY_COMPLETION_RATE);
 
-    field("      ", t, "in_flight");
+    field("      ", t, DS_ADMIN_KEY_IN_FLIGHT);
     if (k != NULL && (k->type == MSGPACK_OBJECT_FLOAT64 || k->type == MSGPACK_OBJECT_FLOAT32))
         printf(" in flight, %.1f us a kernel", k->via.f64);
     else
         printf(" in flight, kernel time not known yet");
     if (r != NULL && (r->type == MSGPACK_OBJECT_FLOAT64 || r->type == MSGPACK_OBJECT_FLOAT32))
         printf(", %.0f completed/s", r->via.f64);
-    field("; phase ", t, "phase");
-    field("; decided: groups ", t, "decided_sm_groups");
-    field(", gated ", t, "gated");
-    field(" (", t, "gated_ms");
-    field(" ms in all): ", t, "decision");
+    field("; phase ", t, DS_ADMIN_KEY_PHASE);
+    field("; decided: groups ", t, DS_ADMIN_KEY_DECIDED_SM_GROUPS);
+    field(", gated ", t, DS_ADMIN_KEY_GATED);
+    field(" (", t, DS_ADMIN_KEY_GATED_MS);
+    field(" ms in all): ", t, DS_ADMIN_KEY_DECISION);
     putchar('\n');
 }
 
 static void print_status(const msgpack_object *st)
 {
-    const msgpack_object *dev = get(st, "device"), *ts = get(st, "tenants");
+    const msgpack_object *dev = get(st, DS_ADMIN_KEY_DEVICE), *ts = get(st, DS_ADMIN_KEY_TENANTS);
 
-    field("device: ", dev, "backend");
-    field(", ", dev, "sms");
-    field(" SMs in ", dev, "sm_groups");
-    field(" groups of ", dev, "sm_group_size");
-    field("\nmps: ", st, "mps");
-    field("\npolicy: ", st, "policy");
-    field("\nisolation by default: ", st, "isolation");
+    field("device: ", dev, DS_ADMIN_KEY_BACKEND);
+    field(", ", dev, DS_ADMIN_KEY_SMS);
+    field(" SMs in ", dev, DS_ADMIN_KEY_SM_GROUPS);
+    field(" groups of ", dev, DS_ADMIN_KEY_SM_GROUP_SIZE);
+    field("\nmps: ", st, DS_ADMIN_KEY_MPS);
+    field("\npolicy: ", st, DS_ADMIN_KEY_POLICY);
+    field("\nisolation by default: ", st, DS_ADMIN_KEY_ISOLATION);
     printf("\ntenants: %u\n", ts && ts->type == MSGPACK_OBJECT_ARRAY ? ts->via.array.size : 0);
     for (uint32_t i = 0; ts && ts->type == MSGPACK_OBJECT_ARRAY && i < ts->via.array.size; i++) {
         const msgpack_object *t = &ts->via.array.ptr[i];
 
-        field("  tenant ", t, "id");
-        field(" ", t, "name");
-        field(" (", t, "class");
-        field(", ", t, "isolation");
+        field("  tenant ", t, DS_ADMIN_KEY_ID);
+        field(" ", t, DS_ADMIN_KEY_NAME);
+        field(" (", t, DS_ADMIN_KEY_CLASS);
+        field(", ", t, DS_ADMIN_KEY_ISOLATION);
         printf(" domain");
-        if (is_true(t, "quarantined"))
+        if (is_true(t, DS_ADMIN_KEY_QUARANTINED))
             printf(", quarantined");
-        if (is_true(t, "probation"))
+        if (is_true(t, DS_ADMIN_KEY_PROBATION))
             printf(", on probation");
-        if (get(t, "slo_ms") != NULL && get(t, "slo_ms")->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            field(", SLO ", t, "slo_ms");
+        if (get(t, DS_ADMIN_KEY_SLO_MS) != NULL &&
+            get(t, DS_ADMIN_KEY_SLO_MS)->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+            field(", SLO ", t, DS_ADMIN_KEY_SLO_MS);
             printf(" ms");
         }
-        field(", executor pid ", t, "pid");
+        field(", executor pid ", t, DS_ADMIN_KEY_PID);
         print_peer(t);
-        field("): ", t, "sms");
-        field(" SMs, groups ", t, "sm_groups");
-        field(", ", t, "memory_used");
+        field("): ", t, DS_ADMIN_KEY_SMS);
+        field(" SMs, groups ", t, DS_ADMIN_KEY_SM_GROUPS);
+        field(", ", t, DS_ADMIN_KEY_MEMORY_USED);
         printf(" bytes");
-        if (get(t, "memory_quota") != NULL && get(t, "memory_quota")->type != MSGPACK_OBJECT_NIL)
-            field(" of ", t, "memory_quota");
-        field(", ", t, "launches");
-        field(" launches, ", t, "migrations");
+        if (get(t, DS_ADMIN_KEY_MEMORY_QUOTA) != NULL &&
+            get(t, DS_ADMIN_KEY_MEMORY_QUOTA)->type != MSGPACK_OBJECT_NIL)
+            field(" of ", t, DS_ADMIN_KEY_MEMORY_QUOTA);
+        field(", ", t, DS_ADMIN_KEY_LAUNCHES);
+        field(" launches, ", t, DS_ADMIN_KEY_MIGRATIONS);
         printf(" migrations\n");
         print_running(t);
     }
@@ -355,29 +359,29 @@ static void print_uid(const msgpack_object *v)
 
 static void print_quotas(const msgpack_object *reply)
 {
-    const msgpack_object *qs = get(reply, "quotas");
+    const msgpack_object *qs = get(reply, DS_ADMIN_KEY_QUOTAS);
     uint32_t n = qs && qs->type == MSGPACK_OBJECT_ARRAY ? qs->via.array.size : 0;
 
     printf("quotas: %u", n);
     for (uint32_t i = 0; i < n; i++) {
-        field("\n  ", &qs->via.array.ptr[i], "name");
-        print_limit(": memory ", get(&qs->via.array.ptr[i], "memory"), 1);
-        print_limit(", sm-share ", get(&qs->via.array.ptr[i], "sm_share"), 0);
-        print_limit(", kernel-time ", get(&qs->via.array.ptr[i], "kernel_time"), 0);
-        field(", class ", &qs->via.array.ptr[i], "class");
-        field(", isolation ", &qs->via.array.ptr[i], "isolation");
-        print_uid(get(&qs->via.array.ptr[i], "uid"));
+        field("\n  ", &qs->via.array.ptr[i], DS_ADMIN_KEY_NAME);
+        print_limit(": memory ", get(&qs->via.array.ptr[i], DS_ADMIN_KEY_MEMORY), 1);
+        print_limit(", sm-share ", get(&qs->via.array.ptr[i], DS_ADMIN_KEY_SM_SHARE), 0);
+        print_limit(", kernel-time ", get(&qs->via.array.ptr[i], DS_ADMIN_KEY_KERNEL_TIME), 0);
+        field(", class ", &qs->via.array.ptr[i], DS_ADMIN_KEY_CLASS);
+        field(", isolation ", &qs->via.array.ptr[i], DS_ADMIN_KEY_ISOLATION);
+        print_uid(get(&qs->via.array.ptr[i], DS_ADMIN_KEY_UID));
     }
-    if (get(reply, "tenants") != NULL)
-        field("\ntenants under it now: ", reply, "tenants");
+    if (get(reply, DS_ADMIN_KEY_TENANTS) != NULL)
+        field("\ntenants under it now: ", reply, DS_ADMIN_KEY_TENANTS);
 }
 
 static int show(const msgpack_object *reply, const char *cmd, int as_json)
 {
-    const msgpack_object *ok = get(reply, "ok");
+    const msgpack_object *ok = get(reply, DS_ADMIN_KEY_OK);
 
     if (ok == NULL || ok->type != MSGPACK_OBJECT_BOOLEAN || !ok->via.boolean) {
-        const msgpack_object *why = get(reply, "error");
+        const msgpack_object *why = get(reply, DS_ADMIN_KEY_ERROR);
 
         if (why != NULL && why->type == MSGPACK_OBJECT_STR)
             fprintf(stderr, "detshare-ctl: %.*s\n", (int)why->via.str.size, why->via.str.ptr);
@@ -386,15 +390,15 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
         return 1;
     }
     if (strcmp(cmd, "tenant") == 0)
-        field("tenants changed: ", reply, "tenants");
+        field("tenants changed: ", reply, DS_ADMIN_KEY_TENANTS);
     else if (strcmp(cmd, "quota") == 0)
         print_quotas(reply);
     else if (strcmp(cmd, "status") != 0)
-        field("policy: ", reply, "policy");
+        field("policy: ", reply, DS_ADMIN_KEY_POLICY);
     else if (as_json)
-        json(get(reply, "status"));
+        json(get(reply, DS_ADMIN_KEY_STATUS));
     else
-        print_status(get(reply, "status"));
+        print_status(get(reply, DS_ADMIN_KEY_STATUS));
     putchar('\n');
     return 0;
 }

@@ -1,5 +1,6 @@
 #include "status.h"
 
+#include "admin_fields.h"
 #include "ds_clock.h"
 #include "detshare.h"
 #include "quota.h"
@@ -17,15 +18,15 @@ static void key(msgpack_packer *pk, const char *s)
 static void pack_device(msgpack_packer *pk, const struct ds_server_config *cfg)
 {
     msgpack_pack_map(pk, 5);
-    key(pk, "backend");
+    key(pk, DS_ADMIN_KEY_BACKEND);
     key(pk, cfg->backend->name);
-    key(pk, "sms");
+    key(pk, DS_ADMIN_KEY_SMS);
     msgpack_pack_unsigned_int(pk, cfg->sm.sms);
-    key(pk, "sm_groups");
+    key(pk, DS_ADMIN_KEY_SM_GROUPS);
     msgpack_pack_unsigned_int(pk, cfg->sm.count);
-    key(pk, "sm_group_size");
+    key(pk, DS_ADMIN_KEY_SM_GROUP_SIZE);
     msgpack_pack_unsigned_int(pk, cfg->sm.size);
-    key(pk, "memory");
+    key(pk, DS_ADMIN_KEY_MEMORY);
     /* The sim's size is the server's setting; a GPU's, what its probe read. */
     if (cfg->device_memory > 0)
         msgpack_pack_uint64(pk, cfg->device_memory);
@@ -52,11 +53,11 @@ static void pack_peer(msgpack_packer *pk, const struct ds_shm_slot *s)
         return;
     }
     msgpack_pack_map(pk, 3);
-    key(pk, "pid");
+    key(pk, DS_ADMIN_KEY_PID);
     msgpack_pack_int(pk, s->peer_pid);
-    key(pk, "uid");
+    key(pk, DS_ADMIN_KEY_UID);
     msgpack_pack_unsigned_int(pk, s->peer_uid);
-    key(pk, "gid");
+    key(pk, DS_ADMIN_KEY_GID);
     msgpack_pack_unsigned_int(pk, s->peer_gid);
 }
 
@@ -71,16 +72,16 @@ static void pack_limit(msgpack_packer *pk, uint64_t v)
 /* What the predictor sees of the tenant's running work (sched/predict.h). */
 static void pack_running(msgpack_packer *pk, const struct ds_sched_tenant *t)
 {
-    key(pk, "completed");
+    key(pk, DS_ADMIN_KEY_COMPLETED);
     msgpack_pack_uint64(pk, t->done);
-    key(pk, "in_flight");
+    key(pk, DS_ADMIN_KEY_IN_FLIGHT);
     msgpack_pack_uint64(pk, t->inflight);
-    key(pk, "kernel_us");
+    key(pk, DS_ADMIN_KEY_KERNEL_US);
     if (t->kernel_us > 0)
         msgpack_pack_double(pk, t->kernel_us);
     else
         msgpack_pack_nil(pk);
-    key(pk, "completion_rate");
+    key(pk, DS_ADMIN_KEY_COMPLETION_RATE);
     msgpack_pack_double(pk, t->rate);
 }
 
@@ -90,11 +91,11 @@ static void pack_decision(msgpack_packer *pk, const struct ds_server_config *cfg
 {
     static const char *const phases[] = { "auto", "decode", "prefill" };
 
-    key(pk, "phase");
+    key(pk, DS_ADMIN_KEY_PHASE);
     key(pk, t->phase >= 0 && t->phase <= 2 ? phases[t->phase] : "auto");
-    key(pk, "decided_sm_groups");
+    key(pk, DS_ADMIN_KEY_DECIDED_SM_GROUPS);
     pack_groups(pk, atomic_load(&s->groups), cfg->sm.count);
-    key(pk, "decision");
+    key(pk, DS_ADMIN_KEY_DECISION);
     if (t->why != NULL)
         key(pk, t->why);
     else
@@ -106,21 +107,21 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
 {
     const struct ds_shm_quota *q = ds_quota_match_slot(shm->quotas, shm->nquotas, s);
 
-    key(pk, "memory");
+    key(pk, DS_ADMIN_KEY_MEMORY);
     msgpack_pack_map(pk, 4);
-    key(pk, "device");
+    key(pk, DS_ADMIN_KEY_DEVICE);
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_DEVICE]));
-    key(pk, "vmm");
+    key(pk, DS_ADMIN_KEY_VMM);
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_VMM]));
-    key(pk, "pool");
+    key(pk, DS_ADMIN_KEY_POOL);
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_POOL]));
-    key(pk, "managed");
+    key(pk, DS_ADMIN_KEY_MANAGED);
     msgpack_pack_uint64(pk, atomic_load(&s->mem_kind[DS_MEM_MANAGED]));
-    key(pk, "memory_quota");
+    key(pk, DS_ADMIN_KEY_MEMORY_QUOTA);
     pack_limit(pk, q ? q->memory : 0);
-    key(pk, "sm_share");
+    key(pk, DS_ADMIN_KEY_SM_SHARE);
     pack_limit(pk, q ? q->sm_share : 0);
-    key(pk, "kernel_time_quota");
+    key(pk, DS_ADMIN_KEY_KERNEL_TIME_QUOTA);
     pack_limit(pk, q ? q->kernel_time : 0);
 }
 
@@ -131,21 +132,21 @@ static void pack_faults(msgpack_packer *pk, const struct ds_domains *d,
     const struct ds_domain_name *e = s->tenant[0] ? ds__domain_find(d, s->tenant) : NULL;
     uint64_t by = atomic_load(&s->lost_to), now = ds_now_ns();
 
-    key(pk, "isolation");
+    key(pk, DS_ADMIN_KEY_ISOLATION);
     key(pk, ds_quota_isolation_name(atomic_load(&s->isolation)));
-    key(pk, "quarantined");
+    key(pk, DS_ADMIN_KEY_QUARANTINED);
     if (e != NULL && e->quarantine_end > now)
         msgpack_pack_true(pk);
     else
         msgpack_pack_false(pk);
-    key(pk, "probation");
+    key(pk, DS_ADMIN_KEY_PROBATION);
     if (ds__domain_on_probation(e, now))
         msgpack_pack_true(pk);
     else
         msgpack_pack_false(pk);
-    key(pk, "faults");
+    key(pk, DS_ADMIN_KEY_FAULTS);
     msgpack_pack_uint64(pk, e != NULL ? e->own_faults : 0);
-    key(pk, "lost_to");
+    key(pk, DS_ADMIN_KEY_LOST_TO);
     if (by != 0)
         msgpack_pack_uint64(pk, by);
     else
@@ -158,9 +159,9 @@ static void pack_held(msgpack_packer *pk, const struct ds_shm *shm, const struct
 {
     const struct ds_shm_quota *q = ds_quota_match_slot(shm->quotas, shm->nquotas, s);
 
-    key(pk, "quota_rule");
+    key(pk, DS_ADMIN_KEY_QUOTA_RULE);
     key(pk, q ? q->name : "");
-    key(pk, "host_bytes");
+    key(pk, DS_ADMIN_KEY_HOST_BYTES);
     msgpack_pack_uint64(pk, atomic_load(&s->host_bytes));
 }
 
@@ -172,44 +173,44 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
     msgpack_pack_map(pk, 35);
-    key(pk, "id");
+    key(pk, DS_ADMIN_KEY_ID);
     msgpack_pack_uint64(pk, s->id);
-    key(pk, "slot");
+    key(pk, DS_ADMIN_KEY_SLOT);
     msgpack_pack_int(pk, t->id);
-    key(pk, "name");
+    key(pk, DS_ADMIN_KEY_NAME);
     key(pk, s->tenant[0] ? s->tenant : "");
-    key(pk, "class");
+    key(pk, DS_ADMIN_KEY_CLASS);
     key(pk, s->tenant[0] == '\0' ? "" :
             atomic_load(&s->klass) == DS_CLASS_LATENCY ? "latency" : "best-effort");
-    key(pk, "slo_ms");
+    key(pk, DS_ADMIN_KEY_SLO_MS);
     if (atomic_load(&s->slo_ms) != 0)
         msgpack_pack_unsigned_int(pk, atomic_load(&s->slo_ms));
     else
         msgpack_pack_nil(pk);
-    key(pk, "pid");
+    key(pk, DS_ADMIN_KEY_PID);
     msgpack_pack_int(pk, s->pid);
-    key(pk, "sms");
+    key(pk, DS_ADMIN_KEY_SMS);
     msgpack_pack_unsigned_int(pk, sms);
-    key(pk, "sm_groups");
+    key(pk, DS_ADMIN_KEY_SM_GROUPS);
     pack_groups(pk, groups, cfg->sm.count);
-    key(pk, "memory_used");
+    key(pk, DS_ADMIN_KEY_MEMORY_USED);
     msgpack_pack_uint64(pk, atomic_load(&s->mem_used));
-    key(pk, "launches");
+    key(pk, DS_ADMIN_KEY_LAUNCHES);
     msgpack_pack_uint64(pk, atomic_load(&s->launches));
-    key(pk, "migrations");
+    key(pk, DS_ADMIN_KEY_MIGRATIONS);
     msgpack_pack_unsigned_int(pk, atomic_load(&s->migrations));
-    key(pk, "escapes");
+    key(pk, DS_ADMIN_KEY_ESCAPES);
     msgpack_pack_uint64(pk, atomic_load(&s->escapes));
-    key(pk, "gated");
+    key(pk, DS_ADMIN_KEY_GATED);
     if (atomic_load(&s->gate))
         msgpack_pack_true(pk);
     else
         msgpack_pack_false(pk);
-    key(pk, "gated_ms");
+    key(pk, DS_ADMIN_KEY_GATED_MS);
     msgpack_pack_uint64(pk, atomic_load(&s->gated_ns) / 1000000u);
-    key(pk, "kernel_ms");
+    key(pk, DS_ADMIN_KEY_KERNEL_MS);
     msgpack_pack_uint64(pk, atomic_load(&s->kernel_ns) / 1000000u);
-    key(pk, "throttled");
+    key(pk, DS_ADMIN_KEY_THROTTLED);
     if (atomic_load(&s->throttled))
         msgpack_pack_true(pk);
     else
@@ -219,7 +220,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     pack_faults(pk, d, s);
     pack_held(pk, shm, s);
     /* Last: the nested maps. */
-    key(pk, "peer");
+    key(pk, DS_ADMIN_KEY_PEER);
     pack_peer(pk, s);
     pack_memory(pk, shm, s);
 }
@@ -240,9 +241,9 @@ static void pack_until(msgpack_packer *pk, const struct ds_domains *d, int proba
         if (end[i] <= now)
             continue;
         msgpack_pack_map(pk, 2);
-        key(pk, "name");
+        key(pk, DS_ADMIN_KEY_NAME);
         key(pk, d->names[i].name);
-        key(pk, "seconds_left");
+        key(pk, DS_ADMIN_KEY_SECONDS_LEFT);
         msgpack_pack_uint64(pk, (end[i] - now + 999999999u) / 1000000000u);
     }
 }
@@ -253,19 +254,19 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     int n)
 {
     msgpack_pack_map(pk, 7);
-    key(pk, "isolation");
+    key(pk, DS_ADMIN_KEY_ISOLATION);
     key(pk, ds_quota_isolation_name(cfg->isolation));
-    key(pk, "quarantine");
+    key(pk, DS_ADMIN_KEY_QUARANTINE);
     pack_until(pk, domains, 0);
-    key(pk, "probation");
+    key(pk, DS_ADMIN_KEY_PROBATION);
     pack_until(pk, domains, 1);
-    key(pk, "device");
+    key(pk, DS_ADMIN_KEY_DEVICE);
     pack_device(pk, cfg);
-    key(pk, "mps");
+    key(pk, DS_ADMIN_KEY_MPS);
     key(pk, cfg->mps);
-    key(pk, "policy");
+    key(pk, DS_ADMIN_KEY_POLICY);
     key(pk, policy);
-    key(pk, "tenants");
+    key(pk, DS_ADMIN_KEY_TENANTS);
     msgpack_pack_array(pk, (size_t)n);
     for (int i = 0; i < n; i++)
         pack_tenant(pk, cfg, shm, domains, &shm->slots[tenants[i].id], &tenants[i]);
@@ -276,24 +277,24 @@ void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, uns
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
         msgpack_pack_map(pk, 7);
-        key(pk, "name");
+        key(pk, DS_ADMIN_KEY_NAME);
         key(pk, v[i].name);
-        key(pk, "isolation");
+        key(pk, DS_ADMIN_KEY_ISOLATION);
         key(pk, ds_quota_isolation_name(v[i].isolation));
-        key(pk, "uid");
+        key(pk, DS_ADMIN_KEY_UID);
         if (v[i].has_uid)
             msgpack_pack_unsigned_int(pk, v[i].uid);
         else
             msgpack_pack_nil(pk);
-        key(pk, "class");
+        key(pk, DS_ADMIN_KEY_CLASS);
         key(pk, v[i].klass == DS_QUOTA_LATENCY       ? "latency"
                 : v[i].klass == DS_QUOTA_BEST_EFFORT ? "best-effort"
                                                      : "claimed");
-        key(pk, "memory");
+        key(pk, DS_ADMIN_KEY_MEMORY);
         pack_limit(pk, v[i].memory);
-        key(pk, "sm_share");
+        key(pk, DS_ADMIN_KEY_SM_SHARE);
         pack_limit(pk, v[i].sm_share);
-        key(pk, "kernel_time");
+        key(pk, DS_ADMIN_KEY_KERNEL_TIME);
         pack_limit(pk, v[i].kernel_time);
     }
 }

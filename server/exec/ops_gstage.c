@@ -7,7 +7,7 @@
  * the device nodes of level L, as a graph of their own with the edges between them,
  * followed by the host nodes of level L, which depend on nothing in their own stage's
  * tail.  The client launches the stages in order on one stream and, after each, waits
- * for the stream and runs that stage's host functions and copies (client/graph.c), as
+ * for the stream and runs that stage's host functions and copies (client/api/graph.c), as
  * cuLaunchHostFunc does; edges into a later stage hold because the stream runs the
  * stages in order.
  */

@@ -17,7 +17,7 @@ CUresult ds__ops_module_load(struct ds_tenant *t, const ds_module_load_args *a, 
     int rc;
 
     /* A library loaded while no context is current goes with the primary, retained or
-     * not (client/module.c). */
+     * not (client/api/module.c). */
     if (ds__tenant_ctx(t, a->ctx) == NULL && (a->ctx != t->primary || t->primary == 0))
         return CUDA_ERROR_INVALID_CONTEXT;
     /* The bytes must be one whole image of a known kind, with nothing read past them. */

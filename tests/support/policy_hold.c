@@ -1,7 +1,7 @@
 /* A policy for the gate tests: best-effort tenants are held (their gates closed) while a
  * latency-critical tenant is connected, and released when none is.  It looks again every
  * tick, since a tenant's class is known only after its hello, which comes after it joins. */
-#include "policy.h"
+#include <detshare/policy.h>
 
 static void decide(struct ds_sched_view *v)
 {

@@ -2,7 +2,7 @@
  * the file DS_TEST_POLICY_MARKER names, with the rights of whoever opened it.  A server
  * that refuses the library must never have opened it: tests/test_policy_dir.c. */
 #define _POSIX_C_SOURCE 200809L
-#include "policy.h"
+#include <detshare/policy.h>
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* A policy written for an ABI this server does not speak: the server must refuse it. */
-#include "policy.h"
+#include <detshare/policy.h>
 
 static void nothing(struct ds_sched_view *v)
 {

@@ -4,7 +4,10 @@
 // it (cuStreamWaitValue32).  The point of the relay is where the waiting streams poll: a
 // wait on host memory reads across PCIe every time the front end looks, a wait on device
 // memory reads the GPU's own memory, and only this kernel crosses the bus.  DS_RCK_QUIT in
-// the host word ends the kernel, leaving the device word as it was.
+// the host word ends the kernel, leaving the device word as it was.  Only gatemodes.cu
+// uses it: measured there (lab/gpu-runs.md, runs 97 and 98), a resident kernel in an
+// executor's context would hang a tenant's module loading under lazy loading, so the
+// server keeps host gates and has no resident kernel.
 #pragma once
 
 #define DS_RCK_QUIT 0xffffffffu

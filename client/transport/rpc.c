@@ -5,7 +5,7 @@
 #include "ds_arena.h"
 #include "ds_devout.h"
 #include "ds_error.h"
-#include "mem.h"
+#include "arena.h"
 #include "ds_log.h"
 #include "stats.h"
 #include "token.h"
@@ -406,7 +406,7 @@ static CUresult handshake(void)
     int err;
 
     tenant_identity(name, sizeof(name), &a.klass);
-    a.arena_base = ds__mem_arena_base();
+    a.arena_base = ds__arena_base();
     memset(&conn.hello, 0, sizeof(conn.hello));
     xid = ds__wire_xid(conn.wire);
     err = ds__wire_post(conn.wire, xid, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a);
@@ -583,7 +583,7 @@ static CUresult connect_once(void)
         return CUDA_ERROR_NO_DEVICE;
     }
     if (a.kind == DS_ADDR_UNIX) {
-        int arena = ds__mem_arena_create();
+        int arena = ds__arena_create();
 
         if (arena >= 0) {
             if (ds_arena_send(fd, arena) != 0)

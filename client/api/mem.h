@@ -30,34 +30,10 @@ void ds__mem_drop(uint64_t base);
 /* Forget every device range that overlaps [base, base+size) (VMM mappings unmapped). */
 void ds__mem_forget(uint64_t base, uint64_t size);
 
-/* Create the host arena (common/ds_arena.h) for a local connection: returns a memfd to
- * hand to the executor (the caller closes it after sending), or -1 when there is none,
- * in which case page-locked memory is private and cannot be mapped for the device. */
-int ds__mem_arena_create(void);
-
-/* Where this process mapped the arena, for the hello (the executor maps it at the same
- * address when it can); 0 without one. */
-uint64_t ds__mem_arena_base(void);
-
 /* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
- * executor (pinned, managed, or a registered range, whose pages the arena holds), with
- * *offset its place in the arena: copies to or from it need not carry the bytes.  0
- * otherwise. */
+ * executor (transport/arena.h): pinned, managed, or a registered range, whose pages the
+ * arena holds, with *offset its place in the arena: copies to or from it need not carry
+ * the bytes.  0 otherwise. */
 int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset);
-
-/* What a piece of the arena holds. */
-enum ds_arena_use {
-    DS_ARENA_PINNED,     /* cuMemHostAlloc's */
-    DS_ARENA_MANAGED,    /* cuMemAllocManaged's (managed.c) */
-    DS_ARENA_REGISTERED, /* the pages of a registered range (hostreg.c) */
-};
-
-/* Take whole pages of the arena for size bytes, for `use`: their address, or NULL when
- * there is no arena or no room.  ds__mem_arena_give returns them, zeroed. */
-void *ds__mem_arena_take(size_t size, enum ds_arena_use use);
-void ds__mem_arena_give(void *p);
-
-/* The arena's memfd, to map its pages elsewhere too (hostreg.c); -1 without one. */
-int ds__mem_arena_fd(void);
 
 #endif

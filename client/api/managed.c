@@ -7,6 +7,7 @@
 #include "cuda_api.h"
 #include "managed.h"
 
+#include "arena.h"
 #include "ctx.h"
 #include "ds_arena.h"
 #include "ds_log.h"
@@ -89,12 +90,12 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = ds__ctx_current(&ctx)) != CUDA_SUCCESS)
         return rc;
-    if (ds__mem_arena_fd() < 0)
+    if (ds__arena_fd() < 0)
         return no_arena();
-    if (size > DS_ARENA_SIZE || (p = ds__mem_arena_take(size, DS_ARENA_MANAGED)) == NULL)
+    if (size > DS_ARENA_SIZE || (p = ds__arena_take(size)) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     a.addr = (uint64_t)(uintptr_t)p;
-    a.offset = a.addr - ds__mem_arena_base();
+    a.offset = a.addr - ds__arena_base();
     a.size = (size + 4095) & ~(size_t)4095;
     rc = ds_rpc_mem_alloc_managed(&a, &r);
     if (rc == CUDA_SUCCESS && (rc = record(p, size, flags)) != CUDA_SUCCESS) {
@@ -102,7 +103,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
         ds_rpc_mem_free(&d, &freed);
     }
     if (rc != CUDA_SUCCESS) {
-        ds__mem_arena_give(p);
+        ds__arena_give(p);
         return rc;
     }
     ds__mem_remember(a.addr, size);
@@ -131,7 +132,7 @@ CUresult ds__managed_free(uint64_t p)
     pthread_mutex_unlock(&lock);
     free(e.data);
     ds__mem_drop(p);
-    ds__mem_arena_give((void *)(uintptr_t)p);
+    ds__arena_give((void *)(uintptr_t)p);
     return CUDA_SUCCESS;
 }
 

@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "export.h"
+#include "ctxlocal.h"
 #include "rpc.h"
 #include "stream.h"
 
@@ -198,7 +198,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
     rc = ds_rpc_ctx_destroy(&h, &r);
     known_forget();
     if (rc == CUDA_SUCCESS) {
-        ds__export_context_gone(h);
+        ds__ctxlocal_gone(h);
         forget(ctx);
         /* A destroyed context that was current is popped, as in CUDA. */
         while (depth > 0 && stack[depth - 1] == NULL)
@@ -390,7 +390,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     rc = ds_rpc_primary_release(&d, &r);
     known_forget();
     if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs, 1) == 1)
-        ds__export_context_gone(ds__rpc_primary());
+        ds__ctxlocal_gone(ds__rpc_primary());
     return rc;
 }
 
@@ -467,7 +467,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     known_forget();
     if (rc == CUDA_SUCCESS) {
         atomic_store(&primary_refs, 0);
-        ds__export_context_gone(ds__rpc_primary());
+        ds__ctxlocal_gone(ds__rpc_primary());
     }
     return rc;
 }

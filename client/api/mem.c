@@ -1,31 +1,26 @@
-#define _GNU_SOURCE /* memfd_create, MADV_REMOVE */
 /* Device and page-locked host allocations. */
 #include "cuda_api.h"
 #include "mem.h"
 
+#include "arena.h"
 #include "ctx.h"
 #include "graph.h"
 #include "hostreg.h"
 #include "managed.h"
-#include "ds_arena.h"
 #include "ds_error.h"
 #include "ds_memtab.h"
 #include "rpc.h"
 #include "unsupported.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab device_mem; /* what cuMemAlloc returned, and VMM mappings */
-/* Pieces of the arena, and what cuMemHostAlloc returned off it: kind = enum
- * ds_arena_use; for cuMemHostAlloc's, owner = flags, data = device address once mapped. */
+/* What cuMemHostAlloc returned, on the arena or not: owner = flags, data = device
+ * address once mapped. */
 static struct ds_memtab host_mem;
-static unsigned char *arena;        /* shared with the executor; NULL without one */
-static int arena_fd = -1;           /* kept to map arena pages over registered ranges */
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
  * to whatever it hands out at the same addresses later.  owner: the pool, if any. */
@@ -63,104 +58,13 @@ void ds__mem_forget(uint64_t base, uint64_t size)
     pthread_mutex_unlock(&lock);
 }
 
-/* Where the arena is asked to go: far below where mmap and the CUDA driver put things
- * (near the top of the address space), so that the executor, whose address space holds
- * the driver's reservations, likely finds the same range free (ds__mem_arena_base).  A
- * hint only: elsewhere works, just without the shared address. */
-#define ARENA_HINT 0x500000000000ull
-
-int ds__mem_arena_create(void)
-{
-    int fd = memfd_create("detshare-host", MFD_CLOEXEC);
-    void *p;
-
-    if (fd < 0)
-        return -1;
-    if (ftruncate(fd, (off_t)DS_ARENA_SIZE) != 0 ||
-        (p = mmap((void *)ARENA_HINT, DS_ARENA_SIZE, PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_NORESERVE, fd, 0)) == MAP_FAILED) {
-        close(fd);
-        return -1;
-    }
-    arena = p;
-    arena_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    return fd;
-}
-
-int ds__mem_arena_fd(void)
-{
-    return arena_fd;
-}
-
-uint64_t ds__mem_arena_base(void)
-{
-    return (uint64_t)(uintptr_t)arena;
-}
-
-/* First fit among the arena's allocations, whole pages; called with the lock held. */
-static void *arena_take(size_t size)
-{
-    uint64_t base = (uint64_t)(uintptr_t)arena, p;
-
-    size = (size + 4095) & ~(size_t)4095;
-    if (ds_memtab_first_fit(&host_mem, base, base + DS_ARENA_SIZE, size, 4096, &p) != 0)
-        return NULL;
-    return (void *)(uintptr_t)p;
-}
-
-void *ds__mem_arena_take(size_t size, enum ds_arena_use use)
-{
-    struct ds_memtab_entry e = { .size = size, .kind = use };
-    void *p = NULL;
-
-    pthread_mutex_lock(&lock);
-    if (arena != NULL && (p = arena_take(size)) != NULL) {
-        e.base = (uint64_t)(uintptr_t)p;
-        if (ds_memtab_insert(&host_mem, &e) != 0)
-            p = NULL;
-    }
-    pthread_mutex_unlock(&lock);
-    return p;
-}
-
-void ds__mem_arena_give(void *p)
-{
-    struct ds_memtab_entry e;
-    int rc;
-
-    pthread_mutex_lock(&lock);
-    rc = ds_memtab_remove(&host_mem, (uint64_t)(uintptr_t)p, &e);
-    pthread_mutex_unlock(&lock);
-    if (rc == 0)
-        madvise(p, (e.size + 4095) & ~(size_t)4095, MADV_REMOVE);
-}
-
-static int in_arena(const void *p)
-{
-    return arena != NULL && (const unsigned char *)p >= arena &&
-           (const unsigned char *)p < arena + DS_ARENA_SIZE;
-}
-
 int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset)
 {
-    const struct ds_memtab_entry *e;
-    uint64_t a;
     void *on_arena;
-    int inside = 0;
 
-    if (arena != NULL && !in_arena(p) && ds__hostreg_arena(p, n, &on_arena))
+    if (ds__arena_base() != 0 && !ds__arena_holds(p) && ds__hostreg_arena(p, n, &on_arena))
         p = on_arena;
-    if (arena == NULL || !in_arena(p))
-        return 0;
-    a = (uint64_t)(uintptr_t)p;
-    pthread_mutex_lock(&lock);
-    e = ds_memtab_find(&host_mem, a, 0);
-    if (e != NULL && n <= e->size - (a - e->base)) {
-        *offset = a - (uint64_t)(uintptr_t)arena;
-        inside = 1;
-    }
-    pthread_mutex_unlock(&lock);
-    return inside;
+    return ds__arena_offset(p, n, offset);
 }
 
 int ds__mem_is_device(uint64_t p)
@@ -271,9 +175,7 @@ static ds_host_map_args arena_part(const struct ds_memtab_entry *e);
 /* The cuMemHostAlloc allocation holding p, or NULL; called with the lock held. */
 static const struct ds_memtab_entry *pinned(const void *p)
 {
-    const struct ds_memtab_entry *e = ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
-
-    return e != NULL && e->kind == DS_ARENA_PINNED ? e : NULL;
+    return ds_memtab_find(&host_mem, (uint64_t)(uintptr_t)p, 0);
 }
 
 /*
@@ -323,9 +225,7 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = ds__ctx_current(&ctx)) != CUDA_SUCCESS)
         return rc;
-    pthread_mutex_lock(&lock);
-    if (arena != NULL)
-        p = arena_take(size);
+    p = ds__arena_take(size);
     if (p == NULL) {
         p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
@@ -334,15 +234,18 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
             mlock(p, size); /* best effort: RLIMIT_MEMLOCK may forbid it */
     }
     e.base = (uint64_t)(uintptr_t)p;
+    pthread_mutex_lock(&lock);
     rc = p == NULL || ds_memtab_insert(&host_mem, &e) != 0 ? CUDA_ERROR_OUT_OF_MEMORY
                                                            : CUDA_SUCCESS;
     pthread_mutex_unlock(&lock);
     if (rc != CUDA_SUCCESS) {
-        if (p != NULL && !in_arena(p))
+        if (ds__arena_holds(p))
+            ds__arena_give(p);
+        else if (p != NULL)
             munmap(p, size);
         return rc;
     }
-    if (in_arena(p))
+    if (ds__arena_holds(p))
         map_now(p);
     *pp = p;
     return CUDA_SUCCESS;
@@ -350,7 +253,7 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 
 static ds_host_map_args arena_part(const struct ds_memtab_entry *e)
 {
-    ds_host_map_args a = { .offset = e->base - (uint64_t)(uintptr_t)arena,
+    ds_host_map_args a = { .offset = e->base - ds__arena_base(),
                            .size = (e->size + 4095) & ~4095ull };
 
     return a;
@@ -376,7 +279,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *p, unsigned int f
     e = pinned(p);
     if (e == NULL) {
         rc = CUDA_ERROR_INVALID_VALUE;
-    } else if (!in_arena((void *)(uintptr_t)e->base)) {
+    } else if (!ds__arena_holds((void *)(uintptr_t)e->base)) {
         rc = ds__unsupported("cuMemHostGetDevicePointer without a Unix-socket connection",
                              &once);
     } else if (e->data == NULL) {
@@ -421,8 +324,8 @@ CUresult cuMemFreeHost(void *p)
     pthread_mutex_unlock(&lock);
     if (rc != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (in_arena(p))
-        madvise(p, (e.size + 4095) & ~(size_t)4095, MADV_REMOVE); /* give the pages back */
+    if (ds__arena_holds(p))
+        ds__arena_give(p);
     else
         munmap(p, e.size);
     return CUDA_SUCCESS;

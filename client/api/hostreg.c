@@ -11,6 +11,7 @@
 #include "cuda_api.h"
 #include "hostreg.h"
 
+#include "arena.h"
 #include "ctx.h"
 #include "ds_arena.h"
 #include "ds_memtab.h"
@@ -160,23 +161,23 @@ static CUresult move_in(struct reg *g)
     ds_alloc_res r;
     CUresult rc;
 
-    g->back = ds__mem_arena_take(g->len, DS_ARENA_REGISTERED);
+    g->back = ds__arena_take(g->len);
     if (g->back == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    a.offset = (uint64_t)(uintptr_t)g->back - ds__mem_arena_base();
+    a.offset = (uint64_t)(uintptr_t)g->back - ds__arena_base();
     if (copy_in(g) != 0) {
-        ds__mem_arena_give(g->back);
+        ds__arena_give(g->back);
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (mmap((void *)(uintptr_t)g->start, g->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-             ds__mem_arena_fd(), (off_t)a.offset) == MAP_FAILED) {
-        ds__mem_arena_give(g->back);
+             ds__arena_fd(), (off_t)a.offset) == MAP_FAILED) {
+        ds__arena_give(g->back);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     rc = ds_rpc_host_register(&a, &r);
     if (rc != CUDA_SUCCESS) {
         if (move_out(g) == 0)
-            ds__mem_arena_give(g->back);
+            ds__arena_give(g->back);
         return rc;
     }
     g->dev = r.ds_alloc_res_u.ptr;
@@ -186,7 +187,7 @@ static CUresult move_in(struct reg *g)
 /* Pages of the arena, pinned and managed memory, are registered already. */
 static int registered_already(uint64_t start, uint64_t len)
 {
-    uint64_t base = ds__mem_arena_base();
+    uint64_t base = ds__arena_base();
     unsigned flags;
 
     if (base != 0 && start < base + DS_ARENA_SIZE && base < start + len)
@@ -202,7 +203,7 @@ static CUresult add(uint64_t p, uint64_t size, struct reg *g)
 
     if (ds_memtab_overlap(&pages, g->start, g->len) != NULL)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    if (ds__mem_arena_fd() >= 0 && (rc = move_in(g)) != CUDA_SUCCESS)
+    if (ds__arena_fd() >= 0 && (rc = move_in(g)) != CUDA_SUCCESS)
         return rc;
     if (ds_memtab_insert(&regs, &byte) != 0 || ds_memtab_insert(&pages, &page) != 0) {
         ds_memtab_remove(&regs, p, NULL);
@@ -319,12 +320,12 @@ CUresult cuMemHostUnregister(void *p)
     }
     g = e->data;
     if (g->back != NULL) {
-        ds_host_map_args m = { .offset = (uint64_t)(uintptr_t)g->back - ds__mem_arena_base(),
+        ds_host_map_args m = { .offset = (uint64_t)(uintptr_t)g->back - ds__arena_base(),
                                .size = g->len };
 
         ds_rpc_host_unmap(&m, &r);
         if (move_out(g) == 0)
-            ds__mem_arena_give(g->back);
+            ds__arena_give(g->back);
     }
     if (g->dev != 0)
         ds__mem_drop(g->dev + (a - g->start));
