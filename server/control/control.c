@@ -651,6 +651,7 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->tick, NULL);
     uv_close((uv_handle_t *)&c->watch, NULL);
     uv_close((uv_handle_t *)&c->refill, NULL);
+    ds__tracectl_close(c);
 }
 
 static void on_refill(uv_timer_t *t)
@@ -797,6 +798,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
                     (unsigned long long)atomic_load(&s->mem_used));
             if (atomic_load(&s->fault_cu) != 0)
                 tell_fault(c, s, name);
+            ds__tracectl_left(c, i);
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (lost && shared)
