@@ -122,6 +122,7 @@ static void let_go(struct control *c, struct trace *tr, struct traced *w, uint64
 {
     struct ds_shm_slot *s = &c->shm->slots[w->slot];
 
+    atomic_store(&s->trace_on, 0);
     drain(c, tr, w);
     tr->dropped += atomic_load(&s->trace_dropped) - w->dropped;
     end_hold(tr, w, now);
