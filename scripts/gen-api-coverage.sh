@@ -129,6 +129,14 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
   detshare runs the same kernels with the same launch configurations; it cannot make a
   library that is not deterministic run to run deterministic. Compare such programs with
   a tolerance, or pick the library's deterministic algorithms where it has them.
+- Profiling through CUPTI (`torch.profiler` with CUDA activities, Nsight Systems, any
+  CUPTI tool inside the tenant): not served. CUPTI drives the driver's private profiling
+  tables, and the tenant's kernels run in its executor, where the tenant's CUPTI is not;
+  `cuGetExportTable` refuses those tables with `CUDA_ERROR_NOT_SUPPORTED` and one warning
+  on the tenant's stderr, and CUPTI then reports `CUPTI_ERROR_UNKNOWN` and records no
+  kernel (docs/export-tables.md 4.14). The tenant's work is unaffected. The device side
+  comes from the server instead: `detshare-ctl trace NAME --seconds N > trace.json`
+  (docs/admin.md, "Tracing a tenant").
 NOTES
     cat <<'EOF'
 

@@ -120,6 +120,10 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->stamps_off, 0);
     atomic_store(&s->quota_key, 0);
     atomic_store(&s->host_bytes, 0);
+    atomic_store(&s->trace_on, 0);
+    atomic_store(&s->trace_head, 0);
+    atomic_store(&s->trace_tail, 0);
+    atomic_store(&s->trace_dropped, 0);
     s->pid = 0;
     s->peer_pid = 0;
     s->peer_uid = 0;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 16
+#define DS_SHM_VERSION 17
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -52,6 +52,36 @@ struct ds_shm_stamp {
     atomic_uint seq;
     uint32_t pad;
     atomic_uint_fast64_t at_ns;
+};
+
+/* Trace entries a slot's ring holds (server/exec/trace.h): the control process drains
+ * it every DS_TRACE_DRAIN_MS while a trace runs, so this many ops in that time fit. */
+#define DS_SHM_TRACE 1024
+#define DS_SHM_TRACE_NAME 64
+
+/* What one trace entry is: an op on one of the tenant's streams, or a move. */
+enum ds_trace_kind {
+    DS_TRACE_KERNEL = 1,
+    DS_TRACE_HTOD,
+    DS_TRACE_DTOH,
+    DS_TRACE_DTOD,
+    DS_TRACE_MEMSET,
+    DS_TRACE_GRAPH,
+    DS_TRACE_MOVE,  /* the executor moved the tenant to SM groups `groups` (at start_ns) */
+    DS_TRACE_HOLD,  /* the gate held the tenant (control process only, never in a ring) */
+    DS_TRACE_KINDS
+};
+
+/* One entry, written by the executor alone: times are device times on the ds_now_ns
+ * clock (trace.h says how they are found). */
+struct ds_shm_trace_ev {
+    uint32_t kind;              /* enum ds_trace_kind */
+    uint32_t reserved;
+    uint64_t stream;            /* the tenant's stream handle; 0: the legacy stream */
+    uint64_t start_ns, end_ns;
+    uint64_t bytes;             /* copies and memsets */
+    uint64_t groups;            /* SM groups it ran on (bound_groups; 0: the whole device) */
+    char name[DS_SHM_TRACE_NAME]; /* a kernel's function name, cut to fit */
 };
 
 /* Binding: the control process writes `groups` (a mask of SM groups, 0 for the whole
@@ -144,6 +174,14 @@ struct ds_shm_slot {
      * the whole device instead of its SM groups, because their thread-block clusters
      * did not fit there (backend.h, launch).  Policies see it (sched/policy.h). */
     atomic_uint_fast64_t escapes;
+    /* Tracing (detshare-ctl trace): trace_on is set by the control process while a trace
+     * of the tenant runs.  The executor then adds an entry to trace[] per op and move and
+     * publishes it by raising trace_head (release); the control process reads entries up
+     * to it and raises trace_tail.  An entry that finds the ring full is not written, and
+     * counted in trace_dropped. */
+    atomic_uint trace_on;
+    atomic_uint_fast64_t trace_head, trace_tail, trace_dropped;
+    struct ds_shm_trace_ev trace[DS_SHM_TRACE];
 };
 
 /* One export in the CUDA IPC registry (server/ipcreg.h), written only by its tenant's

@@ -9,6 +9,7 @@
  * Slots whose meaning is unknown but which the real driver fills get a stub that logs
  * (table, slot) once and returns CUDA_ERROR_NOT_SUPPORTED.
  */
+#define _GNU_SOURCE /* program_invocation_short_name: the tenant's default name */
 #include "cuda_api.h"
 
 #include "ctx.h"
@@ -22,7 +23,9 @@
 #include "stream.h"
 #include "unsupported.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -659,6 +662,49 @@ static const struct table tables[] = {
     { DS_SHARE_TABLE_ID_BYTES, "DETSHARE_SHARE", share_table },
 };
 
+/* ---- CUPTI's tables (docs/export-tables.md 4.14) ----
+ *
+ * CUPTI asks for private tables of the driver's profiling internals (2c8e0ad8 first,
+ * then fc58ac1a and DEVICE_EXTENDED_RT once one is given) before any activity record or
+ * callback works.  A remoting driver cannot serve them: the tenant's kernels run in the
+ * executor's process, where CUPTI is not.  CUPTI turns every refusal into
+ * CUPTI_ERROR_UNKNOWN whatever the code [measured, CUPTI 13.0], so the one line below is
+ * what tells the user, and where to look instead. */
+static const unsigned char cupti_ids[][16] = {
+    { 0x2c, 0x8e, 0x0a, 0xd8, 0x07, 0x10, 0xab, 0x4e, 0x90, 0xdd, 0x54, 0x71, 0x9f, 0xe5, 0xf7, 0x4b },
+    { 0xfc, 0x58, 0xac, 0x1a, 0x05, 0x7c, 0x44, 0x4f, 0xa9, 0x77, 0x72, 0xee, 0x9a, 0xef, 0xdb, 0x89 },
+};
+
+/* The name this process connects as (rpc.c's rule): DETSHARE_TENANT, else PROGRAM.PID. */
+static const char *tenant_name(char *buf, size_t len)
+{
+    const char *name = getenv("DETSHARE_TENANT");
+
+    if (name != NULL && name[0] != '\0')
+        return name;
+    snprintf(buf, len, "%s.%d", program_invocation_short_name, (int)getpid());
+    return buf;
+}
+
+/* 1 when id is one of CUPTI's tables, after saying so once per process. */
+static int cupti_table(const CUuuid *id)
+{
+    static atomic_int once;
+    char buf[64];
+
+    for (size_t i = 0; i < sizeof(cupti_ids) / sizeof(cupti_ids[0]); i++) {
+        if (memcmp(cupti_ids[i], id->bytes, 16) != 0)
+            continue;
+        if (atomic_exchange(&once, 1) == 0)
+            ds_warn("profiling through CUPTI (torch.profiler, Nsight, CUPTI tools) is not "
+                    "served by detshare: CUPTI will report an error and record no kernel; "
+                    "trace this tenant from the server instead: detshare-ctl trace %s "
+                    "--seconds N > trace.json", tenant_name(buf, sizeof(buf)));
+        return 1;
+    }
+    return 0;
+}
+
 static void log_unknown(const CUuuid *id)
 {
     char hex[33];
@@ -683,8 +729,10 @@ CUresult cuGetExportTable(const void **table, const CUuuid *id)
             return CUDA_SUCCESS;
         }
     }
-    /* What the real driver answers for an id it does not know. */
     *table = NULL;
+    if (cupti_table(id))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    /* What the real driver answers for an id it does not know. */
     log_unknown(id);
     return CUDA_ERROR_INVALID_VALUE;
 }

@@ -5,6 +5,7 @@
 #include "ds_log.h"
 #include "policy.h"
 #include "quota.h"
+#include "tracectl.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -350,6 +351,24 @@ static void pack_tenant_phase(struct ds_admin *a, const msgpack_object *req, msg
     pack_changed(pk, a->hooks.tenant_phase(a->hooks.ctx, name, p));
 }
 
+/* Start a trace of tenants `name`, or stop and fetch it ("stop": true). */
+static void pack_trace(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
+                       const char *name)
+{
+    const msgpack_object *stop = lookup(req, DS_ADMIN_KEY_STOP);
+    uint64_t seconds = 0;
+    int has_seconds = get_uint(req, DS_ADMIN_KEY_SECONDS, &seconds);
+    int stopping = stop != NULL && stop->type == MSGPACK_OBJECT_BOOLEAN && stop->via.boolean;
+
+    if (name == NULL || (stop != NULL && stop->type != MSGPACK_OBJECT_BOOLEAN) ||
+        (!stopping && (has_seconds != 1 || seconds == 0 || seconds > DS_TRACE_MAX_SECONDS))) {
+        pack_error(pk, "a trace request needs a tenant's \"name\", and \"seconds\" (1 to 3600) "
+                       "to start or \"stop\": true to end it and fetch it");
+        return;
+    }
+    a->hooks.trace(a->hooks.ctx, name, stopping, (unsigned)seconds, pk);
+}
+
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
     /* A policy's name may be a file's path; a tenant's is at most DS_NAME_MAX. */
@@ -375,6 +394,8 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         pack_tenant_class(a, req, pk, tenant);
     } else if (strcmp(cmd, "quota") == 0) {
         pack_quota(a, req, pk, tenant);
+    } else if (strcmp(cmd, "trace") == 0) {
+        pack_trace(a, req, pk, tenant);
     } else {
         pack_error(pk, "unknown command");
     }

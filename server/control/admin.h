@@ -16,6 +16,10 @@
  *                                        how many connected now it applies to
  *   {"cmd": "tenant", "name": NAME, "phase": "decode"|"prefill"|"auto"}
  *                                     -> {"ok": true, "tenants": HOW_MANY}
+ *   {"cmd": "trace", "name": NAME, "seconds": N}
+ *                                     -> {"ok": true, "tenants": HOW_MANY, "seconds": N}
+ *   {"cmd": "trace", "name": NAME, "stop": true}
+ *                                     -> {"ok": true, "trace": {...}} (docs/admin.md)
  * and {"ok": false, "error": TEXT} for anything else.  A connection has a deadline to send
  * its request and take the answer, and only so many may be open at once (admin.c says why
  * and how long); more are refused with an error map, logged now and then.
@@ -52,6 +56,10 @@ struct ds_admin_hooks {
     /* Give every tenant called `name` phase hint `phase` (enum ds_sched_phase).  Returns
      * how many there were. */
     int (*tenant_phase)(void *ctx, const char *name, int phase);
+    /* Start a trace of the tenants called `name` for `seconds` (1 to an hour, checked),
+     * or with stop != 0 end it and hand it over: packs the whole answer
+     * (server/control/tracectl.h). */
+    void (*trace)(void *ctx, const char *name, int stop, unsigned seconds, msgpack_packer *pk);
 };
 
 /* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and

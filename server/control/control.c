@@ -651,6 +651,7 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->tick, NULL);
     uv_close((uv_handle_t *)&c->watch, NULL);
     uv_close((uv_handle_t *)&c->refill, NULL);
+    ds__tracectl_close(c);
 }
 
 static void on_refill(uv_timer_t *t)
@@ -818,6 +819,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
             else if (WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DISCONNECTED &&
                      s->tenant[0] != '\0')
                 tell_clean(c, s, name);
+            ds__tracectl_left(c, i);
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (lost && shared)

@@ -18,6 +18,7 @@
 #include "quota.h"
 #include "shm.h"
 #include "throttle.h"
+#include "tracectl.h"
 
 #include <uv.h>
 
@@ -68,6 +69,7 @@ struct control {
     struct ds_auth_list authing; /* connections whose preface is awaited */
     struct handover *handovers;  /* connections handed over, not yet taken (control.c) */
     struct ds_domains domains;   /* fault domains: quarantine, faults by name */
+    struct ds_traces *traces;    /* detshare-ctl trace's, once one was asked (trace.h) */
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */
     unsigned refused_logged, refused_quiet;

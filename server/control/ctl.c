@@ -1,5 +1,6 @@
 /* detshare-ctl: the admin API's command-line client (server/admin.h, docs/admin.md). */
 #include "admin_fields.h"
+#include "ctl_trace.h"
 #include "ds_addr.h"
 #include "quota.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REPLY_TIMEOUT_MS 5000
@@ -31,6 +33,9 @@ static int usage(FILE *f)
             "                               the class (and latency SLO) of tenants NAME\n"
             "  tenant NAME phase decode|prefill|auto\n"
             "                               a hint of what tenants NAME do, for tpot-first\n"
+            "  trace NAME --seconds N       record what tenants NAME run on the device for N\n"
+            "                               seconds (1-3600) and print it as a Chrome/Perfetto\n"
+            "                               trace (JSON) on stdout\n"
             "  -h, --help                   this text\n\n"
             "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
             "server's default one) with .admin added; the service's is\n"
@@ -62,6 +67,8 @@ static void pack_str(msgpack_packer *pk, const char *s)
 struct request {
     const char *cmd, *name, *klass, *phase, *isolation;
     unsigned long slo_ms;
+    unsigned long seconds; /* trace: how long; 0 with stop */
+    int stop;              /* trace: end it and fetch it */
     unsigned limits; /* DS_QUOTA_* bits: the quota's limits given */
     struct ds_shm_quota quota;
 };
@@ -79,6 +86,7 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
     msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
+                             !!q->seconds + !!q->stop +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
     pack_str(pk, DS_ADMIN_KEY_CMD);
@@ -102,6 +110,14 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
     if (q->slo_ms) {
         pack_str(pk, DS_ADMIN_KEY_SLO_MS);
         msgpack_pack_unsigned_long(pk, q->slo_ms);
+    }
+    if (q->seconds) {
+        pack_str(pk, DS_ADMIN_KEY_SECONDS);
+        msgpack_pack_unsigned_long(pk, q->seconds);
+    }
+    if (q->stop) {
+        pack_str(pk, DS_ADMIN_KEY_STOP);
+        msgpack_pack_true(pk);
     }
     if (q->limits & DS_QUOTA_MEMORY)
         pack_limit(pk, DS_ADMIN_KEY_MEMORY, q->quota.memory);
@@ -389,6 +405,16 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
             fprintf(stderr, "detshare-ctl: the server refused the request\n");
         return 1;
     }
+    if (strcmp(cmd, "trace") == 0) {
+        const msgpack_object *n = get(reply, DS_ADMIN_KEY_TENANTS), *s = get(reply, DS_ADMIN_KEY_SECONDS);
+
+        /* stdout is the trace's. */
+        if (n != NULL && s != NULL && n->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+            s->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            fprintf(stderr, "detshare-ctl: tracing %llu tenant(s) for %llu s\n",
+                    (unsigned long long)n->via.u64, (unsigned long long)s->via.u64);
+        return 0;
+    }
     if (strcmp(cmd, "tenant") == 0)
         field("tenants changed: ", reply, DS_ADMIN_KEY_TENANTS);
     else if (strcmp(cmd, "quota") == 0)
@@ -401,6 +427,59 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
         print_status(get(reply, DS_ADMIN_KEY_STATUS));
     putchar('\n');
     return 0;
+}
+
+/* trace NAME --seconds N, from argv[*i] on. */
+static int parse_trace(int argc, char **argv, int *i, struct request *q)
+{
+    char *end;
+
+    if (*i + 3 > argc || strcmp(argv[*i + 1], "--seconds") != 0)
+        return -1;
+    q->name = argv[*i];
+    q->seconds = strtoul(argv[*i + 2], &end, 10);
+    *i += 3;
+    return *end != '\0' || argv[*i - 1][0] == '-' || q->seconds == 0 || q->seconds > 3600 ? -1
+                                                                                        : 0;
+}
+
+/* Sleep ms milliseconds, whatever signals interrupt. */
+static void pause_ms(unsigned long ms)
+{
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Start the trace, wait its seconds and the server's settling (tracectl.h), fetch it and
+ * write it on stdout as JSON. */
+static int trace(const struct ds_addr *admin, struct request *q)
+{
+    msgpack_unpacker u;
+    msgpack_unpacked r;
+    int rc = 1;
+
+    if (!msgpack_unpacker_init(&u, 4096))
+        return 1;
+    msgpack_unpacked_init(&r);
+    if (ask(admin, q, &u, &r) == 0 && show(&r.data, q->cmd, 0) == 0) {
+        pause_ms(q->seconds * 1000 + 400);
+        q->seconds = 0;
+        q->stop = 1;
+        msgpack_unpacked_destroy(&r);
+        msgpack_unpacker_destroy(&u);
+        if (!msgpack_unpacker_init(&u, 4096))
+            return 1;
+        msgpack_unpacked_init(&r);
+        if (ask(admin, q, &u, &r) == 0 && show(&r.data, q->cmd, 0) == 0)
+            rc = ds_ctl_trace_write(get(&r.data, "trace"), stdout) == 0 ? 0 : 1;
+        if (rc != 0)
+            fprintf(stderr, "detshare-ctl: the server's trace could not be read\n");
+    }
+    msgpack_unpacked_destroy(&r);
+    msgpack_unpacker_destroy(&u);
+    return rc;
 }
 
 /* tenant NAME class latency|best-effort [slo MS], or tenant NAME phase P, from argv[*i]
@@ -486,11 +565,16 @@ int main(int argc, char **argv)
         return usage(stderr);
     else if (strcmp(q.cmd, "quota") == 0 && parse_quota(argc, argv, &i, &q) != 0)
         return usage(stderr);
+    else if (strcmp(q.cmd, "trace") == 0 && parse_trace(argc, argv, &i, &q) != 0)
+        return usage(stderr);
     else if (strcmp(q.cmd, "status") != 0 && strcmp(q.cmd, "policy") != 0 &&
-             strcmp(q.cmd, "tenant") != 0 && strcmp(q.cmd, "quota") != 0)
+             strcmp(q.cmd, "tenant") != 0 && strcmp(q.cmd, "quota") != 0 &&
+             strcmp(q.cmd, "trace") != 0)
         return usage(stderr);
     if (i != argc)
         return usage(stderr);
+    if (strcmp(q.cmd, "trace") == 0)
+        return trace(&admin, &q);
     if (!msgpack_unpacker_init(&u, 4096))
         return 1;
     msgpack_unpacked_init(&r);

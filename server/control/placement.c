@@ -40,6 +40,7 @@ static void apply(struct control *c)
 
         if ((unsigned)gated != atomic_load(&c->shm->slots[t->id].gate)) {
             ds_shm_gate(c->shm, t->id, gated);
+            ds__tracectl_gate(c, t->id, gated);
             ds_debug("policy %s: tenant #%d %s%s", c->policy->name, t->id,
                      gated ? "held" : "released",
                      gated && !t->gated ? " (its kernel-time quota)" : "");
@@ -380,5 +381,5 @@ void ds__place_admin_hooks(struct control *c, struct ds_admin_hooks *h)
     *h = (struct ds_admin_hooks){ .ctx = c, .pack_status = admin_status, .policy = admin_policy,
                                   .tenant_class = admin_tenant_class,
                                   .tenant_phase = admin_tenant_phase, .pack_quotas = admin_quotas,
-                                  .set_quota = admin_set_quota };
+                                  .set_quota = admin_set_quota, .trace = ds__tracectl_admin };
 }

@@ -643,8 +643,8 @@ static int no_hello(void)
 }
 
 /* When to wake without being woken: the fences' time, soon when calls are held, the end
- * of a failed context's grace, the hello's deadline, and STOP_LOOK_NS from now at the
- * latest. */
+ * of a failed context's grace, the hello's deadline, traced ops still to settle, and
+ * STOP_LOOK_NS from now at the latest. */
 static uint64_t wake_time(void)
 {
     uint64_t fences = ds__waits_arm(&waits, tenant.ops, tenant.be), soonest = fences, t;
@@ -659,6 +659,8 @@ static uint64_t wake_time(void)
     }
     if (hello_by != 0)
         soonest = soonest != 0 && soonest < hello_by ? soonest : hello_by;
+    if ((t = ds__trace_poll(&tenant)) != 0)
+        soonest = soonest != 0 && soonest < t ? soonest : t;
     t = ds_now_ns() + STOP_LOOK_NS;
     return soonest != 0 && soonest < t ? soonest : t;
 }
@@ -719,6 +721,7 @@ static int serve_loop(unsigned spin_us)
          * takes its progress stamp now (tenant.h). */
         if (idle >= STAMP_PAUSE_NS || idle >= (uint64_t)spin_us * 1000u)
             ds__tenant_stamp_tail(&tenant);
+        ds__trace_poll(&tenant);
         if (idle < (uint64_t)spin_us * 1000u)
             continue;
         if (ds_conn_sleep(&conn, waits.efd, wake_time()) != 0)

@@ -152,6 +152,7 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
 CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a)
 {
     struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
+    struct ds_trace_mark m;
     struct ds_bstream *s;
     int rc;
 
@@ -160,7 +161,10 @@ CUresult ds__ops_graph_launch(struct ds_tenant *t, const ds_graph_launch_args *a
     if (e->stages != NULL)
         return CUDA_ERROR_INVALID_VALUE;
     ds__tenant_kernel_boundary(t, s);
-    if ((rc = t->ops->graph_launch(t->be, e->real, s)) == 0)
+    ds__trace_begin(t, a->stream, s, &m);
+    rc = t->ops->graph_launch(t->be, e->real, s);
+    ds__trace_end(t, s, &m, rc, DS_TRACE_GRAPH, "graph", 0);
+    if (rc == 0)
         ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return ds_error_to_cu(rc);
 }

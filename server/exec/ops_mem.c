@@ -92,6 +92,7 @@ static CUresult uncapturable(struct ds_tenant *t, ds_handle stream)
 
 static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
 {
+    struct ds_trace_mark m;
     struct ds_bstream *s;
     size_t n = a->data.data_len;
     CUresult rc;
@@ -104,8 +105,10 @@ static CUresult htod(struct ds_tenant *t, const ds_htod_args *a, int wait)
         return CUDA_SUCCESS;
     if (ds__tenant_range(t, a->dst, n) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds_error_to_cu(t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s))) !=
-        CUDA_SUCCESS)
+    ds__trace_begin(t, a->stream, s, &m);
+    rc = ds_error_to_cu(t->ops->memcpy_htod(t->be, a->dst, a->data.data_val, n, s));
+    ds__trace_end(t, s, &m, rc, DS_TRACE_HTOD, NULL, n);
+    if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = ds_error_to_cu(ds__bulk_htod_queued(t, a->data.data_val, n, s))) != CUDA_SUCCESS)
         return rc;
@@ -125,6 +128,7 @@ CUresult ds__ops_memcpy_htod_async(struct ds_tenant *t, const ds_htod_args *a)
 
 CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_bytes_res *r)
 {
+    struct ds_trace_mark m = { 0 };
     struct ds_bstream *s;
     char *buf;
     int rc;
@@ -144,7 +148,11 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
         buf = malloc(a->size ? a->size : 1);
     if (buf == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (a->size > 0 && (rc = t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s)) != 0) {
+    if (a->size > 0)
+        ds__trace_begin(t, a->stream, s, &m);
+    rc = a->size > 0 ? t->ops->memcpy_dtoh(t->be, buf, a->src, a->size, s) : 0;
+    ds__trace_end(t, s, &m, rc, DS_TRACE_DTOH, NULL, a->size);
+    if (rc != 0) {
         if (!ds__bulk_owns(t, buf))
             free(buf);
         return ds_error_to_cu(rc);
@@ -156,6 +164,7 @@ CUresult ds__ops_memcpy_dtoh(struct ds_tenant *t, const ds_dtoh_args *a, ds_byte
 
 static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
 {
+    struct ds_trace_mark m;
     struct ds_bstream *s;
     CUresult rc;
 
@@ -165,8 +174,10 @@ static CUresult dtod(struct ds_tenant *t, const ds_dtod_args *a, int wait)
         return CUDA_SUCCESS;
     if (ds__tenant_range(t, a->dst, a->size) != 0 || ds__tenant_range(t, a->src, a->size) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds_error_to_cu(t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s))) !=
-        CUDA_SUCCESS)
+    ds__trace_begin(t, a->stream, s, &m);
+    rc = ds_error_to_cu(t->ops->memcpy_dtod(t->be, a->dst, a->src, a->size, s));
+    ds__trace_end(t, s, &m, rc, DS_TRACE_DTOD, NULL, a->size);
+    if (rc != CUDA_SUCCESS)
         return rc;
     return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
@@ -198,8 +209,10 @@ uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitc
 
 static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
 {
+    struct ds_trace_mark m;
     struct ds_bstream *s;
     uint64_t extent;
+    int rc;
 
     if (ds__tenant_stream(t, a->stream, &s) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -212,8 +225,10 @@ static CUresult fill(struct ds_tenant *t, const ds_memset_args *a, int wait)
     extent = ds__ops_memset_extent(a->width, a->elem_size, a->pitch, a->height);
     if (extent == 0 || ds__tenant_range(t, a->dst, extent) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (t->ops->memset(t->be, a->dst, a->pitch, a->value, a->elem_size, a->width, a->height,
-                       s) != 0)
+    ds__trace_begin(t, a->stream, s, &m);
+    rc = t->ops->memset(t->be, a->dst, a->pitch, a->value, a->elem_size, a->width, a->height, s);
+    ds__trace_end(t, s, &m, rc, DS_TRACE_MEMSET, NULL, a->width * a->elem_size * a->height);
+    if (rc != 0)
         return CUDA_ERROR_UNKNOWN;
     return wait ? ds__tenant_await_stream(t, s) : CUDA_SUCCESS;
 }
@@ -263,16 +278,21 @@ static CUresult arena_copy(struct ds_tenant *t, const ds_arena_copy_args *a,
 
 static CUresult arena_submit(struct ds_tenant *t, const ds_arena_copy_args *a, int to_device)
 {
+    struct ds_trace_mark m;
     struct ds_bstream *s;
     unsigned char *host;
     CUresult rc;
+    int brc;
 
     if (a->size == 0)
         return CUDA_SUCCESS;
     if ((rc = arena_copy(t, a, &s, &host)) != CUDA_SUCCESS)
         return rc;
-    return ds_error_to_cu(to_device ? t->ops->memcpy_htod(t->be, a->dev, host, a->size, s)
-                                    : t->ops->memcpy_dtoh_async(t->be, host, a->dev, a->size, s));
+    ds__trace_begin(t, a->stream, s, &m);
+    brc = to_device ? t->ops->memcpy_htod(t->be, a->dev, host, a->size, s)
+                    : t->ops->memcpy_dtoh_async(t->be, host, a->dev, a->size, s);
+    ds__trace_end(t, s, &m, brc, to_device ? DS_TRACE_HTOD : DS_TRACE_DTOH, NULL, a->size);
+    return ds_error_to_cu(brc);
 }
 
 CUresult ds__ops_memcpy_htod_arena(struct ds_tenant *t, const ds_arena_copy_args *a)

@@ -319,11 +319,15 @@ CUresult ds__ops_launch_attrs(struct ds_tenant *t, const ds_launch_attr *attrs, 
  * which the executor's whole time serving a launch shows its own cost; a kernel that
  * escaped the tenant's partition is counted for status and the policy. */
 static CUresult backend_launch(struct ds_tenant *t, struct ds_vfunc *f,
-                               const struct ds_launch *l, struct ds_bstream *s)
+                               const struct ds_launch *l, uint64_t stream, struct ds_bstream *s)
 {
     uint64_t t0 = t->timing ? ds_now_ns() : 0;
-    int rc = t->ops->launch(t->be, f->real, l, s);
+    struct ds_trace_mark m;
+    int rc;
 
+    ds__trace_begin(t, stream, s, &m);
+    rc = t->ops->launch(t->be, f->real, l, s);
+    ds__trace_end(t, s, &m, rc < 0 ? rc : 0, DS_TRACE_KERNEL, f->name, 0);
     if (t->timing)
         t->launch_backend_ns += ds_now_ns() - t0;
     if (rc == DS_LAUNCH_ESCAPED) {
@@ -358,7 +362,7 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     l.params = a->params.params_val;
     l.param_bytes = a->params.params_len;
     ds__tenant_kernel_boundary(t, s);
-    rc = backend_launch(t, f, &l, s);
+    rc = backend_launch(t, f, &l, a->stream, s);
     if (rc == CUDA_SUCCESS)
         ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return rc;

@@ -247,6 +247,7 @@ void ds__tenant_fini(struct ds_tenant *t)
         ds__ops_vmm_fini(t);
         ds__ops_pool_fini(t);
         ds__bulk_fini(t);
+        ds__trace_fini(t);
         drop_if(t, 0, 1);
         t->ops->close(t->be);
         t->be = NULL;
@@ -318,6 +319,7 @@ static void follow_binding(struct ds_tenant *t)
     }
     atomic_store(&s->bound_groups, want);
     atomic_fetch_add(&s->migrations, 1);
+    ds__trace_move(t, want);
     /* The time since the decision includes the wait for this kernel boundary: what a
      * policy's move costs the tenant, not only the executor's part. */
     now = ds_now_ns();

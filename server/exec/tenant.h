@@ -14,6 +14,7 @@
 #include "detshare.h"
 #include "ds_memtab.h"
 #include "handles.h"
+#include "trace.h"
 
 struct ds_shm;
 
@@ -232,6 +233,7 @@ struct ds_tenant {
     uint64_t graph_mem, graph_mem_high; /* bytes of graph memory, now and at most */
     struct ds_gcap *gcap;       /* allocations of captures not yet ended (ops_gmem.c) */
     uint32_t ngcap;
+    struct ds_trace trace;      /* ops being traced (trace.h) */
 };
 
 /* Set up empty tables; the device is opened later, by ds__tenant_open. */
