@@ -11,8 +11,10 @@
  * While a capture is going on, an asynchronous copy whose host side the device reaches
  * (page-locked, registered or managed memory) goes as a device-to-device copy of that
  * memory's device address, which a capture records as CUDA records the host copy: a
- * graph copy node that reads or writes the host memory at each launch.  Other host
- * memory on a capturing stream is refused (graph.h).
+ * graph copy node that reads or writes the host memory at each launch.  An asynchronous
+ * copy of other host memory on a stream this process captures becomes a copy node that
+ * the tenant does at the node's turn (graph.h); anything else with host memory on a
+ * capturing stream is refused.
  */
 #include "cuda_api.h"
 #include "copy.h"
@@ -38,6 +40,30 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
     return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
+/* A copy of pageable memory `host` (n bytes) and device memory `dev`, to the device when
+ * to_device, on stream s, when s is captured here: *done then says it became a node. */
+static CUresult captured_host_copy(int to_device, CUdeviceptr dev, const void *host, size_t n,
+                                   CUstream s, int wait, int *done)
+{
+    CUDA_MEMCPY3D cp = { .WidthInBytes = n, .Height = 1, .Depth = 1 };
+
+    *done = 0;
+    if (wait || n == 0 || host == NULL || !ds__graph_capturing_any())
+        return CUDA_SUCCESS;
+    if (to_device) {
+        cp.srcMemoryType = CU_MEMORYTYPE_HOST;
+        cp.srcHost = host;
+        cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        cp.dstDevice = dev;
+    } else {
+        cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        cp.srcDevice = dev;
+        cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+        cp.dstHost = (void *)(uintptr_t)host;
+    }
+    return ds__graph_capture_host_copy(s, &cp, done);
+}
+
 /* A capture may be going on (on s, or on a stream s joined, which only the executor
  * knows): an asynchronous copy of host memory the device reaches is a device copy. */
 static int captured_view(const void *host, size_t n, int wait, uint64_t *view)
@@ -51,10 +77,13 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
     const char *p = src;
     uint64_t offset;
     CUresult rc;
+    int done;
 
     DS_NEED_INIT();
     if (captured_view(src, n, wait, &offset))
         return ds__copy_dtod(dst, offset, n, s, 0);
+    if ((rc = captured_host_copy(1, dst, src, n, s, wait, &done)) != CUDA_SUCCESS || done)
+        return rc;
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
@@ -182,10 +211,13 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
 {
     uint64_t offset;
     CUresult rc;
+    int done;
 
     DS_NEED_INIT();
     if (captured_view(dst, n, wait, &offset))
         return ds__copy_dtod(offset, src, n, s, 0);
+    if ((rc = captured_host_copy(0, src, dst, n, s, wait, &done)) != CUDA_SUCCESS || done)
+        return rc;
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)

@@ -240,3 +240,78 @@ Test(graph_hostcopy, captured_copies_of_page_locked_registered_and_managed_memor
     CU_OK(cuMemFree(buf));
     free(reg);
 }
+
+/* step(x, k) turns *x from k into k + 1 (tests/kernels/launch.cu), on a GPU; the sim runs
+ * no kernel code, so x is checked on a GPU only. */
+static void step_on(CUfunction f, CUdeviceptr x, int k)
+{
+    void *params[] = { &x, &k };
+
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+}
+
+/* Copies of pageable memory made on a capturing stream, between kernels: as CUDA, the
+ * capture records them, and each launch reads `in` and writes `out` at the copies' turn,
+ * not at capture. */
+Test(graph_hostcopy, captured_copies_of_pageable_memory_happen_at_each_launch)
+{
+    int *in = malloc(N * sizeof(int)), *out = malloc(N * sizeof(int)), steps = 0;
+    CUmodule m = ds_test_module(DS_KERNEL_DIR "/launch.fatbin");
+    CUdeviceptr buf, buf2, x;
+    CUfunction step;
+    CUgraph g;
+    CUgraphExec e;
+    size_t n = 0;
+
+    cr_assert(in != NULL && out != NULL);
+    CU_OK(cuModuleGetFunction(&step, m, "step"));
+    CU_OK(cuMemAlloc(&buf, N * sizeof(int)));
+    CU_OK(cuMemAlloc(&buf2, N * sizeof(int)));
+    CU_OK(cuMemAlloc(&x, sizeof(int)));
+    for (int i = 0; i < N; i++)
+        in[i] = out[i] = -7;
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    step_on(step, x, 0);
+    CU_OK(cuMemcpyHtoDAsync(buf, in, N * sizeof(int), s));
+    step_on(step, x, 1);
+    CU_OK(cuMemcpyDtoDAsync(buf2, buf, N * sizeof(int), s));
+    CU_OK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)out, buf2, N * sizeof(int), s));
+    step_on(step, x, 2);
+    CU_OK(cuStreamEndCapture(s, &g));
+    CU_OK(cuGraphGetNodes(g, NULL, &n));
+    cr_assert_geq(n, 3, "the copies are nodes of the graph");
+    cr_assert_eq(out[0], -7, "nothing is copied at capture");
+    CU_OK(cuGraphInstantiate(&e, g, 0));
+    CU_OK(cuGraphDestroy(g));
+    for (int v = 100; v <= 200; v += 100) {
+        CU_OK(cuMemsetD32(x, 0, 1));
+        round_trip(e, in, out, v);
+        CU_OK(cuMemcpyDtoH(&steps, x, sizeof(steps)));
+        if (!ds_test_on_sim())
+            cr_assert_eq(steps, 3, "the kernels ran in order around the copies");
+    }
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuMemFree(x));
+    CU_OK(cuMemFree(buf2));
+    CU_OK(cuMemFree(buf));
+    free(out);
+    free(in);
+}
+
+/* A capture that ends invalidated leaves no graph behind, copies or not. */
+Test(graph_hostcopy, a_capture_with_pageable_copies_still_ends_as_captures_do)
+{
+    int *in = malloc(N * sizeof(int));
+    CUdeviceptr buf;
+    CUgraph g = NULL;
+
+    cr_assert_not_null(in);
+    CU_OK(cuMemAlloc(&buf, N * sizeof(int)));
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemcpyHtoDAsync(buf, in, N * sizeof(int), s));
+    CU_IS(cuStreamQuery(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_null(g);
+    CU_OK(cuMemFree(buf));
+    free(in);
+}
