@@ -12,9 +12,9 @@
  * (page-locked, registered or managed memory) goes as a device-to-device copy of that
  * memory's device address, which a capture records as CUDA records the host copy: a
  * graph copy node that reads or writes the host memory at each launch.  An asynchronous
- * copy of other host memory on a stream this process captures becomes a copy node that
- * the tenant does at the node's turn (graph.h); anything else with host memory on a
- * capturing stream is refused.
+ * copy of other (pageable) host memory on a capturing stream is taken by the capture as
+ * a copy the tenant does at each launch (captured_host_copy); anything else with host
+ * memory on a capturing stream is refused.
  */
 #include "cuda_api.h"
 #include "copy.h"
@@ -41,27 +41,27 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
 }
 
 /* A copy of pageable memory `host` (n bytes) and device memory `dev`, to the device when
- * to_device, on stream s, when s is captured here: *done then says it became a node. */
+ * to_device, on stream s: while some stream of this process is being captured, the
+ * executor says whether s is (itself, or by joining one), and *done is 1 when the
+ * capture took the copy (server/exec/ops_ghcopy.c).  A capture that cannot take it is
+ * invalidated, as a capture that meets unsupported work is. */
 static CUresult captured_host_copy(int to_device, CUdeviceptr dev, const void *host, size_t n,
                                    CUstream s, int wait, int *done)
 {
-    CUDA_MEMCPY3D cp = { .WidthInBytes = n, .Height = 1, .Depth = 1 };
+    ds_capture_copy_args a = { .stream = ds__stream_of(s), .dev = dev,
+                               .host = (uint64_t)(uintptr_t)host, .size = n,
+                               .to_device = to_device };
+    ds_int_res r;
+    CUresult rc;
 
     *done = 0;
     if (wait || n == 0 || host == NULL || !ds__graph_capturing_any())
         return CUDA_SUCCESS;
-    if (to_device) {
-        cp.srcMemoryType = CU_MEMORYTYPE_HOST;
-        cp.srcHost = host;
-        cp.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-        cp.dstDevice = dev;
-    } else {
-        cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-        cp.srcDevice = dev;
-        cp.dstMemoryType = CU_MEMORYTYPE_HOST;
-        cp.dstHost = (void *)(uintptr_t)host;
-    }
-    return ds__graph_capture_host_copy(s, &cp, done);
+    rc = ds_rpc_capture_host_copy(&a, &r);
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        ds__graph_refuse_host_work(s);
+    *done = rc == CUDA_SUCCESS && r.ds_int_res_u.value == 1;
+    return rc;
 }
 
 /* A capture may be going on (on s, or on a stream s joined, which only the executor

@@ -26,16 +26,12 @@
 #define MAX_CAPTURES 64
 
 /* Streams of this process between begin and end, whether something the capture cannot
- * hold invalidated it, whether it captures into a graph, and its mode.  A plain capture
- * that met a copy of pageable memory goes on as a capture into a graph this process made
- * (`made`), whose next captured work follows node `dep` (0: nothing yet). */
+ * hold invalidated it, and whether it captures into a graph of the caller's. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     ds_handle stream;
     int invalidated;
     int into;
-    int mode;
-    ds_handle made, dep;
 } captures[MAX_CAPTURES];
 static atomic_int capturing;
 /* Instantiated graphs of this process that run in stages, and how many stages each has. */
@@ -82,101 +78,8 @@ int ds__graph_capturing_any(void)
     return atomic_load(&capturing) > 0;
 }
 
-static CUresult send_to_graph(void *a);
-
-/* The capture so far on stream h ends in graph *g, its work as one node *node (0 when it
- * captured nothing) after node dep of graph `made`, or (made == 0, a plain capture) as a
- * child graph node of a new graph. */
-static CUresult seal_capture(ds_handle h, ds_handle made, ds_handle dep, CUgraph *g,
-                             CUgraphNode *node)
-{
-    ds_handle_res r;
-    CUgraph plain;
-    size_t before = 0, after = 0;
-    CUresult rc = CUDA_SUCCESS;
-
-    *node = (CUgraphNode)(uintptr_t)dep;
-    if (made != 0 && (rc = cuGraphGetNodes((CUgraph)(uintptr_t)made, NULL, &before)) != CUDA_SUCCESS)
-        return rc;
-    if ((rc = ds_rpc_capture_end(&h, &r)) != CUDA_SUCCESS)
-        return rc;
-    *g = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;
-    if (made != 0) {
-        /* The executor appended what was captured, if anything, to the graph's nodes. */
-        CUgraphNode *all;
-
-        if ((rc = cuGraphGetNodes(*g, NULL, &after)) != CUDA_SUCCESS || after == before)
-            return rc;
-        if ((all = calloc(after, sizeof(*all))) == NULL)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        if ((rc = cuGraphGetNodes(*g, all, &after)) == CUDA_SUCCESS && after > 0)
-            *node = all[after - 1];
-        free(all);
-        return rc;
-    }
-    /* A plain capture's graph is the backend's, which cannot be listed: it becomes one
-     * child graph node, even when it holds nothing. */
-    plain = *g;
-    if ((rc = cuGraphCreate(g, 0)) == CUDA_SUCCESS)
-        rc = cuGraphAddChildGraphNode(node, *g, NULL, 0, plain);
-    cuGraphDestroy(plain);
-    return rc;
-}
-
-CUresult ds__graph_capture_host_copy(CUstream s, const CUDA_MEMCPY3D *cp, int *captured)
-{
-    ds_capture_to_graph_args a = { .stream = ds__stream_of(s) };
-    ds_handle made, dep, next = 0;
-    CUgraphNode after, copy = NULL;
-    CUcontext ctx;
-    CUgraph g = NULL;
-    CUresult rc;
-    int i;
-
-    *captured = 0;
-    if (atomic_load(&capturing) == 0)
-        return CUDA_SUCCESS;
-    pthread_mutex_lock(&lock);
-    i = find(a.stream);
-    if (i < 0 || captures[i].invalidated || (captures[i].into && captures[i].made == 0)) {
-        pthread_mutex_unlock(&lock);
-        return CUDA_SUCCESS;
-    }
-    *captured = 1;
-    made = captures[i].made;
-    dep = captures[i].dep;
-    a.mode = captures[i].mode;
-    pthread_mutex_unlock(&lock);
-    rc = cuCtxGetCurrent(&ctx);
-    if (rc == CUDA_SUCCESS)
-        rc = seal_capture(a.stream, made, dep, &g, &after);
-    if (rc == CUDA_SUCCESS)
-        rc = cuGraphAddMemcpyNode(&copy, g, after ? &after : NULL, after ? 1 : 0, cp, ctx);
-    if (rc == CUDA_SUCCESS) {
-        next = hv(copy);
-        a.graph = hv(g);
-        a.deps.deps_len = 1;
-        a.deps.deps_val = &next;
-        rc = send_to_graph(&a);
-    }
-    if (rc != CUDA_SUCCESS && g != NULL) {
-        /* The capture is over without a graph, as an invalidated one ends. */
-        cuGraphDestroy(g);
-        g = NULL;
-    }
-    pthread_mutex_lock(&lock);
-    if (captures[i].stream == a.stream) {
-        captures[i].into = 1;
-        captures[i].made = hv(g);
-        captures[i].dep = next;
-        captures[i].invalidated |= rc != CUDA_SUCCESS;
-    }
-    pthread_mutex_unlock(&lock);
-    return rc;
-}
-
-/* Begin capturing stream h in `mode` as send(a) asks the executor, and track it here. */
-static CUresult begin(ds_handle h, int into, int mode, CUresult (*send)(void *a), void *a)
+/* Begin capturing stream h as send(a) asks the executor, and track it here. */
+static CUresult begin(ds_handle h, int into, CUresult (*send)(void *a), void *a)
 {
     CUresult rc;
     int i;
@@ -195,9 +98,6 @@ static CUresult begin(ds_handle h, int into, int mode, CUresult (*send)(void *a)
         captures[i].stream = h;
         captures[i].invalidated = 0;
         captures[i].into = into;
-        captures[i].mode = mode;
-        captures[i].made = 0;
-        captures[i].dep = 0;
         atomic_fetch_add(&capturing, 1);
     }
     pthread_mutex_unlock(&lock);
@@ -216,7 +116,7 @@ CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
     ds_capture_args a = { .stream = ds__stream_of(s), .mode = mode };
 
     DS_NEED_INIT();
-    return begin(a.stream, 0, mode, send_begin, &a);
+    return begin(a.stream, 0, send_begin, &a);
 }
 
 /* Node handles of deps (n of them), with edge data other than the default refused, as
@@ -262,7 +162,7 @@ CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNod
         return rc;
     a.deps.deps_len = (u_int)ndeps;
     a.deps.deps_val = d;
-    rc = begin(a.stream, 1, mode, send_to_graph, &a);
+    rc = begin(a.stream, 1, send_to_graph, &a);
     free(d);
     return rc;
 }
@@ -305,7 +205,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     ds_handle_res r;
     ds_void_res vr;
     CUresult rc;
-    int i, invalidated = 0, into = 0, made = 0;
+    int i, invalidated = 0, into = 0;
 
     DS_NEED_INIT();
     if (graph == NULL)
@@ -316,7 +216,6 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     if (i >= 0) {
         invalidated = captures[i].invalidated;
         into = captures[i].into;
-        made = captures[i].made != 0;
         captures[i].stream = 0;
         atomic_fetch_sub(&capturing, 1);
     }
@@ -324,7 +223,7 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     if (rc == CUDA_SUCCESS && invalidated) {
         /* As CUDA: a capture that met something it cannot hold ends without a graph.  A
          * graph captured into is the caller's, and stays (with what was captured). */
-        if (!into || made)
+        if (!into)
             ds_rpc_graph_destroy(&r.ds_handle_res_u.handle, &vr);
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }

@@ -11,15 +11,6 @@
  * else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult ds__graph_refuse_host_work(CUstream s);
 
-/* A copy of pageable host memory, cp, on stream s: when this process captures s (begun
- * with cuStreamBeginCapture), the copy becomes a memcpy node that the tenant does at the
- * node's turn of each launch, as CUDA records it, and *captured is 1.  The capture goes
- * on as one into a graph this process made, which cuStreamEndCapture returns: what was
- * captured before the copy is one child graph node, the copy follows it, and later work
- * follows the copy.  *captured is 0 when s is not captured here, or is captured into a
- * graph of the caller's; the caller then goes on as without this call. */
-CUresult ds__graph_capture_host_copy(CUstream s, const CUDA_MEMCPY3D *cp, int *captured);
-
 /* Whether some stream of this process is being captured (cheap: one atomic load). */
 int ds__graph_capturing_any(void);
 
