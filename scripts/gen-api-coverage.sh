@@ -114,9 +114,31 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
   has). Such a node cannot be in a child graph or a conditional body, cannot switch
   between pageable and reachable memory with a set-params call, and its graph cannot be
   updated with `cuGraphExecUpdate` (each `CUDA_ERROR_NOT_SUPPORTED`, or
-  `CUDA_ERROR_INVALID_VALUE` for an instance's set-params). A copy of pageable memory on
-  a capturing stream is still refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, and
-  invalidates the capture, where CUDA would record a node.
+  `CUDA_ERROR_INVALID_VALUE` for an instance's set-params).
+- Captured copies of pageable memory (`cuMemcpyHtoDAsync`, `cuMemcpyDtoHAsync`,
+  `cuMemcpyAsync` on a stream being captured, or on one that joined a capture by waiting
+  for an event of it; protocol 18). CUDA records a memcpy node that reads or writes the
+  host memory when the graph runs. A plain capture's graph is the backend's and cannot
+  be cut into stages around a node, so the capture records a device copy between the
+  tenant's device memory and staging memory the graph holds (counted as graph memory),
+  and an instance runs in stages: before the graph, the client copies the host memory
+  of every copy to the device into its staging memory; once the graph has run, it copies
+  the staging memory of every copy to the host into the host memory, in capture order,
+  and the launch returns then. The device side of each copy happens at the node's turn;
+  the host memory is read at the launch and written when the graph is done, which gives
+  the same bytes, as nothing else in a captured graph reaches pageable memory (host
+  functions are not captured here). The one graph where it would not, a copy from host
+  memory that an earlier copy of the same capture writes, is refused with
+  `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the capture. Each launch
+  waits for its stream before filling the staging memory, so launches on one stream
+  follow each other; two instances of one graph launched at once on two streams share
+  the staging memory, and may mix each other's bytes. Such a graph cannot be updated
+  with `cuGraphExecUpdate` (`CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED`), cloned or
+  made a child graph (`CUDA_ERROR_NOT_SUPPORTED`, as for any captured graph), or
+  launched into a capturing stream; a copy of pageable memory in a capture into a graph
+  (`cuStreamBeginCaptureToGraph`) is still refused with
+  `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`. The executor never reads the host memory: a
+  buffer freed before a launch is the tenant's own undefined behaviour, as natively.
 - CUDA dynamic parallelism (kernels launching kernels, `-rdc=true`): an MPS client cannot
   run it, natively too: on an H200 (driver 580, run 114) the same program ran natively and
   failed with `cudaErrorCdpNotSupported` as an MPS client. So a tenant of the shared

@@ -11,8 +11,10 @@
  * While a capture is going on, an asynchronous copy whose host side the device reaches
  * (page-locked, registered or managed memory) goes as a device-to-device copy of that
  * memory's device address, which a capture records as CUDA records the host copy: a
- * graph copy node that reads or writes the host memory at each launch.  Other host
- * memory on a capturing stream is refused (graph.h).
+ * graph copy node that reads or writes the host memory at each launch.  An asynchronous
+ * copy of other (pageable) host memory on a capturing stream is taken by the capture as
+ * a copy the tenant does at each launch (captured_host_copy); anything else with host
+ * memory on a capturing stream is refused.
  */
 #include "cuda_api.h"
 #include "copy.h"
@@ -38,6 +40,30 @@ static CUresult arena_copy(int to_device, CUdeviceptr dev, uint64_t offset, size
     return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
+/* A copy of pageable memory `host` (n bytes) and device memory `dev`, to the device when
+ * to_device, on stream s: while some stream of this process is being captured, the
+ * executor says whether s is (itself, or by joining one), and *done is 1 when the
+ * capture took the copy (server/exec/ops_ghcopy.c).  A capture that cannot take it is
+ * invalidated, as a capture that meets unsupported work is. */
+static CUresult captured_host_copy(int to_device, CUdeviceptr dev, const void *host, size_t n,
+                                   CUstream s, int wait, int *done)
+{
+    ds_capture_copy_args a = { .stream = ds__stream_of(s), .dev = dev,
+                               .host = (uint64_t)(uintptr_t)host, .size = n,
+                               .to_device = to_device };
+    ds_int_res r;
+    CUresult rc;
+
+    *done = 0;
+    if (wait || n == 0 || host == NULL || !ds__graph_capturing_any())
+        return CUDA_SUCCESS;
+    rc = ds_rpc_capture_host_copy(&a, &r);
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        ds__graph_refuse_host_work(s);
+    *done = rc == CUDA_SUCCESS && r.ds_int_res_u.value == 1;
+    return rc;
+}
+
 /* A capture may be going on (on s, or on a stream s joined, which only the executor
  * knows): an asynchronous copy of host memory the device reaches is a device copy. */
 static int captured_view(const void *host, size_t n, int wait, uint64_t *view)
@@ -51,10 +77,13 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
     const char *p = src;
     uint64_t offset;
     CUresult rc;
+    int done;
 
     DS_NEED_INIT();
     if (captured_view(src, n, wait, &offset))
         return ds__copy_dtod(dst, offset, n, s, 0);
+    if ((rc = captured_host_copy(1, dst, src, n, s, wait, &done)) != CUDA_SUCCESS || done)
+        return rc;
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
@@ -182,10 +211,13 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
 {
     uint64_t offset;
     CUresult rc;
+    int done;
 
     DS_NEED_INIT();
     if (captured_view(dst, n, wait, &offset))
         return ds__copy_dtod(offset, src, n, s, 0);
+    if ((rc = captured_host_copy(0, src, dst, n, s, wait, &done)) != CUDA_SUCCESS || done)
+        return rc;
     if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)

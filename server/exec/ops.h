@@ -1,7 +1,7 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
  * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
+ * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_ghcopy.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
  * ops_hostreg.c, ops_array.c, ops_share.c, executor.c for hello).  A handler validates all
  * of its arguments against the tenant's own objects, acts, fills the success arm of the
  * result, and returns the CUresult that goes into the reply (for batched procedures, the
@@ -107,6 +107,19 @@ CUresult ds__ops_gmem_capture(struct ds_tenant *t, uint64_t stream, uint64_t siz
                               uint64_t *ptr);
 CUresult ds__ops_gmem_captured(struct ds_tenant *t, uint64_t stream, struct ds_vgraph *g);
 void ds__ops_gmem_drop_captures(struct ds_tenant *t);
+
+/* Captured copies of the tenant's pageable memory (ops_ghcopy.c).  ds__ops_ghcopy_capture
+ * is the backend's id of s's capture (0: none), read before it ends;
+ * ds__ops_ghcopy_captured hands the copies capture `id` took to its graph g, or releases
+ * them when g is NULL or they cannot be handed (CUDA_ERROR_OUT_OF_MEMORY);
+ * ds__ops_ghcopy_drop_captures releases every capture's.  ds__ops_ghcopy_instantiate
+ * makes the staged instance of captured graph g that has such copies (g->nhcopies > 0),
+ * its handle in r. */
+uint64_t ds__ops_ghcopy_capture(struct ds_tenant *t, struct ds_vstream *s);
+CUresult ds__ops_ghcopy_captured(struct ds_tenant *t, uint64_t id, struct ds_vgraph *g);
+void ds__ops_ghcopy_drop_captures(struct ds_tenant *t);
+CUresult ds__ops_ghcopy_instantiate(struct ds_tenant *t, const struct ds_vgraph *g,
+                                    const ds_instantiate_args *a, ds_handle_res *r);
 
 /* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has nodes
  * that run in the tenant's process (host nodes, copies of the tenant's own memory), so

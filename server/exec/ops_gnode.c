@@ -621,6 +621,7 @@ void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g)
     for (uint32_t i = 0; i < g->ngmems; i++)
         ds__ops_gmem_release(t, g->gmems[i]);
     free(g->gmems);
+    free(g->hcopies);
     t->ops->graph_destroy(t->be, g->real);
     free(g);
 }

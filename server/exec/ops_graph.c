@@ -51,6 +51,8 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
 {
     struct ds_vstream *s = capturable(t, *h);
     struct ds_bgraph *g;
+    struct ds_vgraph *v;
+    uint64_t id;
     CUresult rc;
 
     if (s == NULL)
@@ -60,19 +62,26 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
     if (s->into != 0)
         return ds__ops_capture_end_into(t, s, *h, r);
     s->capturing = 0;
+    id = ds__ops_ghcopy_capture(t, s);
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
     if (rc != CUDA_SUCCESS) {
         ds__ops_gmem_captured(t, *h, NULL);
+        ds__ops_ghcopy_captured(t, id, NULL);
         return rc;
     }
     rc = add_graph(t, DS_H_GRAPH, s->ctx, g, &r->ds_handle_res_u.handle);
     if (rc != CUDA_SUCCESS) {
         t->ops->graph_destroy(t->be, g);
         ds__ops_gmem_captured(t, *h, NULL);
+        ds__ops_ghcopy_captured(t, id, NULL);
         return rc;
     }
-    rc = ds__ops_gmem_captured(t, *h,
-                               ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
+    v = ds_handles_get(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH);
+    rc = ds__ops_gmem_captured(t, *h, v);
+    if (rc == CUDA_SUCCESS)
+        rc = ds__ops_ghcopy_captured(t, id, v);
+    else
+        ds__ops_ghcopy_captured(t, id, NULL);
     if (rc != CUDA_SUCCESS)
         ds__ops_graph_free(t, ds_handles_remove(&t->h, r->ds_handle_res_u.handle, DS_H_GRAPH));
     return rc;
@@ -133,6 +142,8 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
         return CUDA_ERROR_INVALID_HANDLE;
     if (g->built && ds__ops_gstage_needed(t, g))
         return instantiate_staged(t, g, a, r);
+    if (g->nhcopies > 0)
+        return ds__ops_ghcopy_instantiate(t, g, a, r);
     rc = ds_error_to_cu(t->ops->graph_instantiate(t->be, g->real, a->flags, &e));
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -240,8 +251,9 @@ CUresult ds__ops_graph_exec_update(struct ds_tenant *t, const ds_exec_update_arg
 
     if (e == NULL || g == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (e->stages != NULL || (g->built && ds__ops_gstage_needed(t, g))) {
-        ds_warn("cuGraphExecUpdate of a graph with host nodes is not served");
+    if (e->stages != NULL || (g->built && ds__ops_gstage_needed(t, g)) || g->nhcopies > 0) {
+        ds_warn("cuGraphExecUpdate of a graph with host nodes, or copies of pageable memory, "
+                "is not served");
         r->ds_exec_update_res_u.result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
         return CUDA_SUCCESS;
     }

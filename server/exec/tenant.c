@@ -120,8 +120,10 @@ static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
             ds__ops_gexec_free(t, g);
         }
     }
-    if (all)
+    if (all) {
         ds__ops_gmem_drop_captures(t);
+        ds__ops_ghcopy_drop_captures(t);
+    }
     cur = 0;
     while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
         struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);

@@ -111,11 +111,23 @@ struct ds_vgraph {
     struct ds_gmem **gmems;   /* captured: the memory allocated in its capture; instantiated:
                                * the graph memory its nodes use; one ref each */
     uint32_t ngmems;
+    ds_memcpy_node *hcopies;  /* captured: the copies of the tenant's pageable memory each
+                               * launch does around the graph (ops_ghcopy.c) */
+    uint32_t nhcopies;
 };
 
 /* Memory a capturing stream allocated (cuMemAllocAsync), for the graph its capture makes. */
 struct ds_gcap {
     uint64_t stream;
+    struct ds_gmem *m;
+};
+
+/* A copy of the tenant's pageable memory that a capture not yet ended took: the backend
+ * capture it belongs to, the copy between the host and m that launches do, and m, the
+ * staging memory the captured device copy reads or writes (ops_ghcopy.c). */
+struct ds_hcap {
+    uint64_t capture;
+    ds_memcpy_node copy;
     struct ds_gmem *m;
 };
 
@@ -233,6 +245,8 @@ struct ds_tenant {
     uint64_t graph_mem, graph_mem_high; /* bytes of graph memory, now and at most */
     struct ds_gcap *gcap;       /* allocations of captures not yet ended (ops_gmem.c) */
     uint32_t ngcap;
+    struct ds_hcap *hcap;       /* pageable copies of captures not yet ended (ops_ghcopy.c) */
+    uint32_t nhcap;
     struct ds_trace trace;      /* ops being traced (trace.h) */
 };
 
