@@ -2,6 +2,7 @@
 #include "control_int.h"
 
 #include "config.h"
+#include "handover.h"
 #include "ds_clock.h"
 #include "ds_log.h"
 #include "quota.h"
@@ -21,40 +22,10 @@
 
 /* How long tenants get to finish after SIGTERM before they are killed. */
 #define DS_STOP_GRACE_MS 5000
-/* Executors a tenant is offered when those taken for it turn out to be leaving, or do
- * not take it. */
-#define HANDOVER_TRIES 3
-/* How long an executor has to say it took the connection handed to it; the thread that
- * takes it does nothing else (exec_spawn.h), so a live executor says so within
- * milliseconds, even while its device opens.  One that does not is stopped (SIGSTOP, a
- * debugger, a frozen cgroup) or starved of CPU, and its tenant's cuInit would wait for
- * it for ever: the watchdog that ends stuck executors lives in the same process.  2 s
- * leaves room for a loaded host.  The last executor offered a tenant gets all the time
- * it needs: a slow host is no reason to refuse a tenant. */
-#define HANDOVER_DEADLINE_MS 2000
 
-/* A tenant's connection handed to an executor that has not yet said it took it. */
-struct handover {
-    uv_poll_t word;   /* the executor's end of the pair: its word, or its exit */
-    uv_timer_t timer; /* HANDOVER_DEADLINE_MS */
-    int handles;      /* of word and timer, not yet closed */
-    struct listener *l;
-    struct ds_spawned e;
-    /* The tenant's id and fault domain: once the executor has died its slot may be
-     * cleared, or another tenant's. */
-    unsigned long long id;
-    uint32_t isolation;
-    int fd;    /* the control process's own descriptor of the connection, kept till then */
-    int tries; /* executors offered the tenant so far, this one included */
-    int vouched;
-    char name[DS_NAME_MAX + 1];
-    struct handover *next, **prev;
-};
-
-/* Start an executor on a slot of its own, in fault domain `isolation` (enum
- * ds_isolation): an `own` one is pointed at an MPS pipe directory where no daemon
- * listens, so that its context is no MPS client.  Returns 0 or -1. */
-static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolation)
+/* An `own` executor is pointed at an MPS pipe directory where no daemon listens, so
+ * that its context is no MPS client. */
+int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolation)
 {
     int slot = ds_shm_slot_take(c->shm);
     const char *pipe = isolation == DS_ISO_OWN && c->cfg->own_mps_pipe[0] != '\0'
@@ -89,7 +60,7 @@ static unsigned fault_gen(const struct control *c)
 static void fill_pool(struct control *c)
 {
     while (!c->stopping && c->nwarm < c->cfg->warm) {
-        if (spawn_one(c, &c->warm[c->nwarm], DS_ISO_SHARED) != 0) {
+        if (ds__control_spawn(c, &c->warm[c->nwarm], DS_ISO_SHARED) != 0) {
             ds_warn("cannot start a warm executor: %s", strerror(errno));
             return;
         }
@@ -132,16 +103,14 @@ static int fresh_warm(struct control *c)
     return -1;
 }
 
-/* An executor for a tenant of domain `isolation`: the oldest warm one (the likeliest to
- * be ready) for the shared domain, else a new one. */
-static int take_executor(struct control *c, uint32_t isolation, struct ds_spawned *out,
-                         int *warm)
+/* The oldest warm executor is the likeliest to be ready. */
+int ds__control_take(struct control *c, uint32_t isolation, struct ds_spawned *out, int *warm)
 {
     int i = isolation == DS_ISO_SHARED ? fresh_warm(c) : -1;
 
     *warm = i >= 0;
     if (!*warm)
-        return spawn_one(c, out, isolation);
+        return ds__control_spawn(c, out, isolation);
     *out = c->warm[i];
     drop_warm(c, i);
     c->no_mps = 0;
@@ -290,11 +259,8 @@ static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reas
     ds_auth_answer(client, why);
 }
 
-/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
- * records who the tenant is (a new id, its peer, the name its hello must give), and the
- * policy places it before its first kernel runs.  vouched: a token was checked for it. */
-static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
-                   const char *name, int vouched)
+void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
+                        const char *name, int vouched)
 {
     struct ds_shm_slot *s = &l->ctl->shm->slots[e->slot];
     char where[300], who[64] = "";
@@ -311,177 +277,6 @@ static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_
             atomic_load(&s->isolation) == DS_ISO_OWN ? "its own" : "the shared", who,
             vouched ? ", token accepted for " : "", vouched ? name : "");
     ds__place_joined(l->ctl, e->slot);
-}
-
-static void free_handover(uv_handle_t *hd)
-{
-    struct handover *h = hd->data;
-
-    if (--h->handles == 0)
-        free(h);
-}
-
-/* Forget handover h: its executor's pair is closed, and the connection unless taken
- * from h->fd. */
-static void end_handover(struct handover *h)
-{
-    *h->prev = h->next;
-    if (h->next != NULL)
-        h->next->prev = h->prev;
-    uv_poll_stop(&h->word);
-    ds_spawn_close(&h->e);
-    if (h->fd >= 0)
-        close(h->fd);
-    uv_close((uv_handle_t *)&h->word, free_handover);
-    uv_close((uv_handle_t *)&h->timer, free_handover);
-}
-
-static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                  int vouched, int tries);
-
-/* Handover h's executor did not take the tenant: another does, a new one (`fresh`) or
- * any, unless HANDOVER_TRIES were offered it or the server stops. */
-static void pass_on(struct handover *h, int fresh)
-{
-    struct control *c = h->l->ctl;
-    unsigned long long id = h->id;
-    uint32_t isolation = h->isolation;
-    struct listener *l = h->l;
-    char name[DS_NAME_MAX + 1];
-    int fd = h->fd, vouched = h->vouched, tries = h->tries, warm = 0;
-    struct ds_spawned next;
-    const char *why = c->stopping            ? "the server is shutting down"
-                      : tries >= HANDOVER_TRIES ? "it was offered as many as it may be"
-                                                : NULL;
-
-    memcpy(name, h->name, sizeof(name));
-    h->fd = -1;
-    end_handover(h);
-    if (why == NULL &&
-        (fresh ? spawn_one(c, &next, isolation) : take_executor(c, isolation, &next, &warm)) != 0)
-        why = strerror(errno);
-    if (why != NULL) {
-        ds_error("tenant %llu (%s): no other executor takes it (%s): closing its connection",
-                 id, name, why);
-        close(fd);
-        return;
-    }
-    assign(l, &next, warm, fd, name, vouched);
-    ds_info("tenant %llu (%s) is now tenant %llu, on executor pid %d", id, name,
-            (unsigned long long)c->shm->slots[next.slot].id, (int)next.pid);
-    offer(l, &next, fd, name, vouched, tries + 1);
-}
-
-/* The executor said it took the tenant, or left without it. */
-static void on_word(uv_poll_t *p, int status, int events)
-{
-    struct handover *h = p->data;
-    int taken = status < 0 ? -1 : ds_spawn_taken(&h->e);
-
-    (void)events;
-    if (taken == 0)
-        return;
-    if (taken > 0) {
-        end_handover(h);
-        return;
-    }
-    ds_warn("tenant %llu (%s): executor pid %d left before taking its connection", h->id,
-            h->name, (int)h->e.pid);
-    pass_on(h, 0);
-}
-
-static void on_handover_late(uv_timer_t *t)
-{
-    struct handover *h = t->data;
-
-    ds_warn("tenant %llu (%s): executor pid %d did not take its connection within %d s "
-            "(stopped, or starved of CPU): killing it; a new executor takes the tenant",
-            h->id, h->name, (int)h->e.pid, HANDOVER_DEADLINE_MS / 1000);
-    kill(h->e.pid, SIGKILL);
-    pass_on(h, 1);
-}
-
-/* Watch for executor e's word that it took the connection on fd, handed to it: the
- * tries-th executor offered the tenant.  Takes fd and e's end of the pair; NULL when
- * no watch can be set up (out of memory). */
-static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
-                              const char *name, int vouched, int tries)
-{
-    struct control *c = l->ctl;
-    struct handover *h = calloc(1, sizeof(*h));
-
-    if (h == NULL || uv_poll_init(c->loop, &h->word, e->ctl) != 0) {
-        free(h);
-        return NULL;
-    }
-    uv_timer_init(c->loop, &h->timer);
-    h->word.data = h->timer.data = h;
-    h->handles = 2;
-    h->l = l;
-    h->e = *e;
-    h->id = (unsigned long long)c->shm->slots[e->slot].id;
-    h->isolation = atomic_load(&c->shm->slots[e->slot].isolation);
-    h->fd = fd;
-    h->tries = tries;
-    h->vouched = vouched;
-    snprintf(h->name, sizeof(h->name), "%s", name);
-    h->next = c->handovers;
-    if (h->next != NULL)
-        h->next->prev = &h->next;
-    h->prev = &c->handovers;
-    c->handovers = h;
-    uv_poll_start(&h->word, UV_READABLE | UV_DISCONNECT, on_word);
-    if (tries < HANDOVER_TRIES)
-        uv_timer_start(&h->timer, on_handover_late, HANDOVER_DEADLINE_MS, 0);
-    return h;
-}
-
-/* Hand the tenant on fd (the control process's own descriptor, taken) to executor e,
- * the tries-th offered it, and keep fd until e says it took it: another executor gets
- * it when e turns out to be leaving (a warm executor that came up as no MPS client
- * shuts its end first: the handover fails with EPIPE), leaves before taking it, or does
- * not take it within HANDOVER_DEADLINE_MS. */
-static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                  int vouched, int tries)
-{
-    struct control *c = l->ctl;
-    unsigned long long id = (unsigned long long)c->shm->slots[e->slot].id;
-    struct ds_spawned next;
-    int warm;
-
-    while (ds_spawn_handover(e, fd) != 0) {
-        int err = errno;
-        uint32_t isolation = atomic_load(&c->shm->slots[e->slot].isolation);
-
-        ds_spawn_close(e);
-        if (err == EPIPE && tries < HANDOVER_TRIES &&
-            take_executor(c, isolation, &next, &warm) == 0) {
-            ds_info("tenant %llu: its executor was leaving; executor pid %d takes it", id,
-                    (int)next.pid);
-            *e = next;
-            assign(l, e, warm, fd, name, vouched);
-            id = (unsigned long long)c->shm->slots[e->slot].id;
-            tries++;
-            continue;
-        }
-        ds_error("cannot hand tenant %llu to its executor: %s", id, strerror(err));
-        kill(e->pid, SIGKILL);
-        close(fd);
-        return;
-    }
-    if (watch(l, e, fd, name, vouched, tries) == NULL) {
-        ds_warn("tenant %llu: no memory to watch its executor take it", id);
-        ds_spawn_close(e);
-        close(fd);
-    }
-}
-
-/* The server stops: connections handed over and not yet taken are left to their
- * executors, which stop too. */
-static void forget_handovers(struct control *c)
-{
-    while (c->handovers != NULL)
-        end_handover(c->handovers);
 }
 
 /* The fault domain of tenant `name`: where executors are MPS clients, its quarantine,
@@ -523,7 +318,7 @@ static void serve(struct listener *l, uv_stream_t *client, const char *name, int
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    if (take_executor(c, domain_for(c, name), &e, &warm) != 0) {
+    if (ds__control_take(c, domain_for(c, name), &e, &warm) != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
         close(kept);
@@ -531,13 +326,13 @@ static void serve(struct listener *l, uv_stream_t *client, const char *name, int
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    assign(l, &e, warm, fd, name, vouched);
+    ds__control_assign(l, &e, warm, fd, name, vouched);
     /* Before the handover: the tenant sends nothing more until it has this answer. */
     if (ds_auth_answer(client, NULL) != 0)
         ds_debug("tenant %llu left before its preface was answered",
                  (unsigned long long)c->shm->slots[e.slot].id);
     c->served++;
-    offer(l, &e, kept, name, vouched, 1);
+    ds__handover_offer(l, &e, kept, name, vouched, 1);
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }
@@ -891,7 +686,7 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live - c->nwarm);
     close_listeners(c);
     ds_auth_cancel_all(&c->authing, "the server is shutting down");
-    forget_handovers(c);
+    ds__handover_forget_all(c);
     /* Held tenants must be able to finish. */
     uv_timer_stop(&c->tick);
     for (int i = 0; i < c->ntenants; i++)

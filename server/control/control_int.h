@@ -1,7 +1,8 @@
 /*
- * The control process's state, shared by its two halves: control.c (listeners, the
- * executors, signals, the admin and metrics endpoints) and placement.c (what runs where:
- * the policy, the tenants it places, their progress, and the quota rules that bound it).
+ * The control process's state, shared by its parts: control.c (listeners, the
+ * executors, signals, the admin and metrics endpoints), handover.c (executors taking
+ * their tenants' connections) and placement.c (what runs where: the policy, the tenants
+ * it places, their progress, and the quota rules that bound it).
  */
 #ifndef DS_CONTROL_INT_H
 #define DS_CONTROL_INT_H
@@ -66,7 +67,7 @@ struct control {
     struct ds_admin *admin;
     struct ds_metrics *metrics;
     struct ds_auth_list authing; /* connections whose preface is awaited */
-    struct handover *handovers;  /* connections handed over, not yet taken (control.c) */
+    struct handover *handovers;  /* connections handed over, not yet taken (handover.c) */
     struct ds_domains domains;   /* fault domains: quarantine, faults by name */
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */
@@ -81,6 +82,21 @@ struct control {
     uint64_t served;
     uint64_t refused[DS_REFUSED_COUNT];
 };
+
+/* control.c, for the handover (handover.h).  Start an executor on a slot of its own, in
+ * fault domain `isolation` (enum ds_isolation).  Returns 0, or -1 with errno set (EBUSY:
+ * no slot is free). */
+int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolation);
+
+/* An executor for a tenant of domain `isolation`: a warm one for the shared domain when
+ * one is fresh (*warm set), else a new one.  Returns 0, or -1 with errno set. */
+int ds__control_take(struct control *c, uint32_t isolation, struct ds_spawned *out, int *warm);
+
+/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
+ * records who the tenant is (a new id, its peer, the name its hello must give), and the
+ * policy places it before its first kernel runs.  vouched: a token was checked for it. */
+void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
+                        const char *name, int vouched);
 
 /* Make rules v[0..n) the quotas in force (placement.c): executors see them at their next
  * allocation, bindings at once. */
