@@ -33,6 +33,7 @@ struct handover {
      * cleared, or another tenant's. */
     unsigned long long id;
     uint32_t isolation;
+    unsigned group;
     int fd;    /* the control process's own descriptor of the connection, kept till then */
     int tries; /* executors offered the tenant so far, this one included */
     int vouched;
@@ -70,6 +71,7 @@ static void pass_on(struct handover *h, int fresh)
     struct control *c = h->l->ctl;
     unsigned long long id = h->id;
     uint32_t isolation = h->isolation;
+    unsigned group = h->group;
     struct listener *l = h->l;
     char name[DS_NAME_MAX + 1];
     int fd = h->fd, vouched = h->vouched, tries = h->tries, warm = 0;
@@ -82,7 +84,8 @@ static void pass_on(struct handover *h, int fresh)
     h->fd = -1;
     end_handover(h);
     if (why == NULL &&
-        (fresh ? ds__control_spawn(c, &next, isolation) : ds__control_take(c, isolation, &next, &warm)) != 0)
+        (fresh ? ds__control_spawn(c, &next, isolation, group)
+               : ds__control_take(c, isolation, group, &next, &warm)) != 0)
         why = strerror(errno);
     if (why != NULL) {
         ds_error("tenant %llu (%s): no other executor takes it (%s): closing its connection",
@@ -145,6 +148,7 @@ static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
     h->e = *e;
     h->id = (unsigned long long)c->shm->slots[e->slot].id;
     h->isolation = atomic_load(&c->shm->slots[e->slot].isolation);
+    h->group = atomic_load(&c->shm->slots[e->slot].group);
     h->fd = fd;
     h->tries = tries;
     h->vouched = vouched;
@@ -171,10 +175,11 @@ void ds__handover_offer(struct listener *l, struct ds_spawned *e, int fd, const 
     while (ds_spawn_handover(e, fd) != 0) {
         int err = errno;
         uint32_t isolation = atomic_load(&c->shm->slots[e->slot].isolation);
+        unsigned group = atomic_load(&c->shm->slots[e->slot].group);
 
         ds_spawn_close(e);
         if (err == EPIPE && tries < HANDOVER_TRIES &&
-            ds__control_take(c, isolation, &next, &warm) == 0) {
+            ds__control_take(c, isolation, group, &next, &warm) == 0) {
             ds_info("tenant %llu: its executor was leaving; executor pid %d takes it", id,
                     (int)next.pid);
             *e = next;
