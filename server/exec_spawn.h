@@ -60,7 +60,7 @@ void ds_spawn_close(struct ds_spawned *e);
  * DS_EXEC_CTL_FD the moment it comes and says so to the control process, whatever the
  * executor's main thread is doing meanwhile (opening the device takes seconds on a GPU
  * under MPS): the control process kills an executor that does not, as stopped or
- * stuck (server/control/control.c, HANDOVER_DEADLINE_MS).  Returns 0 or an errno
+ * stuck (server/control/handover.c, HANDOVER_DEADLINE_MS).  Returns 0 or an errno
  * value (the thread could not be started). */
 int ds_spawn_listen(void);
 

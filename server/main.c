@@ -203,8 +203,14 @@ static void default_admin(struct ds_server_config *cfg)
  * will not start. */
 static int load_config(struct ds_server_config *cfg, char *dir, size_t len)
 {
+    const char *why;
+
     if (ds_config_load_at_start(cfg->config, cfg->quotas, &cfg->nquotas, dir, len) != 0) {
         ds_error("not starting: fix %s first", cfg->config);
+        return -1;
+    }
+    if ((why = ds_quota_groups_check(cfg->quotas, cfg->nquotas, cfg->isolation_group)) != NULL) {
+        ds_error("%s: %s; not starting", cfg->config, why);
         return -1;
     }
     ds_info("%u quota(s) from %s", cfg->nquotas, cfg->config);
@@ -288,8 +294,10 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
         return 1;
     cfg->mps_daemon = mps.daemon;
     cfg->mps_mode = ds_mps_mode_name(mps_mode);
-    if (mps_mode == DS_MPS_START)
+    if (mps_mode == DS_MPS_START) {
         snprintf(cfg->own_mps_pipe, sizeof(cfg->own_mps_pipe), "%s", mps.none);
+        snprintf(cfg->mps_dir, sizeof(cfg->mps_dir), "%s", mps.dir);
+    }
     if (mps.daemon > 0)
         snprintf(cfg->mps, sizeof(cfg->mps), "%s (daemon pid %d)", ds_mps_mode_name(mps_mode),
                  (int)mps.daemon);
@@ -393,10 +401,11 @@ int main(int argc, char **argv)
             mps_dir = optarg;
             break;
         case 'i':
-            if (ds_quota_parse_isolation(optarg, &cfg.isolation) != 0 ||
+            if (ds_quota_parse_isolation(optarg, &cfg.isolation, cfg.isolation_group) != 0 ||
                 cfg.isolation == DS_ISO_UNSET) {
-                fprintf(stderr, "detshare-server: --isolation is shared or own, not %s\n",
-                        optarg);
+                fprintf(stderr, "detshare-server: --isolation is shared, own or group:NAME "
+                                "(NAME: 1 to %d letters, digits, '-' or '_'), not %s\n",
+                        DS_GROUP_MAX, optarg);
                 return 2;
             }
             break;

@@ -53,12 +53,13 @@
     X("mps-dir", 'D', 0, required_argument, "DIR",                                            \
       "where the daemon's pipes and logs go (default\n"                                       \
       "$XDG_RUNTIME_DIR or /tmp, detshare-mps-UID-gpuN)")                                     \
-    X("isolation", 'i', 0, required_argument, "shared|own",                                   \
+    X("isolation", 'i', 0, required_argument, "shared|own|group:NAME",                        \
       "fault domain of tenants whose quota rule sets none\n"                                  \
       "(default shared): under MPS a kernel's fault ends every\n"                             \
       "shared tenant's context; an own tenant is no MPS client,\n"                            \
       "takes turns with the others and keeps its faults to\n"                                 \
-      "itself (docs/reliability.md)")                                                         \
+      "itself; a group's tenants share an MPS daemon of their\n"                              \
+      "own (docs/reliability.md)")                                                            \
     X("quarantine", 'q', 0, required_argument, "DURATION",                                    \
       "a tenant name whose kernel faulted in the shared domain\n"                             \
       "runs in its own for this long (e.g. 600, 90s, 10m, 2h;\n"                              \

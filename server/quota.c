@@ -3,7 +3,9 @@
 #include "detshare.h"
 #include "ds_error.h"
 
+#include <ctype.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +111,11 @@ static const char *set_uid(const char *v, struct ds_shm_quota *q)
     return NULL;
 }
 
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
+#define GROUP_MAX_TEXT TEXT(DS_GROUP_MAX)
+#define GROUPS_TEXT TEXT(DS_SHM_GROUPS)
+
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which)
 {
     if (strncmp(kv, "memory=", 7) == 0) {
@@ -133,9 +140,11 @@ const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *w
     }
     if (strncmp(kv, "isolation=", 10) == 0) {
         *which = DS_QUOTA_ISOLATION;
-        return ds_quota_parse_isolation(kv + 10, &q->isolation) == 0
+        return ds_quota_parse_isolation(kv + 10, &q->isolation, q->group) == 0
                    ? NULL
-                   : "isolation= takes shared, own, or default (the server's --isolation)";
+                   : "isolation= takes shared, own, group:NAME (a named fault domain; NAME: 1 "
+                     "to " GROUP_MAX_TEXT " letters, digits, '-' or '_'), or default (the "
+                     "server's --isolation)";
     }
     if (strncmp(kv, "uid=", 4) == 0) {
         *which = DS_QUOTA_UID;
@@ -145,22 +154,69 @@ const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *w
            "isolation=DOMAIN or uid=UID";
 }
 
-int ds_quota_parse_isolation(const char *v, uint32_t *out)
+int ds_quota_group_ok(const char *name)
 {
-    if (strcmp(v, "shared") == 0)
+    size_t n = strlen(name);
+
+    if (n == 0 || n > DS_GROUP_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_')
+            return 0;
+    return 1;
+}
+
+int ds_quota_parse_isolation(const char *v, uint32_t *out, char *group)
+{
+    group[0] = '\0';
+    if (strcmp(v, "shared") == 0) {
         *out = DS_ISO_SHARED;
-    else if (strcmp(v, "own") == 0)
+    } else if (strcmp(v, "own") == 0) {
         *out = DS_ISO_OWN;
-    else if (strcmp(v, "default") == 0 || strcmp(v, "none") == 0)
+    } else if (strcmp(v, "default") == 0 || strcmp(v, "none") == 0) {
         *out = DS_ISO_UNSET;
-    else
+    } else if (strncmp(v, "group:", 6) == 0 && ds_quota_group_ok(v + 6)) {
+        *out = DS_ISO_GROUP;
+        memcpy(group, v + 6, strlen(v + 6) + 1);
+    } else {
         return DS_EINVAL;
+    }
     return 0;
 }
 
-const char *ds_quota_isolation_name(uint32_t isolation)
+const char *ds_quota_isolation_format(uint32_t isolation, const char *group, char *buf,
+                                      size_t len)
 {
-    return isolation == DS_ISO_OWN ? "own" : isolation == DS_ISO_SHARED ? "shared" : "default";
+    if (isolation == DS_ISO_GROUP)
+        snprintf(buf, len, "group:%s", group);
+    else
+        snprintf(buf, len, "%s", isolation == DS_ISO_OWN      ? "own"
+                                 : isolation == DS_ISO_SHARED ? "shared"
+                                                              : "default");
+    return buf;
+}
+
+unsigned ds_quota_groups(const struct ds_shm_quota *v, unsigned n, const char *also)
+{
+    unsigned count = also != NULL && also[0] != '\0';
+
+    for (unsigned i = 0; i < n; i++) {
+        int seen = v[i].isolation != DS_ISO_GROUP ||
+                   (also != NULL && strcmp(v[i].group, also) == 0);
+
+        for (unsigned j = 0; j < i && !seen; j++)
+            seen = v[j].isolation == DS_ISO_GROUP && strcmp(v[j].group, v[i].group) == 0;
+        count += !seen;
+    }
+    return count;
+}
+
+const char *ds_quota_groups_check(const struct ds_shm_quota *v, unsigned n, const char *also)
+{
+    if (ds_quota_groups(v, n, also) <= DS_SHM_GROUPS)
+        return NULL;
+    return "too many named fault domains: the quota rules and --isolation may name at most "
+           GROUPS_TEXT " groups (isolation=group:NAME); each is an MPS daemon of its own";
 }
 
 int ds_quota_empty(const struct ds_shm_quota *q)

@@ -35,12 +35,27 @@ enum {
     DS_QUOTA_UID = 32,
 };
 
-/* "shared", "own", or "default" (also "none": not set by the rule) -> enum ds_isolation.
- * Returns 0, or DS_EINVAL. */
-int ds_quota_parse_isolation(const char *v, uint32_t *out);
+/* "shared", "own", "group:NAME" (a named fault domain; ds_quota_group_ok), or "default"
+ * (also "none": not set by the rule) -> enum ds_isolation, and the group's name into
+ * group (DS_GROUP_MAX + 1 bytes; "" but for a group).  Returns 0, or DS_EINVAL. */
+int ds_quota_parse_isolation(const char *v, uint32_t *out, char *group);
 
-/* "shared", "own" or "default", for status and logs. */
-const char *ds_quota_isolation_name(uint32_t isolation);
+/* 1 when `name` may name a group: 1..DS_GROUP_MAX letters, digits, '-' or '_' (it names
+ * a directory, and shows in logs and status). */
+int ds_quota_group_ok(const char *name);
+
+/* "shared", "own", "group:NAME" or "default" of `isolation` (group: its name, for
+ * DS_ISO_GROUP), for status and logs, into buf (at least DS_GROUP_MAX + 8 bytes). */
+const char *ds_quota_isolation_format(uint32_t isolation, const char *group, char *buf,
+                                      size_t len);
+
+/* NULL when rules v[0..n) and the group `also` (NULL or "": none; the server's
+ * --isolation) name DS_SHM_GROUPS named groups at most, else why not (static text). */
+const char *ds_quota_groups_check(const struct ds_shm_quota *v, unsigned n, const char *also);
+
+/* The named groups rules v[0..n) and `also` (a group, NULL or "": none) name together,
+ * each counted once. */
+unsigned ds_quota_groups(const struct ds_shm_quota *v, unsigned n, const char *also);
 
 /* A rule's class=: the tenant's own word (its hello's DETSHARE_CLASS), or one the
  * operator sets, since a class a tenant may claim is priority any tenant may take. */
@@ -55,8 +70,8 @@ int ds_quota_class_of(const struct ds_shm_quota *q, int claimed);
 
 /* Apply one "key=value" setting to rule q: memory=SIZE|none, sm-share=PCT|none,
  * kernel-time=PCT|none (PCT 1..100), class=latency|best-effort|claimed,
- * isolation=shared|own|default, uid=N|none.  Returns NULL and sets *which to the limit's bit,
- * or returns why the setting is refused (static text). */
+ * isolation=shared|own|group:NAME|default, uid=N|none.  Returns NULL and sets *which to
+ * the limit's bit, or returns why the setting is refused (static text). */
 const char *ds_quota_setting(const char *kv, struct ds_shm_quota *q, unsigned *which);
 
 /* The rule of v[0..n) that applies to tenant `name`, by its name alone, or NULL. */

@@ -104,6 +104,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->sim_busy_until, 0);
     s->id = 0;
     atomic_store(&s->isolation, 0);
+    atomic_store(&s->group, 0);
     atomic_store(&s->fault_cu, 0);
     atomic_store(&s->fault_origin, DS_FAULT_NONE);
     atomic_store(&s->fault_ns, 0);
@@ -219,6 +220,15 @@ uint64_t ds_shm_stamps_done(const struct ds_shm *shm, int idx, uint64_t launches
             done = d;
     }
     return done;
+}
+
+struct ds_shm_domain *ds_shm_domain_of(struct ds_shm *shm, const struct ds_shm_slot *s)
+{
+    uint32_t iso = atomic_load(&s->isolation), g = atomic_load(&s->group);
+
+    if (iso == DS_ISO_OWN)
+        return NULL;
+    return &shm->domains[iso == DS_ISO_GROUP && g <= DS_SHM_GROUPS ? g : 0];
 }
 
 uint64_t ds_shm_sim_used(const struct ds_shm *shm)

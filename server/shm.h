@@ -29,6 +29,10 @@
 #define DS_SHM_HOST_LIMIT (1ull << 30)
 /* Quota rules the control process publishes (server/quota.h). */
 #define DS_SHM_QUOTAS 64
+/* Named fault domains (isolation=group:NAME) a server runs at most, and the longest name
+ * of one: each is an MPS daemon of its own on a GPU. */
+#define DS_SHM_GROUPS 8
+#define DS_GROUP_MAX 31
 
 /* What a tenant's device memory is, for its accounting (server/exec/account.h): the
  * kinds its quota counts.  Room is left for graph memory nodes as they come to be
@@ -150,9 +154,12 @@ struct ds_shm_slot {
     atomic_uint_fast64_t errors[DS_PROC_MAX + 1];
     /* Written by the control process before the handover: an id that no other
      * connection of this server's life had (slots are reused), for logs, status and
-     * metrics; and the fault domain its executor runs in (enum ds_isolation). */
+     * metrics; and the fault domain its executor runs in (enum ds_isolation), with
+     * its group (1..DS_SHM_GROUPS, an index of ds_shm domains) for DS_ISO_GROUP, 0
+     * otherwise. */
     uint64_t id;
     atomic_uint isolation;
+    atomic_uint group;
     /* Written by the executor once its device context failed: the CUresult, when
      * (ds_now_ns clock), and whose kernel it says faulted (enum ds_fault_origin; a sim
      * executor knows, a GPU one may not). */
@@ -201,10 +208,26 @@ enum ds_shm_device { DS_SHM_SIM = 1, DS_SHM_CUDA = 2 };
 
 /* Fault domains (docs/reliability.md).  Under MPS a kernel's fault ends the context of
  * every client of the MPS server, so the tenants that share SMs share their faults:
- * `shared` executors are clients of the server's MPS daemon; an `own` executor is none
- * (it takes turns with the shared group on the GPU), and a fault on one side stays on
- * that side.  0 in a quota rule: not set there. */
-enum ds_isolation { DS_ISO_UNSET = 0, DS_ISO_SHARED = 1, DS_ISO_OWN = 2 };
+ * `shared` executors are clients of the server's MPS daemon; a `group` executor is a
+ * client of its named group's daemon; an `own` executor is none (it takes turns with
+ * the others on the GPU), and a fault in one domain stays in it.  0 in a quota rule:
+ * not set there. */
+enum ds_isolation { DS_ISO_UNSET = 0, DS_ISO_SHARED = 1, DS_ISO_OWN = 2, DS_ISO_GROUP = 3 };
+
+/* One domain of executors that share an MPS server, and so their faults: the shared
+ * domain, or a named group.  An executor of the domain whose own kernel faulted writes
+ * its tenant's id and name here, then bumps faults: on the sim, which models MPS, every
+ * other context of the domain then fails as under MPS, and the executors of the tenants
+ * it cost can name the culprit.  An MPS client that finds its context failed bumps lost:
+ * the other executors of its domain then look at theirs. */
+struct ds_shm_domain {
+    char group[DS_GROUP_MAX + 1]; /* the group's name, written by the control process
+                                   * before its first executor starts; "" for shared */
+    atomic_uint faults;
+    atomic_uint lost;
+    atomic_uint_fast64_t fault_by;
+    char fault_name[DS_NAME_MAX + 1];
+};
 
 /* Whose kernel ended a failed context, as its executor tells it. */
 enum ds_fault_origin { DS_FAULT_NONE = 0, DS_FAULT_OWN = 1, DS_FAULT_NEIGHBOUR = 2,
@@ -221,6 +244,7 @@ struct ds_shm_quota {
     uint32_t klass;             /* enum ds_quota_class: the class the tenant gets,
                                  * whatever its hello claims */
     uint32_t isolation;         /* enum ds_isolation: the tenant's fault domain */
+    char group[DS_GROUP_MAX + 1]; /* its name, for DS_ISO_GROUP */
     uint32_t uid;               /* with has_uid: the Unix user the rule is bound to */
     uint32_t has_uid;
 };
@@ -243,20 +267,16 @@ struct ds_shm {
     /* 1 while the policy in force uses gates: executors then also make the GPU wait on
      * the gate before each kernel (backend gate), which costs a driver call. */
     atomic_uint gating;
-    /* Raised by the control process each time an executor left because its device
-     * context failed (DS_EXEC_DEVICE_LOST): under MPS a fault ends every client's
-     * context, so each executor then asks its device whether its own has failed too. */
+    /* Raised by the control process each time an executor of the shared domain left
+     * because its device context failed (DS_EXEC_DEVICE_LOST): under MPS a fault ends
+     * every client's context, so each executor then asks its device whether its own has
+     * failed too. */
     atomic_uint faults;
     /* SM-group sets the control process bound tenants to lately, newest last (0: none):
      * warm executors make their contexts before a tenant needs one (server/exec/binder.h). */
     atomic_uint_fast64_t hot_groups[DS_SHM_HOT];
-    /* The shared domain's kernel faults.  An executor of that domain whose own kernel
-     * faulted writes its tenant's id and name here, then bumps shared_faults: on the
-     * sim, which models MPS, every other context of the domain then fails as under MPS,
-     * and the executors of the tenants it cost can name the culprit. */
-    atomic_uint shared_faults;
-    atomic_uint_fast64_t shared_fault_by;
-    char shared_fault_name[DS_NAME_MAX + 1];
+    /* The shared domain ([0]) and the named groups ([1..DS_SHM_GROUPS]). */
+    struct ds_shm_domain domains[1 + DS_SHM_GROUPS];
     /* Host memory an executor may hold for its tenant's pending calls, and all
      * executors together (slot host_bytes), in bytes; 0: no limit.  Set by the control
      * process before any tenant connects (ds_shm_create's defaults otherwise). */
@@ -326,6 +346,10 @@ void ds_shm_gate(struct ds_shm *shm, int idx, int closed);
  * `launches` when stamps are off. */
 uint64_t ds_shm_stamps_done(const struct ds_shm *shm, int idx, uint64_t launches,
                             uint64_t now_ns);
+
+/* The MPS domain slot s's executor shares, by its isolation and group: the shared
+ * domain's or its group's, or NULL for a domain of its own. */
+struct ds_shm_domain *ds_shm_domain_of(struct ds_shm *shm, const struct ds_shm_slot *s);
 
 /* Sim device bytes in use by all tenants. */
 uint64_t ds_shm_sim_used(const struct ds_shm *shm);

@@ -1,8 +1,11 @@
 /* Units of the fault domains' table (server/control/domain.h), no server: which domain
  * a tenant name gets (quarantine or probation, then its rule, then the server's
  * default), how long a quarantine lasts and what lifts it, how suspects of an
- * unattributed fault are found out or cleared, and the table's bound on names. */
+ * unattributed fault are found out or cleared, and the table's bound on names; named
+ * groups (isolation=group:NAME): their names, where a tenant's comes from, and their
+ * bound. */
 #include "domain.h"
+#include "quota.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -142,4 +145,71 @@ Test(domain, a_probation_ends_with_a_clean_run_its_time_or_when_lifted)
     cr_assert_eq(ds__domain_of(&d, NULL, "b", 71 * S), DS_ISO_SHARED, "its time passed");
     ds__domain_lift(&d, "c");
     cr_assert_eq(ds__domain_of(&d, NULL, "c", 21 * S), DS_ISO_SHARED);
+}
+
+/* isolation=group:NAME names a domain: the rule's group, else the server's default's. */
+Test(domain, a_group_comes_from_the_rule_or_the_default)
+{
+    static struct ds_domains d;
+    struct ds_shm_quota g1 = { .isolation = DS_ISO_GROUP, .group = "g1" };
+    struct ds_shm_quota shared = { .isolation = DS_ISO_SHARED };
+
+    d = table(DS_ISO_GROUP, 600 * S);
+    snprintf(d.fallback_group, sizeof(d.fallback_group), "def");
+    cr_assert_eq(ds__domain_of(&d, &g1, "a", 10 * S), DS_ISO_GROUP);
+    cr_assert_str_eq(ds__domain_group(&d, &g1), "g1");
+    cr_assert_eq(ds__domain_of(&d, NULL, "a", 10 * S), DS_ISO_GROUP);
+    cr_assert_str_eq(ds__domain_group(&d, NULL), "def");
+    cr_assert_eq(ds__domain_of(&d, &shared, "a", 10 * S), DS_ISO_SHARED);
+    /* Quarantine sends a group's culprit to a domain of its own, as any other. */
+    cr_assert_eq(ds__domain_fault(&d, "a", 10 * S), 1);
+    cr_assert_eq(ds__domain_of(&d, &g1, "a", 11 * S), DS_ISO_OWN);
+}
+
+Test(domain, group_names_parse_and_bad_ones_are_refused)
+{
+    struct ds_shm_quota q = { 0 };
+    char buf[64], name[40];
+    unsigned which;
+    uint32_t iso;
+
+    cr_assert_null(ds_quota_setting("isolation=group:train_A-1", &q, &which));
+    cr_assert_eq(q.isolation, DS_ISO_GROUP);
+    cr_assert_str_eq(q.group, "train_A-1");
+    cr_assert_str_eq(ds_quota_isolation_format(q.isolation, q.group, buf, sizeof(buf)),
+                     "group:train_A-1");
+    memset(name, 'g', 31);
+    name[31] = '\0';
+    snprintf(buf, sizeof(buf), "group:%s", name);
+    cr_assert_eq(ds_quota_parse_isolation(buf, &iso, q.group), 0, "31 characters are fine");
+    const char *bad[] = { "group:", "group:a/b", "group:a b", "group:a.b", "group:*",
+                          "group:gggggggggggggggggggggggggggggggg", "group", "groups:a" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "isolation=%s", bad[i]);
+        cr_assert_not_null(strstr(ds_quota_setting(buf, &q, &which), "group:NAME"), "%s", bad[i]);
+    }
+    /* A rule set to shared again forgets its group. */
+    cr_assert_null(ds_quota_setting("isolation=shared", &q, &which));
+    cr_assert_str_eq(q.group, "");
+}
+
+/* At most DS_SHM_GROUPS groups, the rules' and the server's default's together, each
+ * counted once. */
+Test(domain, the_number_of_groups_is_bounded)
+{
+    struct ds_shm_quota v[DS_SHM_GROUPS + 2];
+    unsigned n = 0;
+
+    memset(v, 0, sizeof(v));
+    for (int i = 0; i < DS_SHM_GROUPS; i++) {
+        v[n].isolation = DS_ISO_GROUP;
+        snprintf(v[n++].group, sizeof(v[0].group), "g%d", i);
+    }
+    v[n].isolation = DS_ISO_GROUP;
+    snprintf(v[n++].group, sizeof(v[0].group), "g0");
+    v[n++].isolation = DS_ISO_OWN;
+    cr_assert_eq(ds_quota_groups(v, n, NULL), DS_SHM_GROUPS);
+    cr_assert_null(ds_quota_groups_check(v, n, NULL));
+    cr_assert_null(ds_quota_groups_check(v, n, "g3"), "the default names a group of a rule");
+    cr_assert_not_null(strstr(ds_quota_groups_check(v, n, "extra"), "at most 8 groups"));
 }

@@ -194,3 +194,55 @@ Test(mps, executors_under_mps_get_the_native_number_of_connections)
     cr_expect_str_eq(getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "4", "the operator's setting wins");
     ds_mps_stop(&m);
 }
+
+/* A named group's daemon runs beside the server's, with pipes of its own, takes clients
+ * some time after it is started (the control process waits for it without blocking),
+ * and quits when asked. */
+Test(mps, a_group_gets_a_daemon_of_its_own_beside_the_servers)
+{
+    struct ds_mps m;
+    struct ds_mps_group g;
+    char want[300];
+    pid_t pid;
+    int ready = 0;
+
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_START, 0, dir), 0);
+    cr_assert_eq(ds_mps_group_start(&g, dir, "g1"), 0);
+    pid = g.daemon;
+    cr_assert_gt(pid, 0);
+    cr_expect_neq(pid, m.daemon);
+    snprintf(want, sizeof(want), "%s/group-g1/pipe", dir);
+    cr_expect_str_eq(g.pipe, want);
+    for (int i = 0; i < 500 && !(ready = ds_mps_group_ready(&g)); i++)
+        usleep(10000);
+    cr_assert(ready, "the group's daemon never took clients");
+    cr_expect(alive(m.daemon), "the server's daemon runs beside it");
+    ds_mps_group_stop(&g);
+    cr_expect_eq(g.daemon, 0);
+    cr_expect(!alive(pid), "the group's daemon is gone after stop");
+    cr_expect(alive(m.daemon), "the server's daemon is not");
+    ds_mps_stop(&m);
+}
+
+/* A group's daemon left by a killed server is stopped when the next server starts, before
+ * any tenant could wait for it. */
+Test(mps, a_group_daemon_left_by_a_killed_server_is_stopped_at_the_next_start)
+{
+    struct ds_mps m;
+    struct ds_mps_group g;
+    pid_t old;
+
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_START, 0, dir), 0);
+    cr_assert_eq(ds_mps_group_start(&g, dir, "g1"), 0);
+    old = g.daemon;
+    for (int i = 0; i < 500 && !ds_mps_group_ready(&g); i++)
+        usleep(10000);
+    /* As if the server had died: its lock goes, its daemons stay. */
+    close(m.lock_fd);
+    m.lock_fd = -1;
+    cr_assert_eq(ds_mps_start(&m, DS_MPS_START, 0, dir), 0);
+    for (int i = 0; i < 500 && alive(old) && waitpid(old, NULL, WNOHANG) == 0; i++)
+        usleep(10000);
+    cr_expect(!alive(old), "the earlier group daemon was stopped");
+    ds_mps_stop(&m);
+}

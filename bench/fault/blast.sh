@@ -10,8 +10,11 @@
 #               the culprit faults alone and is found and quarantined, the others
 #               cleared; in the third the victims share the domain again
 #   mps-off     --mps off: every tenant has its own context, taking turns
-# Usage: blast.sh FAULTPROBE BUILD [REPEATS] [N].  Writes $OUT/blast.jsonl (one line per
-# round: who survived, what the server said, recovery time) and $OUT/blast-logs.tgz.
+#   group       the culprit's name has isolation=group:g1 (a named domain: an MPS daemon
+#               of its own, started when it connects), the victims are shared
+# Usage: blast.sh FAULTPROBE BUILD [REPEATS] [N].  SCENARIOS="group ..." runs only those
+# (default: all, in the order above).  Writes $OUT/blast.jsonl (one line per round: who
+# survived, what the server said, recovery time) and $OUT/blast-logs.tgz.
 set -u
 fp=$(readlink -f "$1"); build=$(readlink -f "$2"); repeats=${3:-3}; n=${4:-4}
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
@@ -84,17 +87,29 @@ print(json.dumps({
     "log_culprit_found": text.count("it is the culprit"),
     "log_no_mps_client": text.count("not an MPS client although"),
     "victims_told_on_stderr": told,
+    "log_group_daemon_up": text.count("the control daemon of group g1 takes clients"),
 }))
 PY
 }
 
+printf 'quota wild isolation=own\n' > "$w/own.conf"
+printf 'quota wild isolation=group:g1\n' > "$w/group.conf"
 for r in $(seq "$repeats"); do
-    start_server "default.$r"; round default "$r" 1; stop_server
-    printf 'quota wild isolation=own\n' > "$w/own.conf"
-    start_server "own.$r" --config "$w/own.conf"; round own "$r" 1; stop_server
-    start_server "quarantine.$r" --quarantine 10m; round quarantine "$r" 1; sleep 1.5
-    round quarantine "$r" 2; sleep 1.5; round quarantine "$r" 3; stop_server
-    start_server "mps-off.$r" --mps off; round mps-off "$r" 1; stop_server
+    for s in ${SCENARIOS:-default own quarantine mps-off group}; do
+        case $s in
+        default) start_server "default.$r"; round default "$r" 1; stop_server ;;
+        own) start_server "own.$r" --config "$w/own.conf"; round own "$r" 1; stop_server ;;
+        quarantine)
+            start_server "quarantine.$r" --quarantine 10m; round quarantine "$r" 1; sleep 1.5
+            round quarantine "$r" 2; sleep 1.5; round quarantine "$r" 3; stop_server ;;
+        mps-off) start_server "mps-off.$r" --mps off; round mps-off "$r" 1; stop_server ;;
+        group)
+            start_server "group.$r" --config "$w/group.conf"; round group "$r" 1; stop_server
+            # The group's daemon must be gone with the server (its pid file with it).
+            [ -e "$w/mps/group-g1/daemon.pid" ] && echo "group.$r: g1's daemon outlived the server" >&2 ;;
+        *) echo "unknown scenario $s" >&2; exit 2 ;;
+        esac
+    done
 done
 tar czf "$out/blast-logs.tgz" -C "$w" logs
 cat "$res"

@@ -253,11 +253,11 @@ static void pack_quotas(struct ds_admin *a, msgpack_packer *pk, int tenants)
 }
 
 /* The quota request's word-valued setting `key` ("class": latency, best-effort,
- * claimed; "isolation": shared, own, default): 1 and q's field set when it names one,
- * 0 when absent, -1 when it is anything else. */
+ * claimed; "isolation": shared, own, group:NAME, default): 1 and q's field set when it
+ * names one, 0 when absent, -1 when it is anything else. */
 static int get_word(const msgpack_object *req, const char *key, struct ds_shm_quota *q)
 {
-    char v[32], kv[48];
+    char v[DS_GROUP_MAX + 16], kv[sizeof(v) + 16];
     unsigned which;
 
     if (lookup(req, key) == NULL)
@@ -310,7 +310,8 @@ static void pack_quota(struct ds_admin *a, const msgpack_object *req, msgpack_pa
         pack_error(pk, "a quota request needs a \"name\" (a tenant name, or a prefix ending "
                        "in '*'), and \"memory\" (bytes), \"sm_share\" or \"kernel_time\" "
                        "(1-100), nil for no limit, \"class\" (latency, best-effort, "
-                       "claimed), \"isolation\" (shared, own, default) or \"uid\" (a Unix "
+                       "claimed), \"isolation\" (shared, own, group:NAME with NAME 1 to 31 "
+                       "letters, digits, '-' or '_', default) or \"uid\" (a Unix "
                        "user id, nil for none)");
         return;
     }

@@ -2,6 +2,7 @@
 #include "control_int.h"
 
 #include "config.h"
+#include "handover.h"
 #include "ds_clock.h"
 #include "ds_log.h"
 #include "quota.h"
@@ -21,43 +22,15 @@
 
 /* How long tenants get to finish after SIGTERM before they are killed. */
 #define DS_STOP_GRACE_MS 5000
-/* Executors a tenant is offered when those taken for it turn out to be leaving, or do
- * not take it. */
-#define HANDOVER_TRIES 3
-/* How long an executor has to say it took the connection handed to it; the thread that
- * takes it does nothing else (exec_spawn.h), so a live executor says so within
- * milliseconds, even while its device opens.  One that does not is stopped (SIGSTOP, a
- * debugger, a frozen cgroup) or starved of CPU, and its tenant's cuInit would wait for
- * it for ever: the watchdog that ends stuck executors lives in the same process.  2 s
- * leaves room for a loaded host.  The last executor offered a tenant gets all the time
- * it needs: a slow host is no reason to refuse a tenant. */
-#define HANDOVER_DEADLINE_MS 2000
 
-/* A tenant's connection handed to an executor that has not yet said it took it. */
-struct handover {
-    uv_poll_t word;   /* the executor's end of the pair: its word, or its exit */
-    uv_timer_t timer; /* HANDOVER_DEADLINE_MS */
-    int handles;      /* of word and timer, not yet closed */
-    struct listener *l;
-    struct ds_spawned e;
-    /* The tenant's id and fault domain: once the executor has died its slot may be
-     * cleared, or another tenant's. */
-    unsigned long long id;
-    uint32_t isolation;
-    int fd;    /* the control process's own descriptor of the connection, kept till then */
-    int tries; /* executors offered the tenant so far, this one included */
-    int vouched;
-    char name[DS_NAME_MAX + 1];
-    struct handover *next, **prev;
-};
-
-/* Start an executor on a slot of its own, in fault domain `isolation` (enum
- * ds_isolation): an `own` one is pointed at an MPS pipe directory where no daemon
- * listens, so that its context is no MPS client.  Returns 0 or -1. */
-static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolation)
+/* An `own` executor is pointed at an MPS pipe directory where no daemon listens, so
+ * that its context is no MPS client; a group's, at its group's daemon. */
+int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolation,
+                      unsigned group)
 {
     int slot = ds_shm_slot_take(c->shm);
-    const char *pipe = isolation == DS_ISO_OWN && c->cfg->own_mps_pipe[0] != '\0'
+    const char *pipe = isolation == DS_ISO_GROUP ? ds__group_pipe(c, group)
+                       : isolation == DS_ISO_OWN && c->cfg->own_mps_pipe[0] != '\0'
                            ? c->cfg->own_mps_pipe
                            : NULL;
 
@@ -66,6 +39,7 @@ static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolati
         return -1;
     }
     atomic_store(&c->shm->slots[slot].isolation, isolation);
+    atomic_store(&c->shm->slots[slot].group, isolation == DS_ISO_GROUP ? group : 0);
     if (ds_spawn_executor(c->shm_fd, slot, pipe, out) != 0) {
         int err = errno;
 
@@ -82,14 +56,15 @@ static int spawn_one(struct control *c, struct ds_spawned *out, uint32_t isolati
  * their context failed (exec/fault.h), and again as they leave. */
 static unsigned fault_gen(const struct control *c)
 {
-    return atomic_load(&c->shm->faults) + atomic_load(&c->shm->shared_faults);
+    return atomic_load(&c->shm->faults) + atomic_load(&c->shm->domains[0].faults) +
+           atomic_load(&c->shm->domains[0].lost);
 }
 
 /* Keep cfg->warm executors of the shared domain waiting with the device open. */
 static void fill_pool(struct control *c)
 {
     while (!c->stopping && c->nwarm < c->cfg->warm) {
-        if (spawn_one(c, &c->warm[c->nwarm], DS_ISO_SHARED) != 0) {
+        if (ds__control_spawn(c, &c->warm[c->nwarm], DS_ISO_SHARED, 0) != 0) {
             ds_warn("cannot start a warm executor: %s", strerror(errno));
             return;
         }
@@ -132,16 +107,15 @@ static int fresh_warm(struct control *c)
     return -1;
 }
 
-/* An executor for a tenant of domain `isolation`: the oldest warm one (the likeliest to
- * be ready) for the shared domain, else a new one. */
-static int take_executor(struct control *c, uint32_t isolation, struct ds_spawned *out,
-                         int *warm)
+/* The oldest warm executor is the likeliest to be ready. */
+int ds__control_take(struct control *c, uint32_t isolation, unsigned group,
+                     struct ds_spawned *out, int *warm)
 {
     int i = isolation == DS_ISO_SHARED ? fresh_warm(c) : -1;
 
     *warm = i >= 0;
     if (!*warm)
-        return spawn_one(c, out, isolation);
+        return ds__control_spawn(c, out, isolation, group);
     *out = c->warm[i];
     drop_warm(c, i);
     c->no_mps = 0;
@@ -290,14 +264,24 @@ static void refuse(struct listener *l, uv_stream_t *client, enum ds_refusal reas
     ds_auth_answer(client, why);
 }
 
-/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
- * records who the tenant is (a new id, its peer, the name its hello must give), and the
- * policy places it before its first kernel runs.  vouched: a token was checked for it. */
-static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
-                   const char *name, int vouched)
+/* "its own", "the shared" or "group G's", for the log line of a connection. */
+static const char *domain_words(struct control *c, const struct ds_shm_slot *s, char *buf,
+                                size_t len)
+{
+    uint32_t iso = atomic_load(&s->isolation);
+
+    if (iso == DS_ISO_GROUP)
+        snprintf(buf, len, "group %s's", ds_shm_domain_of(c->shm, s)->group);
+    else
+        snprintf(buf, len, "%s", iso == DS_ISO_OWN ? "its own" : "the shared");
+    return buf;
+}
+
+void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
+                        const char *name, int vouched)
 {
     struct ds_shm_slot *s = &l->ctl->shm->slots[e->slot];
-    char where[300], who[64] = "";
+    char where[300], who[64] = "", dom[DS_GROUP_MAX + 16];
 
     ds_addr_format(&l->addr, where, sizeof(where));
     s->id = ++l->ctl->next_id;
@@ -308,211 +292,54 @@ static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_
     ds_info("tenant %llu (%s) connected on %s (executor pid %d, %s, %s domain)%s%s%s",
             (unsigned long long)s->id, name, where, (int)e->pid,
             warm ? "started ahead" : "started for it",
-            atomic_load(&s->isolation) == DS_ISO_OWN ? "its own" : "the shared", who,
+            domain_words(l->ctl, s, dom, sizeof(dom)), who,
             vouched ? ", token accepted for " : "", vouched ? name : "");
     ds__place_joined(l->ctl, e->slot);
 }
 
-static void free_handover(uv_handle_t *hd)
-{
-    struct handover *h = hd->data;
-
-    if (--h->handles == 0)
-        free(h);
-}
-
-/* Forget handover h: its executor's pair is closed, and the connection unless taken
- * from h->fd. */
-static void end_handover(struct handover *h)
-{
-    *h->prev = h->next;
-    if (h->next != NULL)
-        h->next->prev = h->prev;
-    uv_poll_stop(&h->word);
-    ds_spawn_close(&h->e);
-    if (h->fd >= 0)
-        close(h->fd);
-    uv_close((uv_handle_t *)&h->word, free_handover);
-    uv_close((uv_handle_t *)&h->timer, free_handover);
-}
-
-static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                  int vouched, int tries);
-
-/* Handover h's executor did not take the tenant: another does, a new one (`fresh`) or
- * any, unless HANDOVER_TRIES were offered it or the server stops. */
-static void pass_on(struct handover *h, int fresh)
-{
-    struct control *c = h->l->ctl;
-    unsigned long long id = h->id;
-    uint32_t isolation = h->isolation;
-    struct listener *l = h->l;
-    char name[DS_NAME_MAX + 1];
-    int fd = h->fd, vouched = h->vouched, tries = h->tries, warm = 0;
-    struct ds_spawned next;
-    const char *why = c->stopping            ? "the server is shutting down"
-                      : tries >= HANDOVER_TRIES ? "it was offered as many as it may be"
-                                                : NULL;
-
-    memcpy(name, h->name, sizeof(name));
-    h->fd = -1;
-    end_handover(h);
-    if (why == NULL &&
-        (fresh ? spawn_one(c, &next, isolation) : take_executor(c, isolation, &next, &warm)) != 0)
-        why = strerror(errno);
-    if (why != NULL) {
-        ds_error("tenant %llu (%s): no other executor takes it (%s): closing its connection",
-                 id, name, why);
-        close(fd);
-        return;
-    }
-    assign(l, &next, warm, fd, name, vouched);
-    ds_info("tenant %llu (%s) is now tenant %llu, on executor pid %d", id, name,
-            (unsigned long long)c->shm->slots[next.slot].id, (int)next.pid);
-    offer(l, &next, fd, name, vouched, tries + 1);
-}
-
-/* The executor said it took the tenant, or left without it. */
-static void on_word(uv_poll_t *p, int status, int events)
-{
-    struct handover *h = p->data;
-    int taken = status < 0 ? -1 : ds_spawn_taken(&h->e);
-
-    (void)events;
-    if (taken == 0)
-        return;
-    if (taken > 0) {
-        end_handover(h);
-        return;
-    }
-    ds_warn("tenant %llu (%s): executor pid %d left before taking its connection", h->id,
-            h->name, (int)h->e.pid);
-    pass_on(h, 0);
-}
-
-static void on_handover_late(uv_timer_t *t)
-{
-    struct handover *h = t->data;
-
-    ds_warn("tenant %llu (%s): executor pid %d did not take its connection within %d s "
-            "(stopped, or starved of CPU): killing it; a new executor takes the tenant",
-            h->id, h->name, (int)h->e.pid, HANDOVER_DEADLINE_MS / 1000);
-    kill(h->e.pid, SIGKILL);
-    pass_on(h, 1);
-}
-
-/* Watch for executor e's word that it took the connection on fd, handed to it: the
- * tries-th executor offered the tenant.  Takes fd and e's end of the pair; NULL when
- * no watch can be set up (out of memory). */
-static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
-                              const char *name, int vouched, int tries)
-{
-    struct control *c = l->ctl;
-    struct handover *h = calloc(1, sizeof(*h));
-
-    if (h == NULL || uv_poll_init(c->loop, &h->word, e->ctl) != 0) {
-        free(h);
-        return NULL;
-    }
-    uv_timer_init(c->loop, &h->timer);
-    h->word.data = h->timer.data = h;
-    h->handles = 2;
-    h->l = l;
-    h->e = *e;
-    h->id = (unsigned long long)c->shm->slots[e->slot].id;
-    h->isolation = atomic_load(&c->shm->slots[e->slot].isolation);
-    h->fd = fd;
-    h->tries = tries;
-    h->vouched = vouched;
-    snprintf(h->name, sizeof(h->name), "%s", name);
-    h->next = c->handovers;
-    if (h->next != NULL)
-        h->next->prev = &h->next;
-    h->prev = &c->handovers;
-    c->handovers = h;
-    uv_poll_start(&h->word, UV_READABLE | UV_DISCONNECT, on_word);
-    if (tries < HANDOVER_TRIES)
-        uv_timer_start(&h->timer, on_handover_late, HANDOVER_DEADLINE_MS, 0);
-    return h;
-}
-
-/* Hand the tenant on fd (the control process's own descriptor, taken) to executor e,
- * the tries-th offered it, and keep fd until e says it took it: another executor gets
- * it when e turns out to be leaving (a warm executor that came up as no MPS client
- * shuts its end first: the handover fails with EPIPE), leaves before taking it, or does
- * not take it within HANDOVER_DEADLINE_MS. */
-static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                  int vouched, int tries)
-{
-    struct control *c = l->ctl;
-    unsigned long long id = (unsigned long long)c->shm->slots[e->slot].id;
-    struct ds_spawned next;
-    int warm;
-
-    while (ds_spawn_handover(e, fd) != 0) {
-        int err = errno;
-        uint32_t isolation = atomic_load(&c->shm->slots[e->slot].isolation);
-
-        ds_spawn_close(e);
-        if (err == EPIPE && tries < HANDOVER_TRIES &&
-            take_executor(c, isolation, &next, &warm) == 0) {
-            ds_info("tenant %llu: its executor was leaving; executor pid %d takes it", id,
-                    (int)next.pid);
-            *e = next;
-            assign(l, e, warm, fd, name, vouched);
-            id = (unsigned long long)c->shm->slots[e->slot].id;
-            tries++;
-            continue;
-        }
-        ds_error("cannot hand tenant %llu to its executor: %s", id, strerror(err));
-        kill(e->pid, SIGKILL);
-        close(fd);
-        return;
-    }
-    if (watch(l, e, fd, name, vouched, tries) == NULL) {
-        ds_warn("tenant %llu: no memory to watch its executor take it", id);
-        ds_spawn_close(e);
-        close(fd);
-    }
-}
-
-/* The server stops: connections handed over and not yet taken are left to their
- * executors, which stop too. */
-static void forget_handovers(struct control *c)
-{
-    while (c->handovers != NULL)
-        end_handover(c->handovers);
-}
-
-/* The fault domain of tenant `name`: where executors are MPS clients, its quarantine,
- * its quota rule or the server's --isolation decides (domain.h); where none is (the
- * sim models MPS; --mps off), every tenant has its own context anyway. */
-static uint32_t domain_for(struct control *c, const char *name)
+/* The fault domain of tenant `name`, and its group (*group, for DS_ISO_GROUP): where
+ * executors are MPS clients, its quarantine, its quota rule or the server's --isolation
+ * decides (domain.h); where none is (the sim models MPS; --mps off), every tenant has its
+ * own context anyway. */
+static uint32_t domain_for(struct control *c, const char *name, unsigned *group)
 {
     const struct ds_shm_quota *rule = ds_quota_match(c->rules, c->nrules, name);
     uint32_t d = ds__domain_of(&c->domains, rule, name, ds_now_ns());
+    const char *g = d == DS_ISO_GROUP ? ds__domain_group(&c->domains, rule) : "";
 
-    if (c->cfg->device == DS_SHM_SIM)
-        return d;
-    if (atomic_load(&c->shm->mps_expected) == DS_SHM_MPS_NONE)
+    *group = 0;
+    if (c->cfg->device != DS_SHM_SIM && atomic_load(&c->shm->mps_expected) == DS_SHM_MPS_NONE) {
+        if (d == DS_ISO_GROUP)
+            ds_info("tenant %s: group:%s runs as a domain of its own under --mps off (every "
+                    "tenant's context is its own)", name, g);
         return DS_ISO_OWN;
-    if (d == DS_ISO_OWN && c->cfg->own_mps_pipe[0] == '\0') {
-        ds_warn("tenant %s: a domain of its own needs --mps start (the daemon of --mps "
-                "external serves every executor): it shares the MPS domain", name);
+    }
+    if (c->cfg->device != DS_SHM_SIM && d != DS_ISO_SHARED && c->cfg->own_mps_pipe[0] == '\0') {
+        ds_warn("tenant %s: a domain of its own or a group's needs --mps start (the daemon "
+                "of --mps external serves every executor): it shares the MPS domain", name);
         return DS_ISO_SHARED;
+    }
+    if (d == DS_ISO_GROUP && (*group = ds__group_index(c, g)) == 0) {
+        ds_warn("tenant %s: the server runs %d groups already, which last while it runs: "
+                "group:%s runs as a domain of its own", name, DS_SHM_GROUPS, g);
+        return DS_ISO_OWN;
     }
     return d;
 }
 
-/* Hand an accepted connection to an executor of its domain; `name` is the tenant name
- * its preface gave, `vouched` whether a token was checked for it.  Closes client. */
-static void serve(struct listener *l, uv_stream_t *client, const char *name, int vouched)
+void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name, int vouched,
+                       uint32_t isolation, unsigned group)
 {
     struct control *c = l->ctl;
     struct ds_spawned e;
     uv_os_fd_t fd;
     int warm, kept;
 
+    if (c->stopping) {
+        refuse(l, client, DS_REFUSED_SHUTDOWN, "the server is shutting down");
+        uv_close((uv_handle_t *)client, free_handle);
+        return;
+    }
     if (uv_fileno((uv_handle_t *)client, &fd) != 0) {
         uv_close((uv_handle_t *)client, free_handle);
         return;
@@ -523,7 +350,7 @@ static void serve(struct listener *l, uv_stream_t *client, const char *name, int
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    if (take_executor(c, domain_for(c, name), &e, &warm) != 0) {
+    if (ds__control_take(c, isolation, group, &e, &warm) != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                errno == EBUSY ? "all tenant slots are in use" : strerror(errno));
         close(kept);
@@ -531,15 +358,28 @@ static void serve(struct listener *l, uv_stream_t *client, const char *name, int
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    assign(l, &e, warm, fd, name, vouched);
+    ds__control_assign(l, &e, warm, fd, name, vouched);
     /* Before the handover: the tenant sends nothing more until it has this answer. */
     if (ds_auth_answer(client, NULL) != 0)
         ds_debug("tenant %llu left before its preface was answered",
                  (unsigned long long)c->shm->slots[e.slot].id);
     c->served++;
-    offer(l, &e, kept, name, vouched, 1);
+    ds__handover_offer(l, &e, kept, name, vouched, 1);
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
+}
+
+/* Hand an accepted connection to an executor of its domain; `name` is the tenant name
+ * its preface gave, `vouched` whether a token was checked for it.  A tenant of a group
+ * whose MPS daemon is not up yet waits for it (group.h).  Closes client. */
+static void serve(struct listener *l, uv_stream_t *client, const char *name, int vouched)
+{
+    unsigned group;
+    uint32_t isolation = domain_for(l->ctl, name, &group);
+
+    if (isolation == DS_ISO_GROUP && ds__group_wait(l->ctl, group, l, client, name, vouched))
+        return;
+    ds__control_serve(l, client, name, vouched, isolation, group);
 }
 
 /* ds_auth_done: a tenant's preface was read, or it never came. */
@@ -652,6 +492,7 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->watch, NULL);
     uv_close((uv_handle_t *)&c->refill, NULL);
     ds__tracectl_close(c);
+    uv_close((uv_handle_t *)&c->group_poll, NULL);
 }
 
 static void on_refill(uv_timer_t *t)
@@ -725,12 +566,20 @@ static int shares_faults(const struct control *c)
     return c->cfg->device == DS_SHM_SIM || atomic_load(&c->shm->mps_expected) != DS_SHM_MPS_NONE;
 }
 
+/* The name of the tenant whose fault ended the contexts of slot s's MPS domain. */
+static const char *culprit_name(struct control *c, const struct ds_shm_slot *s)
+{
+    const struct ds_shm_domain *d = ds_shm_domain_of(c->shm, s);
+
+    return d != NULL ? d->fault_name : "?";
+}
+
 /* The tenant in slot s left with a failed context: say whose fault it was, count it,
  * and quarantine a name whose own kernel faulted in the shared domain. */
 static void tell_fault(struct control *c, const struct ds_shm_slot *s, const char *name)
 {
     unsigned origin = atomic_load(&s->fault_origin);
-    int cu = atomic_load(&s->fault_cu), shared = atomic_load(&s->isolation) == DS_ISO_SHARED &&
+    int cu = atomic_load(&s->fault_cu), shared = atomic_load(&s->isolation) != DS_ISO_OWN &&
                                                 shares_faults(c);
     unsigned long long id = (unsigned long long)s->id, by = atomic_load(&s->lost_to);
     uint64_t now = ds_now_ns();
@@ -750,7 +599,7 @@ static void tell_fault(struct control *c, const struct ds_shm_slot *s, const cha
                     (unsigned long long)(c->domains.quarantine_ns / 1000000000ull));
     } else if (origin == DS_FAULT_NEIGHBOUR && by != 0) {
         ds_warn("tenant %llu (%s) lost its context to tenant %llu (%s)'s fault on the shared "
-                "GPU", id, name, by, c->shm->shared_fault_name);
+                "GPU", id, name, by, culprit_name(c, s));
         ds__domain_lost(&c->domains, name, now);
     } else {
         ds_warn("tenant %llu (%s) lost its context (CUresult %d): its own kernel's fault or, "
@@ -798,6 +647,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == c->cfg->mps_daemon)
             mps_daemon_exited(c, status);
+        if (ds__group_reaped(c, pid, status))
+            continue;
         if (reap_warm(c, pid, status))
             continue;
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
@@ -866,11 +717,17 @@ static void reload_config(struct control *c)
 {
     struct ds_shm_quota v[DS_SHM_QUOTAS];
     unsigned n;
+    const char *why;
 
     if (c->cfg->config == NULL)
         return;
     if (ds_config_load(c->cfg->config, v, &n) != 0) {
         ds_error("SIGHUP: %s has errors: the %u quota(s) in force stay", c->cfg->config,
+                 c->nrules);
+        return;
+    }
+    if ((why = ds_quota_groups_check(v, n, c->domains.fallback_group)) != NULL) {
+        ds_error("SIGHUP: %s: %s: the %u quota(s) in force stay", c->cfg->config, why,
                  c->nrules);
         return;
     }
@@ -914,7 +771,8 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     ds_info("signal %d: no new tenants; stopping %d tenant(s)", signum, c->live - c->nwarm);
     close_listeners(c);
     ds_auth_cancel_all(&c->authing, "the server is shutting down");
-    forget_handovers(c);
+    ds__handover_forget_all(c);
+    ds__group_cancel(c);
     /* Held tenants must be able to finish. */
     uv_timer_stop(&c->tick);
     for (int i = 0; i < c->ntenants; i++)
@@ -1013,7 +871,8 @@ static int start_signals(struct control *c)
     uv_timer_init(c->loop, &c->tick);
     uv_timer_init(c->loop, &c->watch);
     uv_timer_init(c->loop, &c->refill);
-    c->refill.data = c;
+    uv_timer_init(c->loop, &c->group_poll);
+    c->refill.data = c->group_poll.data = c;
     c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
     c->grace.data = c->tick.data = c->watch.data = c;
     signal(SIGPIPE, SIG_IGN);
@@ -1037,6 +896,7 @@ static int expects_mps(const struct ds_server_config *cfg)
 
 int ds_control_run(const struct ds_server_config *cfg)
 {
+    char iso[DS_GROUP_MAX + 8];
     struct control c;
     int failed;
 
@@ -1059,6 +919,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;
     c.authing.tokens = cfg->tokens;
     c.domains.fallback = cfg->isolation;
+    memcpy(c.domains.fallback_group, cfg->isolation_group, sizeof(c.domains.fallback_group));
     c.domains.quarantine_ns = cfg->quarantine_ns;
     failed = start_signals(&c) != 0;
     /* The rules need the timers start_signals made; the admin socket and metrics come
@@ -1076,13 +937,15 @@ int ds_control_run(const struct ds_server_config *cfg)
         ds_info("ready: device %s, %u SMs in %u groups of %u; policy %s; tenants' fault "
                 "domain %s unless their rule says otherwise, quarantine %llu s",
                 cfg->backend->name, cfg->sm.sms, cfg->sm.count, cfg->sm.size, c.policy->name,
-                ds_quota_isolation_name(cfg->isolation),
+                ds_quota_isolation_format(cfg->isolation, cfg->isolation_group, iso,
+                                          sizeof(iso)),
                 (unsigned long long)(cfg->quarantine_ns / 1000000000ull));
         fill_pool(&c);
         ds__place_start(&c);
     }
     uv_run(c.loop, UV_RUN_DEFAULT);
     uv_loop_close(c.loop);
+    ds__group_stop_all(&c);
     ds_shm_unmap(c.shm);
     close(c.shm_fd);
     ds_tokens_free(c.reloaded);

@@ -52,12 +52,17 @@ struct ds_server_config {
     struct ds_shm_quota quotas[DS_SHM_QUOTAS];
     unsigned nquotas;
     /* Fault domains (shm.h, domain.h): the domain of tenants whose rule sets none
-     * (--isolation), how long a name whose kernel faulted in the shared domain runs in
-     * its own (--quarantine, 0: never), and the MPS pipe directory an `own` executor is
-     * given, where no daemon listens ("" where executors are no MPS clients anyway). */
+     * (--isolation, with a group's name), how long a name whose kernel faulted in a
+     * shared domain runs in its own (--quarantine, 0: never), and the MPS pipe directory
+     * an `own` executor is given, where no daemon listens ("" where executors are no MPS
+     * clients anyway). */
     uint32_t isolation;
+    char isolation_group[DS_GROUP_MAX + 1]; /* for DS_ISO_GROUP */
     uint64_t quarantine_ns;
     char own_mps_pipe[256];
+    /* The server's MPS directory (--mps start; "" otherwise): each named group's daemon
+     * gets its pipes and logs under it (mps.h, ds_mps_group_start). */
+    char mps_dir[200];
 };
 
 /* Run until SIGTERM or SIGINT, then close every tenant and return 0; returns 1 when

@@ -1,7 +1,8 @@
 /*
- * The control process's state, shared by its two halves: control.c (listeners, the
- * executors, signals, the admin and metrics endpoints) and placement.c (what runs where:
- * the policy, the tenants it places, their progress, and the quota rules that bound it).
+ * The control process's state, shared by its parts: control.c (listeners, the
+ * executors, signals, the admin and metrics endpoints), handover.c (executors taking
+ * their tenants' connections) and placement.c (what runs where: the policy, the tenants
+ * it places, their progress, and the quota rules that bound it).
  */
 #ifndef DS_CONTROL_INT_H
 #define DS_CONTROL_INT_H
@@ -11,6 +12,7 @@
 #include "domain.h"
 #include "control.h"
 #include "exec_spawn.h"
+#include "group.h"
 #include "exposition.h"
 #include "metrics.h"
 #include "policy.h"
@@ -67,9 +69,11 @@ struct control {
     struct ds_admin *admin;
     struct ds_metrics *metrics;
     struct ds_auth_list authing; /* connections whose preface is awaited */
-    struct handover *handovers;  /* connections handed over, not yet taken (control.c) */
+    struct handover *handovers;  /* connections handed over, not yet taken (handover.c) */
     struct ds_domains domains;   /* fault domains: quarantine, faults by name */
     struct ds_traces *traces;    /* detshare-ctl trace's, once one was asked (trace.h) */
+    struct ds_group groups[DS_SHM_GROUPS + 1]; /* named domains by index, [0] unused */
+    uv_timer_t group_poll;       /* while a group's MPS daemon starts (group.c) */
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */
     unsigned refused_logged, refused_quiet;
@@ -83,6 +87,31 @@ struct control {
     uint64_t served;
     uint64_t refused[DS_REFUSED_COUNT];
 };
+
+/* control.c, for the handover (handover.h) and the groups (group.h).  Start an executor
+ * on a slot of its own, in fault domain `isolation` (enum ds_isolation) and, for
+ * DS_ISO_GROUP, group `group` (group.h).  Returns 0, or -1 with errno set (EBUSY: no
+ * slot is free). */
+int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolation,
+                      unsigned group);
+
+/* An executor for a tenant of domain `isolation` (and group): a warm one for the shared
+ * domain when one is fresh (*warm set), else a new one.  Returns 0, or -1 with errno
+ * set. */
+int ds__control_take(struct control *c, uint32_t isolation, unsigned group,
+                     struct ds_spawned *out, int *warm);
+
+/* Serve tenant `name` on client (its preface read; vouched: a token was checked for it)
+ * in fault domain `isolation` and group: an executor takes it, or it is refused (the
+ * server stops, no slot is free).  Closes client. */
+void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name, int vouched,
+                       uint32_t isolation, unsigned group);
+
+/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
+ * records who the tenant is (a new id, its peer, the name its hello must give), and the
+ * policy places it before its first kernel runs.  vouched: a token was checked for it. */
+void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
+                        const char *name, int vouched);
 
 /* Make rules v[0..n) the quotas in force (placement.c): executors see them at their next
  * allocation, bindings at once. */

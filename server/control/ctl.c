@@ -25,7 +25,7 @@ static int usage(FILE *f)
             "  quota                        the quotas in force\n"
             "  quota NAME|PREFIX* [memory=SIZE|none] [sm-share=PCT|none]\n"
             "        [kernel-time=PCT|none] [class=latency|best-effort|claimed]\n"
-            "        [uid=UID|none]\n"
+            "        [isolation=shared|own|group:NAME|default] [uid=UID|none]\n"
             "                               set, change (any limit alone) or lift the quota\n"
             "                               of the tenants called NAME (or of user UID),\n"
             "                               now and later\n"

@@ -51,6 +51,13 @@ uint32_t ds__domain_of(struct ds_domains *d, const struct ds_shm_quota *rule, co
     return d->fallback != DS_ISO_UNSET ? d->fallback : DS_ISO_SHARED;
 }
 
+const char *ds__domain_group(const struct ds_domains *d, const struct ds_shm_quota *rule)
+{
+    if (rule != NULL && rule->isolation != DS_ISO_UNSET)
+        return rule->group;
+    return d->fallback_group;
+}
+
 int ds__domain_fault(struct ds_domains *d, const char *name, uint64_t now)
 {
     struct ds_domain_name *e = entry(d, name, now);

@@ -3,7 +3,8 @@
  * (shm.h, enum ds_isolation; docs/reliability.md).  A tenant's domain is decided by the
  * control process from the name its preface gave, before an executor is chosen: its
  * name's quarantine first, then its quota rule's isolation=, then the server's
- * --isolation.  A tenant name whose kernel faulted in the shared domain is quarantined:
+ * --isolation; a named group (isolation=group:NAME) shares an MPS server of its own.
+ * A tenant name whose kernel faulted in the shared domain or a group is quarantined:
  * its next connections run in a domain of their own for a while (--quarantine), unless
  * the operator sets the rule's isolation= again, which lifts it.
  *
@@ -43,16 +44,21 @@ struct ds_domain_name {
 
 struct ds_domains {
     uint32_t fallback;       /* enum ds_isolation: the server's --isolation */
+    char fallback_group[DS_GROUP_MAX + 1]; /* its group, for DS_ISO_GROUP */
     uint64_t quarantine_ns;  /* --quarantine; 0: never (and no probation either) */
     uint64_t incident;       /* unattributed faults so far, one per burst */
     uint64_t last_unknown;   /* when the last context was lost to one */
     struct ds_domain_name names[DS_DOMAIN_NAMES];
 };
 
-/* The domain (DS_ISO_SHARED or DS_ISO_OWN) of tenant `name` at time now, given its
- * quota rule (NULL: none). */
+/* The domain (DS_ISO_SHARED, DS_ISO_OWN or DS_ISO_GROUP) of tenant `name` at time now,
+ * given its quota rule (NULL: none). */
 uint32_t ds__domain_of(struct ds_domains *d, const struct ds_shm_quota *rule, const char *name,
                        uint64_t now);
+
+/* The group's name where ds__domain_of gave DS_ISO_GROUP for `rule`: the rule's, or the
+ * server's --isolation's. */
+const char *ds__domain_group(const struct ds_domains *d, const struct ds_shm_quota *rule);
 
 /* Tenant `name`'s kernel faulted in the shared domain: count it and quarantine the
  * name (when quarantine is on).  Returns 1 when it was quarantined now. */

@@ -4,6 +4,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -104,9 +105,9 @@ static int take_lock(struct ds_mps *m)
     return 0;
 }
 
-/* Run the control program with `command` on its standard input, against our pipe
- * directory, and wait for it (at most QUIT_MS). */
-static void control_command(const struct ds_mps *m, const char *command)
+/* Run the control program with `command` on its standard input, against pipe directory
+ * `pipe_dir`, and wait for it (at most QUIT_MS). */
+static void control_command(const char *pipe_dir, const char *command)
 {
     int in[2];
     pid_t pid;
@@ -122,7 +123,7 @@ static void control_command(const struct ds_mps *m, const char *command)
             dup2(null, 1);
             dup2(null, 2);
         }
-        setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+        setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir, 1);
         execlp(control_program(), control_program(), (char *)NULL);
         _exit(127);
     }
@@ -141,9 +142,22 @@ static void control_command(const struct ds_mps *m, const char *command)
     }
 }
 
-static void pid_path(const struct ds_mps *m, char *out, size_t len)
+static void pid_path(const char *dir, char *out, size_t len)
 {
-    snprintf(out, len, "%s/daemon.pid", m->dir);
+    snprintf(out, len, "%s/daemon.pid", dir);
+}
+
+static void write_pid(const char *dir, pid_t pid)
+{
+    char path[300];
+    FILE *f;
+
+    pid_path(dir, path, sizeof(path));
+    f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%d\n", (int)pid);
+        fclose(f);
+    }
 }
 
 /* 1 when pid runs the control program (a recycled pid must not be killed). */
@@ -166,14 +180,15 @@ static int is_control(pid_t pid)
     return comm[0] != '\0' && strncmp(comm, base, 15) == 0;
 }
 
-/* A server killed without its clean-up left its daemon running: stop it. */
-static void stop_stale(const struct ds_mps *m)
+/* A server killed without its clean-up left the daemon of directory `dir` (pipes in
+ * pipe_dir) running: stop it. */
+static void stop_stale(const char *dir, const char *pipe_dir)
 {
-    char path[sizeof(m->dir) + 16];
+    char path[300];
     long pid = 0;
     FILE *f;
 
-    pid_path(m, path, sizeof(path));
+    pid_path(dir, path, sizeof(path));
     f = fopen(path, "r");
     if (f == NULL)
         return;
@@ -184,17 +199,17 @@ static void stop_stale(const struct ds_mps *m)
     if (pid <= 1 || kill((pid_t)pid, 0) != 0 || !is_control((pid_t)pid))
         return;
     ds_warn("MPS: stopping the control daemon (pid %ld) an earlier server left running", pid);
-    control_command(m, "quit\n");
+    control_command(pipe_dir, "quit\n");
     for (int ms = 0; ms < QUIT_MS && kill((pid_t)pid, 0) == 0; ms += 10)
         sleep_ms(10);
     if (kill((pid_t)pid, 0) == 0 && is_control((pid_t)pid))
         kill((pid_t)pid, SIGKILL);
 }
 
-/* In the forked child: become the daemon, dying with the server. */
-static void spawn_child(const struct ds_mps *m, const char *log, pid_t parent)
+/* In the forked child: become the daemon of pipe_dir, dying with the server. */
+static void spawn_child(const char *pipe_dir, const char *log, pid_t parent)
 {
-    char out[sizeof(m->dir) + 32];
+    char out[300];
     int fd;
 
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -209,7 +224,7 @@ static void spawn_child(const struct ds_mps *m, const char *log, pid_t parent)
     fd = open("/dev/null", O_RDONLY);
     if (fd >= 0)
         dup2(fd, 0);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir, 1);
     setenv("CUDA_MPS_LOG_DIRECTORY", log, 1);
     execlp(control_program(), control_program(), "-f", (char *)NULL);
     fprintf(stderr, "cannot run %s: %s\n", control_program(), strerror(errno));
@@ -271,20 +286,50 @@ static int await_ready(struct ds_mps *m, const char *log)
     return DS_EIO;
 }
 
+/* A group's directory under the server's: DIR/group-NAME. */
+static int group_dir(const char *dir, const char *name, char *out, size_t len)
+{
+    if ((size_t)snprintf(out, len, "%s/group-%s", dir, name) >= len) {
+        ds_error("MPS: directory name too long: %s", dir);
+        return DS_EINVAL;
+    }
+    return 0;
+}
+
+/* Daemons of named groups that a killed server left running: stopped before this server
+ * starts any, since a group's daemon is started while tenants wait and must not wait for
+ * a stale one to quit. */
+static void stop_stale_groups(const struct ds_mps *m)
+{
+    char gdir[sizeof(m->dir) + 48], gpipe[sizeof(gdir) + 8];
+    struct dirent *e;
+    DIR *d = opendir(m->dir);
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "group-", 6) != 0 ||
+            group_dir(m->dir, e->d_name + 6, gdir, sizeof(gdir)) != 0)
+            continue;
+        snprintf(gpipe, sizeof(gpipe), "%s/pipe", gdir);
+        stop_stale(gdir, gpipe);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
 static int start_daemon(struct ds_mps *m)
 {
-    char log[sizeof(m->dir) + 8], path[sizeof(m->dir) + 16];
+    char log[sizeof(m->dir) + 8];
     pid_t self = getpid();
-    FILE *f;
     int rc;
 
     if ((rc = sub_dir(m->dir, "pipe", m->pipe, sizeof(m->pipe))) != 0 ||
         (rc = sub_dir(m->dir, "log", log, sizeof(log))) != 0 || (rc = take_lock(m)) != 0)
         return rc;
-    stop_stale(m);
+    stop_stale(m->dir, m->pipe);
+    stop_stale_groups(m);
     m->daemon = fork();
     if (m->daemon == 0)
-        spawn_child(m, log, self);
+        spawn_child(m->pipe, log, self);
     if (m->daemon < 0) {
         m->daemon = 0;
         ds_error("MPS: cannot fork: %s", strerror(errno));
@@ -294,12 +339,7 @@ static int start_daemon(struct ds_mps *m)
         ds_mps_stop(m);
         return rc;
     }
-    pid_path(m, path, sizeof(path));
-    f = fopen(path, "w");
-    if (f != NULL) {
-        fprintf(f, "%d\n", (int)m->daemon);
-        fclose(f);
-    }
+    write_pid(m->dir, m->daemon);
     setenv("CUDA_MPS_PIPE_DIRECTORY", m->pipe, 1);
     setenv("CUDA_MPS_LOG_DIRECTORY", log, 1);
     ds_info("MPS: control daemon started (pid %d, pipe %s, logs %s)", (int)m->daemon, m->pipe,
@@ -360,34 +400,82 @@ int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *d
     return 0;
 }
 
-void ds_mps_stop(struct ds_mps *m)
+/* Ask the daemon *daemon of directory `dir` (pipes in pipe_dir) to quit, and wait for
+ * it (QUIT_MS, then by signal). */
+static void quit_daemon(pid_t *daemon, const char *dir, const char *pipe_dir)
 {
-    char path[sizeof(m->dir) + 16];
+    char path[300];
     int status;
 
-    if (m->daemon > 0) {
-        control_command(m, "quit\n");
-        for (int ms = 0; ms < QUIT_MS; ms += 10) {
-            pid_t r = waitpid(m->daemon, &status, WNOHANG);
+    control_command(pipe_dir, "quit\n");
+    for (int ms = 0; ms < QUIT_MS; ms += 10) {
+        pid_t r = waitpid(*daemon, &status, WNOHANG);
 
-            if (r == m->daemon || (r < 0 && errno == ECHILD)) {
-                m->daemon = 0;
-                break;
-            }
-            sleep_ms(10);
+        if (r == *daemon || (r < 0 && errno == ECHILD)) {
+            *daemon = 0;
+            break;
         }
-        if (m->daemon > 0) {
-            ds_warn("MPS: the control daemon did not quit in %d s: killing it", QUIT_MS / 1000);
-            kill(m->daemon, SIGKILL);
-            waitpid(m->daemon, NULL, 0);
-            m->daemon = 0;
-        }
-        pid_path(m, path, sizeof(path));
-        unlink(path);
+        sleep_ms(10);
+    }
+    if (*daemon > 0) {
+        ds_warn("MPS: the control daemon of %s did not quit in %d s: killing it", dir,
+                QUIT_MS / 1000);
+        kill(*daemon, SIGKILL);
+        waitpid(*daemon, NULL, 0);
+        *daemon = 0;
+    }
+    pid_path(dir, path, sizeof(path));
+    unlink(path);
+}
+
+void ds_mps_stop(struct ds_mps *m)
+{
+    if (m->daemon > 0) {
+        quit_daemon(&m->daemon, m->dir, m->pipe);
         ds_info("MPS: control daemon stopped");
     }
     if (m->lock_fd >= 0) {
         close(m->lock_fd);
         m->lock_fd = -1;
     }
+}
+
+int ds_mps_group_start(struct ds_mps_group *g, const char *dir, const char *name)
+{
+    char log[sizeof(g->dir) + 8];
+    pid_t self = getpid();
+    int rc;
+
+    memset(g, 0, sizeof(*g));
+    if ((rc = group_dir(dir, name, g->dir, sizeof(g->dir))) != 0 ||
+        (rc = private_dir(g->dir)) != 0 ||
+        (rc = sub_dir(g->dir, "pipe", g->pipe, sizeof(g->pipe))) != 0 ||
+        (rc = sub_dir(g->dir, "log", log, sizeof(log))) != 0)
+        return rc;
+    g->daemon = fork();
+    if (g->daemon == 0)
+        spawn_child(g->pipe, log, self);
+    if (g->daemon < 0) {
+        g->daemon = 0;
+        ds_error("MPS: cannot fork: %s", strerror(errno));
+        return DS_EIO;
+    }
+    write_pid(g->dir, g->daemon);
+    ds_info("MPS: starting the control daemon of group %s (pid %d, pipe %s, logs %s)", name,
+            (int)g->daemon, g->pipe, log);
+    return 0;
+}
+
+int ds_mps_group_ready(const struct ds_mps_group *g)
+{
+    char control[sizeof(g->pipe) + 16];
+
+    snprintf(control, sizeof(control), "%s/control", g->pipe);
+    return control_answers(control);
+}
+
+void ds_mps_group_stop(struct ds_mps_group *g)
+{
+    if (g->daemon > 0)
+        quit_daemon(&g->daemon, g->dir, g->pipe);
 }

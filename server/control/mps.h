@@ -8,6 +8,7 @@
  * $XDG_RUNTIME_DIR or /tmp, plus detshare-mps-UID-gpuN), and points every executor at
  * it through CUDA_MPS_PIPE_DIRECTORY.  A lock file makes the directory one server's; a
  * daemon an earlier, killed server left behind is stopped before a new one starts.
+ * Daemons of named groups (ds_mps_group_start) live under the same directory.
  * `external` uses whatever daemon the environment names; `off` hides every daemon from
  * the executors, which then time-slice.  Under `start`, an executor pointed at DIR/none
  * instead is no MPS client: a tenant of a fault domain of its own.
@@ -41,6 +42,30 @@ int ds_mps_start(struct ds_mps *m, enum ds_mps_mode mode, int gpu, const char *d
 
 /* Stop the daemon started here (asking it to quit, then by signal) and wait for it. */
 void ds_mps_stop(struct ds_mps *m);
+
+/* A named group's MPS control daemon (isolation=group:NAME, docs/reliability.md): the
+ * control process starts it when the group's first tenant comes, with pipes and logs of
+ * its own under the server's directory (DIR/group-NAME/pipe, DIR/group-NAME/log), and
+ * points the group's executors at its pipe.  Its clients share their faults with each
+ * other only, and take turns on the GPU with other daemons' clients. */
+struct ds_mps_group {
+    pid_t daemon; /* our child, 0 when none */
+    char dir[248];
+    char pipe[264];
+};
+
+/* Start group `name`'s daemon under the server's MPS directory `dir` (ds_mps, dir),
+ * without waiting for it to take clients (ds_mps_group_ready).  A daemon a killed
+ * server left for the group was stopped by ds_mps_start.  The caller reaps the daemon
+ * (it is a child of this process).  Returns 0, or a DS_E* code after logging why. */
+int ds_mps_group_start(struct ds_mps_group *g, const char *dir, const char *name);
+
+/* 1 once g's daemon takes connections on its control socket, else 0. */
+int ds_mps_group_ready(const struct ds_mps_group *g);
+
+/* Ask g's daemon to quit and wait for it (then by signal), unless it is gone (daemon
+ * 0); its clients must have left. */
+void ds_mps_group_stop(struct ds_mps_group *g);
 
 /* One word for logs and status: "started", "external" or "off". */
 const char *ds_mps_mode_name(enum ds_mps_mode mode);

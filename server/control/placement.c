@@ -332,6 +332,8 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
     struct control *c = ctx;
     struct ds_shm_quota v[DS_SHM_QUOTAS], *r = NULL;
     unsigned n = c->nrules;
+    char iso[DS_GROUP_MAX + 8];
+    const char *why;
 
     memcpy(v, c->rules, (size_t)n * sizeof(*v));
     for (unsigned i = 0; i < n && r == NULL; i++)
@@ -354,18 +356,23 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
         r->klass = q->klass;
     if (limits & DS_QUOTA_ISOLATION) {
         r->isolation = q->isolation;
-        ds__domain_lift(&c->domains, r->name);
+        memcpy(r->group, q->group, sizeof(r->group));
     }
     if (limits & DS_QUOTA_UID) {
         r->uid = q->uid;
         r->has_uid = q->has_uid;
     }
+    if ((why = ds_quota_groups_check(v, n, c->domains.fallback_group)) != NULL)
+        return why;
+    if (limits & DS_QUOTA_ISOLATION)
+        ds__domain_lift(&c->domains, r->name);
     ds_info("quota %s: memory %llu bytes, sm-share %u%%, kernel-time %u%% (0: no limit), "
             "class %s, isolation %s, uid %ld (-1: any)", r->name,
             (unsigned long long)r->memory, r->sm_share, r->kernel_time,
             r->klass == DS_QUOTA_CLAIMED ? "as claimed" :
             r->klass == DS_QUOTA_LATENCY ? "latency" : "best-effort",
-            ds_quota_isolation_name(r->isolation), r->has_uid ? (long)r->uid : -1L);
+            ds_quota_isolation_format(r->isolation, r->group, iso, sizeof(iso)),
+            r->has_uid ? (long)r->uid : -1L);
     if (ds_quota_empty(r))
         *r = v[--n];
     ds__place_set_rules(c, v, n);

@@ -126,14 +126,19 @@ static void pack_memory(msgpack_packer *pk, const struct ds_shm *shm, const stru
 }
 
 /* Its fault domain, and what faults did to tenants of its name (domain.h). */
-static void pack_faults(msgpack_packer *pk, const struct ds_domains *d,
-                        const struct ds_shm_slot *s)
+static void pack_faults(msgpack_packer *pk, const struct ds_shm *shm,
+                        const struct ds_domains *d, const struct ds_shm_slot *s)
 {
+    unsigned g = atomic_load(&s->group);
+    char iso[DS_GROUP_MAX + 8];
+
     const struct ds_domain_name *e = s->tenant[0] ? ds__domain_find(d, s->tenant) : NULL;
     uint64_t by = atomic_load(&s->lost_to), now = ds_now_ns();
 
     key(pk, DS_ADMIN_KEY_ISOLATION);
-    key(pk, ds_quota_isolation_name(atomic_load(&s->isolation)));
+    key(pk, ds_quota_isolation_format(atomic_load(&s->isolation),
+                                      g <= DS_SHM_GROUPS ? shm->domains[g].group : "", iso,
+                                      sizeof(iso)));
     key(pk, DS_ADMIN_KEY_QUARANTINED);
     if (e != NULL && e->quarantine_end > now)
         msgpack_pack_true(pk);
@@ -217,7 +222,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
         msgpack_pack_false(pk);
     pack_running(pk, t);
     pack_decision(pk, cfg, s, t);
-    pack_faults(pk, d, s);
+    pack_faults(pk, shm, d, s);
     pack_held(pk, shm, s);
     /* Last: the nested maps. */
     key(pk, DS_ADMIN_KEY_PEER);
@@ -253,9 +258,11 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_domains *domains, const struct ds_sched_tenant *tenants,
                     int n)
 {
+    char iso[DS_GROUP_MAX + 8];
+
     msgpack_pack_map(pk, 7);
     key(pk, DS_ADMIN_KEY_ISOLATION);
-    key(pk, ds_quota_isolation_name(cfg->isolation));
+    key(pk, ds_quota_isolation_format(cfg->isolation, cfg->isolation_group, iso, sizeof(iso)));
     key(pk, DS_ADMIN_KEY_QUARANTINE);
     pack_until(pk, domains, 0);
     key(pk, DS_ADMIN_KEY_PROBATION);
@@ -274,13 +281,15 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
 
 void ds_status_pack_quotas(msgpack_packer *pk, const struct ds_shm_quota *v, unsigned n)
 {
+    char iso[DS_GROUP_MAX + 8];
+
     msgpack_pack_array(pk, n);
     for (unsigned i = 0; i < n; i++) {
         msgpack_pack_map(pk, 7);
         key(pk, DS_ADMIN_KEY_NAME);
         key(pk, v[i].name);
         key(pk, DS_ADMIN_KEY_ISOLATION);
-        key(pk, ds_quota_isolation_name(v[i].isolation));
+        key(pk, ds_quota_isolation_format(v[i].isolation, v[i].group, iso, sizeof(iso)));
         key(pk, DS_ADMIN_KEY_UID);
         if (v[i].has_uid)
             msgpack_pack_unsigned_int(pk, v[i].uid);

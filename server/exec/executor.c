@@ -232,12 +232,16 @@ static void check_device(struct ds_tenant *t, int probe)
     ds__fault_record(t, f);
 }
 
-/* The control process saw an executor leave with a failed context, or a kernel of the
- * shared domain faulted: under MPS, this one's may have failed with it. */
+/* The control process saw an executor leave with a failed context, or a kernel of this
+ * executor's MPS domain faulted or cost a context: under MPS, this one's may have failed
+ * with it. */
 static void check_faults(void)
 {
+    struct ds_shm_domain *d = ds_shm_domain_of(tenant.shm, &tenant.shm->slots[tenant.slot]);
     unsigned n = atomic_load_explicit(&tenant.shm->faults, memory_order_relaxed) +
-                 atomic_load_explicit(&tenant.shm->shared_faults, memory_order_acquire);
+                 (d != NULL ? atomic_load_explicit(&d->faults, memory_order_acquire) +
+                                  atomic_load_explicit(&d->lost, memory_order_relaxed)
+                            : 0);
 
     if (n == tenant.faults_seen)
         return;

@@ -31,24 +31,26 @@ void ds__fault_record(struct ds_tenant *t, int cu)
     struct ds_shm_slot *s = &t->shm->slots[t->slot];
     unsigned origin = origin_of(t, s);
     uint64_t by = atomic_load(&s->lost_to);
+    struct ds_shm_domain *d = ds_shm_domain_of(t->shm, s);
+    const char *culprit = d != NULL ? d->fault_name : "?";
     char line[DS_NAME_MAX + 200];
 
     atomic_store(&s->fault_cu, cu);
     atomic_store(&s->fault_ns, ds_now_ns());
     atomic_store(&s->fault_origin, origin);
     /* Under MPS every client of the domain lost its context too: the others look at
-     * theirs now, and the control process hands out no warm executor started before. */
-    if (t->view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED])
-        atomic_fetch_add(&t->shm->faults, 1);
+     * theirs now, and, in the shared domain, the control process hands out no warm
+     * executor started before. */
+    if (t->view.attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] && d != NULL)
+        atomic_fetch_add(&d->lost, 1);
     if (origin == DS_FAULT_OWN) {
         ds_error("the device context failed (CUresult %d), by a fault of this tenant's own "
                  "kernel: every later call fails with it, as natively", cu);
     } else if (origin == DS_FAULT_NEIGHBOUR && by != 0) {
         snprintf(line, sizeof(line), "detshare: context lost: tenant %llu (%s) faulted on the "
-                 "shared GPU (CUresult %d)\n", (unsigned long long)by,
-                 t->shm->shared_fault_name, cu);
+                 "shared GPU (CUresult %d)\n", (unsigned long long)by, culprit, cu);
         ds_error("the device context failed (CUresult %d): tenant %llu (%s) faulted on the "
-                 "shared GPU", cu, (unsigned long long)by, t->shm->shared_fault_name);
+                 "shared GPU", cu, (unsigned long long)by, culprit);
         tell_tenant(t, line);
     } else {
         snprintf(line, sizeof(line), "detshare: context lost (CUresult %d): a kernel of this "

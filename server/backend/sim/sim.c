@@ -194,7 +194,10 @@ static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out
     b->sms = (unsigned)cfg->sim_sms;
     b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
     b->anonymous = getenv("DETSHARE_SIM_ANONYMOUS_FAULTS") != NULL;
-    b->domain_faults = atomic_load(&cfg->shm->shared_faults);
+    /* A context made after a fault of its domain is a new MPS client: that fault is
+     * not its. */
+    b->domain = ds_shm_domain_of(cfg->shm, &cfg->shm->slots[cfg->slot]);
+    b->domain_faults = b->domain != NULL ? atomic_load(&b->domain->faults) : 0;
     b->hang_kernel = getenv("DETSHARE_SIM_HANG");
     ds__sim_pctx_init(b);
     *out = b;
@@ -272,11 +275,6 @@ static void sim_close(struct ds_backend *b)
     free(b);
 }
 
-static int shared_domain(const struct ds_backend *b)
-{
-    return atomic_load(&b->cfg.shm->slots[b->cfg.slot].isolation) != DS_ISO_OWN;
-}
-
 /* The sim models MPS (its tenants share SMs as MPS clients do), so its contexts say they
  * are MPS clients, except while the file DETSHARE_SIM_NO_MPS names exists: what executors
  * and the server do when MPS fails is tested that way. */
@@ -284,7 +282,7 @@ static int sim_mps_client(const struct ds_backend *b)
 {
     const char *f = getenv("DETSHARE_SIM_NO_MPS");
 
-    if (!shared_domain(b))
+    if (b->domain == NULL)
         return 0;
     return f == NULL || access(f, F_OK) != 0;
 }
@@ -842,36 +840,34 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 
 void ds__sim_own_fault(struct ds_backend *b)
 {
-    struct ds_shm *shm = b->cfg.shm;
-    struct ds_shm_slot *s = &shm->slots[b->cfg.slot];
+    struct ds_shm_slot *s = &b->cfg.shm->slots[b->cfg.slot];
+    struct ds_shm_domain *d = b->domain;
 
     if (b->fault != 0)
         return;
     b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
     /* Under MPS on a GPU the culprit's context fails as its victims' do, with nothing to
      * tell them apart (docs/reliability.md): anonymous faults model that. */
-    atomic_store(&s->fault_origin,
-                 b->anonymous && shared_domain(b) ? DS_FAULT_UNKNOWN : DS_FAULT_OWN);
-    if (!shared_domain(b))
+    atomic_store(&s->fault_origin, b->anonymous && d != NULL ? DS_FAULT_UNKNOWN : DS_FAULT_OWN);
+    if (d == NULL)
         return;
-    atomic_store(&shm->shared_fault_by, s->id);
-    memcpy(shm->shared_fault_name, s->tenant, sizeof(shm->shared_fault_name));
-    b->domain_faults = atomic_fetch_add_explicit(&shm->shared_faults, 1,
-                                                 memory_order_release) + 1;
+    atomic_store(&d->fault_by, s->id);
+    memcpy(d->fault_name, s->tenant, sizeof(d->fault_name));
+    b->domain_faults = atomic_fetch_add_explicit(&d->faults, 1, memory_order_release) + 1;
 }
 
 int ds__sim_fault_now(struct ds_backend *b)
 {
-    struct ds_shm *shm = b->cfg.shm;
-    struct ds_shm_slot *s = &shm->slots[b->cfg.slot];
+    struct ds_shm_slot *s = &b->cfg.shm->slots[b->cfg.slot];
+    struct ds_shm_domain *d = b->domain;
 
-    if (b->fault == 0 && shared_domain(b) &&
-        atomic_load_explicit(&shm->shared_faults, memory_order_acquire) != b->domain_faults) {
+    if (b->fault == 0 && d != NULL &&
+        atomic_load_explicit(&d->faults, memory_order_acquire) != b->domain_faults) {
         b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
         if (b->anonymous) {
             atomic_store(&s->fault_origin, DS_FAULT_UNKNOWN);
         } else {
-            atomic_store(&s->lost_to, atomic_load(&shm->shared_fault_by));
+            atomic_store(&s->lost_to, atomic_load(&d->fault_by));
             atomic_store(&s->fault_origin, DS_FAULT_NEIGHBOUR);
         }
     }

@@ -183,7 +183,10 @@ struct ds_backend {
     int anonymous;            /* DETSHARE_SIM_ANONYMOUS_FAULTS: no culprit told, as on a GPU */
     const char *hang_kernel;  /* DETSHARE_SIM_HANG: launching it never returns */
     int fault;                /* the sticky CUresult once faulted, else 0 */
-    unsigned domain_faults;   /* the shared domain's faults when the context was made */
+    /* The MPS domain the context shares (shm.h: the shared one or a named group's;
+     * NULL: a domain of its own), and its faults when the context was made. */
+    struct ds_shm_domain *domain;
+    unsigned domain_faults;
     /* Partitions' contexts made so far, as in the cuda backend's pool: a move to one not
      * made yet is refused with DS_EBUSY, as on a GPU.  The binder thread makes them. */
     pthread_mutex_t pctx_lock;
@@ -323,9 +326,10 @@ void ds__sim_surf_destroy(struct ds_backend *b, uint64_t obj);
 
 /* sim_pool.c: backend.h's pool_* operations. */
 /* The sim models MPS's blast radius (docs/sim-device.md): a kernel's fault in a
- * tenant of the shared fault domain ends the context of every other tenant of that
- * domain, which their next synchronisation finds; a tenant of a domain of its own
- * keeps its faults, and its neighbours', to itself.  ds__sim_own_fault fails b's
+ * tenant of the shared fault domain, or of a named group (one MPS daemon each), ends
+ * the context of every other tenant of that domain, which their next synchronisation
+ * finds; tenants of other domains go on, and a tenant of a domain of its own keeps its
+ * faults, and its neighbours', to itself.  ds__sim_own_fault fails b's
  * context by its own kernel's fault; ds__sim_fault_now returns b's sticky CUresult
  * (0: none), failing the context first when a neighbour of its domain faulted since
  * it was made. */
