@@ -1,23 +1,20 @@
 #!/bin/sh
 # Write stubs.c: a weak definition of every function nvml.h declares, under its
 # versioned name (nvmlInit_v2) and under the unversioned name older programs link to
-# (nvmlInit), plus the names below that tools look up beyond nvml.h.  The library's real
-# implementations are strong definitions and replace the stubs at link time.  A stub of
-# a function that changes the device or the driver (a setter, a reset, MIG instances,
-# anything not a query) returns NVML_ERROR_NO_PERMISSION: a tenant changes nothing for
-# its neighbours.  Any other returns NVML_ERROR_NOT_SUPPORTED.  Both log once.
+# (nvmlInit).  The library's real implementations are strong definitions and replace
+# the stubs at link time.  A stub of a function that changes the device or the driver
+# (a setter, a reset, MIG instances, anything not a query) returns
+# NVML_ERROR_NO_PERMISSION: a tenant changes nothing for its neighbours.  Any other
+# returns NVML_ERROR_NOT_SUPPORTED.  Both log once.
 # Usage: gen-stubs.sh CC NVML_H OUT
 set -eu
 cc=$1 hdr=$2 out=$3
-# nvidia-smi asks for an internal table through this name (docs/nvml.md).
-extra="nvmlInternalGetExportTable"
 names=$( {
     "$cc" -E -P -DNVML_NO_UNVERSIONED_FUNC_DEFS "$hdr" | tr -s ' \n' ' ' |
         grep -oE 'nvmlReturn_t (DECLDIR )?nvml[A-Za-z0-9_]+ ?\(' |
         sed -E 's/.* (nvml[A-Za-z0-9_]+) ?\($/\1/'
     sed -n '/^#ifndef NVML_NO_UNVERSIONED_FUNC_DEFS/,/^#endif/p' "$hdr" |
         sed -nE 's/^ *#define +(nvml[A-Za-z0-9_]+) +nvml[A-Za-z0-9_]+ *$/\1/p'
-    for n in $extra; do echo "$n"; done
 } | grep -v '_t$' | sort -u)
 test -n "$names"
 # What only reads: queries, event and sample bookkeeping of the caller's own, init.

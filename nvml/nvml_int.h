@@ -21,6 +21,13 @@
 #include <nvml.h>
 #pragma GCC visibility pop
 
+/* NVIDIA's undocumented table that nvidia-smi asks for (internal.c); not in nvml.h.
+ * Sets *table and returns NVML_SUCCESS for the one id served, else sets *table to NULL
+ * and returns NVML_ERROR_NOT_SUPPORTED; NVML_ERROR_INVALID_ARGUMENT for a NULL
+ * argument.  The table lives as long as the process. */
+__attribute__((visibility("default"))) nvmlReturn_t nvmlInternalGetExportTable(
+    const void **table, const void *id);
+
 /* The driver entry points used, from detshare's libcuda. */
 struct ds_nvml_cuda {
     CUresult (*init)(unsigned flags);
@@ -58,6 +65,21 @@ nvmlReturn_t ds__nvml_from_cu(CUresult rc);
 /* Copy NUL-terminated s into buf of len bytes: NVML_ERROR_INVALID_ARGUMENT for a NULL
  * buf, NVML_ERROR_INSUFFICIENT_SIZE (buf untouched) when it does not fit. */
 nvmlReturn_t ds__nvml_string(char *buf, unsigned len, const char *s);
+
+/* Whether the calling process runs on the device behind h (it has a context there or
+ * holds memory there: a process NVML lists) into *is, and the memory it holds into
+ * *used (share.c).  Returns NVML_SUCCESS or the error of the handle or of the server. */
+nvmlReturn_t ds__nvml_running(nvmlDevice_t h, unsigned long long *used, int *is);
+
+/* The list protocol every process list shares, for a list of n entries into infos,
+ * *count of them room: NVML_ERROR_INVALID_ARGUMENT for a NULL count, or for NULL infos
+ * with n > 0; with room for fewer than n, *count = n and NVML_ERROR_INSUFFICIENT_SIZE;
+ * else *count = n and NVML_SUCCESS, the caller then writing the n entries. */
+nvmlReturn_t ds__nvml_room(unsigned *count, const void *infos, unsigned n);
+
+/* An empty process list of device h (graphics, MPS): *count = 0 and NVML_SUCCESS, or
+ * the error of the handle or of count. */
+nvmlReturn_t ds__nvml_no_processes(nvmlDevice_t h, unsigned *count);
 
 /* Take a first utilisation reading for device dev (share.c), at nvmlInit. */
 void ds__nvml_share_start(const struct ds_nvml_cuda *cu, CUdevice dev);

@@ -126,9 +126,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
     return NVML_SUCCESS;
 }
 
-/* Whether the calling process has a context on device dev, or holds memory there: a
- * process NVML lists as running on it. */
-static nvmlReturn_t running(nvmlDevice_t h, unsigned long long *used, int *is)
+nvmlReturn_t ds__nvml_running(nvmlDevice_t h, unsigned long long *used, int *is)
 {
     const struct ds_nvml_cuda *cu;
     struct ds_share_info s;
@@ -147,9 +145,7 @@ static nvmlReturn_t running(nvmlDevice_t h, unsigned long long *used, int *is)
     return NVML_SUCCESS;
 }
 
-/* The list protocol every *RunningProcesses call shares: with room for fewer than n
- * entries, say n and NVML_ERROR_INSUFFICIENT_SIZE. */
-static nvmlReturn_t room(unsigned *count, const void *infos, unsigned n)
+nvmlReturn_t ds__nvml_room(unsigned *count, const void *infos, unsigned n)
 {
     if (count == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -169,9 +165,10 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
 {
     unsigned long long used;
     int is;
-    nvmlReturn_t rc = running(device, &used, &is);
+    nvmlReturn_t rc = ds__nvml_running(device, &used, &is);
 
-    if (rc != NVML_SUCCESS || (rc = room(count, infos, is ? 1 : 0)) != NVML_SUCCESS || !is)
+    if (rc != NVML_SUCCESS || (rc = ds__nvml_room(count, infos, is ? 1 : 0)) != NVML_SUCCESS ||
+        !is)
         return rc;
     memset(&infos[0], 0, sizeof(infos[0]));
     infos[0].pid = (unsigned)getpid();
@@ -192,9 +189,10 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned 
 {
     unsigned long long used;
     int is;
-    nvmlReturn_t rc = running(device, &used, &is);
+    nvmlReturn_t rc = ds__nvml_running(device, &used, &is);
 
-    if (rc != NVML_SUCCESS || (rc = room(count, infos, is ? 1 : 0)) != NVML_SUCCESS || !is)
+    if (rc != NVML_SUCCESS || (rc = ds__nvml_room(count, infos, is ? 1 : 0)) != NVML_SUCCESS ||
+        !is)
         return rc;
     infos[0].pid = (unsigned)getpid();
     infos[0].usedGpuMemory = used;
@@ -202,20 +200,20 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned 
 }
 
 /* A tenant runs no graphics work, and MPS is the server's business, not the tenant's. */
-static nvmlReturn_t none(nvmlDevice_t device, unsigned *count)
+nvmlReturn_t ds__nvml_no_processes(nvmlDevice_t device, unsigned *count)
 {
     const struct ds_nvml_cuda *cu;
     CUdevice dev;
     nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
 
-    return rc != NVML_SUCCESS ? rc : room(count, NULL, 0);
+    return rc != NVML_SUCCESS ? rc : ds__nvml_room(count, NULL, 0);
 }
 
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
                                                       nvmlProcessInfo_t *infos)
 {
     (void)infos;
-    return none(device, count);
+    return ds__nvml_no_processes(device, count);
 }
 
 nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
@@ -223,5 +221,5 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
                                                         nvmlProcessInfo_t *infos)
 {
     (void)infos;
-    return none(device, count);
+    return ds__nvml_no_processes(device, count);
 }
