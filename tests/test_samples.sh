@@ -71,8 +71,8 @@ assert not bad, bad
 EOF
 
 # A whole run: stand-ins for five samples, one of them (deviceQuery) printing something
-# else as a tenant, one (clock) something else each run, one (cdpSimplePrint) checking it
-# is a tenant of a domain of its own.
+# else as a tenant, one (clock) something else each run, one (simplePrintf) the same with
+# another exit status, one (cdpSimplePrint) checking it is a tenant of a domain of its own.
 stand_in() {
     for rt in static shared; do
         mkdir -p "$t/bin/$rt/$1"
@@ -95,20 +95,21 @@ stand_in cdpSimplePrint "$tenant_check
 if [ -n \"\${DETSHARE_SERVER:-}\" ]; then case \$DETSHARE_TENANT in samples-own-cdpSimplePrint-*) ;; *) exit 8;; esac; fi
 echo 'Launching cdp_kernel() with CUDA Dynamic Parallelism:'; echo 'PASSED'"
 stand_in clock "echo \"Average clocks/block = 1000\"; echo \"sum \$(od -An -N4 -tu4 /dev/urandom)\"; echo 'Test passed'"
+stand_in simplePrintf "echo 'Hello World from GPU!'; [ -z \"\${DETSHARE_SERVER:-}\" ]"
 rm -rf "$t/bin/shared/vectorAdd"
 DEVICE=sim bash "$sh" --build "$build" --bin "$t/bin" --out "$t/out" --jobs 2 --timeout 20 \
-    --native-twice --only "vectorAdd simpleP2P deviceQuery cdpSimplePrint clock" > "$t/run.log" 2>&1
+    --native-twice --only "vectorAdd simpleP2P deviceQuery cdpSimplePrint clock simplePrintf" > "$t/run.log" 2>&1
 rc=$?
 [ "$rc" -eq 1 ] || fail "the run exited $rc, not 1 (programs differ): $(cat "$t/run.log")"
-grep -q '^\[[0-9]*/10\] deviceQuery  *static .*DIFFERENT' "$t/run.log" || fail "no progress line: $(cat "$t/run.log")"
+grep -q '^\[[0-9]*/12\] deviceQuery  *static .*DIFFERENT' "$t/run.log" || fail "no progress line: $(cat "$t/run.log")"
 grep -q 'listening on' "$t/out/server.log" || fail "no server log"
 python3 - "$t/out/samples.jsonl" << 'EOF' || fail "samples.jsonl"
 import json, sys
 recs = {(r["program"], r["cudart"]): r for r in map(json.loads, open(sys.argv[1]))}
-assert len(recs) == 10, sorted(recs)
+assert len(recs) == 12, sorted(recs)
 for (name, rt), r in recs.items():
     assert r["device"] and r["driver"] and r["date"], r
-    want = name not in ("deviceQuery", "clock") and (name, rt) != ("vectorAdd", "shared")
+    want = name not in ("deviceQuery", "clock", "simplePrintf") and (name, rt) != ("vectorAdd", "shared")
     assert r["identical"] == want, (name, rt, r)
     assert bool(r.get("native_repeatable")) == (name != "clock" and r["native"]["status"] != "missing"), r
 dq = recs[("deviceQuery", "static")]
@@ -117,12 +118,16 @@ assert "-  Maximum number of threads per block: 1024" in dq["diff"], dq["diff"]
 assert recs[("simpleP2P", "shared")]["detshare"]["status"] == "waived"
 assert recs[("cdpSimplePrint", "static")]["detshare"]["exit"] == 0
 assert recs[("vectorAdd", "shared")]["native"]["status"] == "missing"
+pf = recs[("simplePrintf", "static")]
+assert (pf["native"]["status"], pf["detshare"]["status"], pf["diff"]) == ("exit0", "failed", []), pf
 EOF
 md=$t/out/samples.md
-grep -q '^- cudart static: 5 programs; passed or waived natively 5, through detshare 5; identical to native 3 of 5$' "$md" ||
+grep -q '^- cudart static: 6 programs; passed or waived natively 6, through detshare 5; identical to native 3 of 6$' "$md" ||
     fail "summary line: $(cat "$md")"
 grep -q '^### deviceQuery (shared): exit 0 natively, 0 through detshare; two native runs agree$' "$md" ||
     fail "no deviceQuery difference in the report"
+grep -q -A3 '^### simplePrintf (static): exit 0 natively, 1 through detshare' "$md" ||
+    fail "simplePrintf's exit status not told"
 grep -q '^### clock (static): .*; \*\*two native runs differ too\*\*$' "$md" || fail "clock not told as varying natively"
 grep -q '^+  Maximum number of threads per block: 512' "$md" || fail "the report lacks the differing line"
 echo "samples.sh: arguments, normalising, verdicts and a stand-in run all as expected"
