@@ -130,4 +130,10 @@ grep -q -A3 '^### simplePrintf (static): exit 0 natively, 1 through detshare' "$
     fail "simplePrintf's exit status not told"
 grep -q '^### clock (static): .*; \*\*two native runs differ too\*\*$' "$md" || fail "clock not told as varying natively"
 grep -q '^+  Maximum number of threads per block: 512' "$md" || fail "the report lacks the differing line"
+# The programs as a tarball of BIN, one program, one build: all identical, exit status 0.
+tar cJf "$t/bin.tar.xz" -C "$t" bin
+DEVICE=sim bash "$sh" --build "$build" --bin "$t/bin.tar.xz" --out "$t/out2" --cudart static \
+    --only vectorAdd > "$t/run2.log" 2>&1 || fail "the tarball run exited $?: $(cat "$t/run2.log")"
+grep -q '^- cudart static: 1 programs; .* identical to native 1 of 1$' "$t/out2/samples.md" ||
+    fail "tarball run: $(cat "$t/out2/samples.md")"
 echo "samples.sh: arguments, normalising, verdicts and a stand-in run all as expected"
