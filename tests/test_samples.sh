@@ -49,6 +49,11 @@ printf 'lshm simpleIPCshm%s\nProcess %s complete!\n' 977 0 977 1 > "$t/d"
 $py compare "$t/n" "$t/d" > /dev/null && fail "pids and order alike without flags"
 $py compare "$t/n" "$t/d" sorted,numbers > "$t/o" || fail "sorted,numbers: $(cat "$t/o")"
 
+printf 'Task [1] on host (40)\nAll Done!\n' > "$t/n"
+printf 'Task [1] on device (4000)\nAll Done!\n' > "$t/d"
+$py compare "$t/n" "$t/d" sorted,numbers > /dev/null && fail "host and device alike"
+$py compare "$t/n" "$t/d" last > "$t/o" || fail "last: $(cat "$t/o")"
+
 # Comparing: a computed value that differs is a difference, shown with its lines.
 sed 's/holds 42/holds 43/' "$t/a" | sed 's/0x7f3a12345000/0x7f0000001000/' > "$t/b"
 $py compare "$t/a" "$t/b" > "$t/o" && fail "42 and 43 compared identical"

@@ -11,7 +11,8 @@ usage: samples.py normalize FILE [FLAGS]         the normalised lines, to stdout
                                                  DIR/native-again.*: a second native run)
        samples.py report JSONL OUTDIR             OUTDIR/samples.md from the records
 FLAGS: comma-separated words of bench/breadth/samples.list: "numbers" (every number is a
-timing: mask them all), "sorted" (several processes print: compare the lines sorted)."""
+timing: mask them all), "sorted" (several processes print: compare the lines sorted),
+"last" (what it prints depends on the time: compare its last line only)."""
 import difflib, json, os, re, sys
 
 # detshare's log line (common/ds_log.c): "HH:MM:SS.mmm detshare[...] LEVEL: text".
@@ -46,6 +47,8 @@ def normalize(text, flags=()):
         out.append(line)
     while out and out[-1] == "":
         out.pop()
+    if "last" in flags:
+        return out[-1:]
     return sorted(out) if "sorted" in flags else out
 
 
