@@ -76,9 +76,9 @@ for n in $only; do grep -q "^$n|" "$tmp/programs" || die "--only: '$n' is not in
 
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null | head -1)
 driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2> /dev/null | head -1)
-export SAMPLES_DEVICE=${gpu:-none} SAMPLES_DRIVER=${driver:-none} \
-    SAMPLES_DATE=$(date -u +%Y-%m-%dT%H:%MZ) \
-    SAMPLES_COMMIT=${COMMIT:-$(git -C "$repo" rev-parse --short HEAD 2> /dev/null)}
+SAMPLES_DATE=$(date -u +%Y-%m-%dT%H:%MZ)
+SAMPLES_COMMIT=${COMMIT:-$(git -C "$repo" rev-parse --short HEAD 2> /dev/null)}
+export SAMPLES_DEVICE=${gpu:-none} SAMPLES_DRIVER=${driver:-none} SAMPLES_DATE SAMPLES_COMMIT
 [ -d "$repo/.dev/libs" ] && export LD_LIBRARY_PATH="$repo/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # Tenants and native runs alike find the toolkit's libraries (shared cudart, cuBLAS,
 # NVRTC...) and those bundled beside the samples; the server keeps its own path.
