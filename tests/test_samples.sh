@@ -3,7 +3,7 @@
 # normalising, comparing and verdicts on canned sample outputs; then a whole run over
 # stand-in programs (shell scripts named as samples) with a sim server, whose records and
 # report must show the one program made to differ, and only it.
-# Usage: test_samples.sh BUILD_DIR
+# Usage: test_samples.sh BUILD_DIR   (KEEP=DIR: work in DIR and leave it, to look at)
 set -uo pipefail
 build=$(cd "$1" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
