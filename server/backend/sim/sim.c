@@ -169,7 +169,7 @@ static void fill_attrs(int *a, int sms)
     a[CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED] = 1;
 }
 
-static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
+int ds__sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
 
@@ -209,7 +209,7 @@ void ds_sim_sm_groups(int sms, struct ds_sm_groups *out)
 
 /* The executor's own gate holds the sim's work: a modelled kernel never runs ahead of
  * its submission in a way another tenant could see. */
-static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
+int ds__sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
 {
     (void)b;
     (void)s;
@@ -219,8 +219,8 @@ static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile u
 
 /* The sim knows when the work on s ends: the stamp carries that time, and the control
  * process counts it done from then on. */
-static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
-                     uint32_t seq)
+int ds__sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
+                  uint32_t seq)
 {
     if (s != NULL && s->capturing)
         return DS_EBUSY;
@@ -242,7 +242,7 @@ static void close_delay(void)
     nanosleep(&ts, NULL);
 }
 
-static void sim_close(struct ds_backend *b)
+void ds__sim_close(struct ds_backend *b)
 {
     close_delay();
     ds__sim_drop_parked(b, &b->legacy);
@@ -288,7 +288,7 @@ static int sim_mps_client(const struct ds_backend *b)
     return f == NULL || access(f, F_OK) != 0;
 }
 
-static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
+void ds__sim_describe(struct ds_backend *b, struct ds_device_view *v)
 {
     memset(v, 0, sizeof(*v));
     snprintf(v->name, sizeof(v->name), "detshare sim device (H100-like, %d SMs)",
@@ -307,7 +307,7 @@ static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)
     return ds_memtab_first_fit(&b->mem, b->va_base, b->va_end, size, SIM_VA_ALIGN, addr);
 }
 
-int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
+int ds__sim_dev_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
 {
     struct ds_memtab_entry e = { .size = size };
     int rc;
@@ -335,9 +335,9 @@ int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uin
 /* Arena pages become device memory at their host address, as under unified addressing
  * on a GPU, or at an address of their own when that one is taken; the entry's owner
  * marks them as the tenant's (never unmapped or accounted here). */
-static int sim_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
-                               unsigned elem_size, int capture_mode, uint64_t *addr,
-                               uint64_t *pitch)
+int ds__sim_dev_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
+                            unsigned elem_size, int capture_mode, uint64_t *addr,
+                            uint64_t *pitch)
 {
     uint64_t p;
 
@@ -348,10 +348,10 @@ static int sim_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t he
     if (height > UINT64_MAX / p)
         return DS_EINVAL;
     *pitch = p;
-    return ds__sim_mem_alloc(b, p * height, capture_mode, addr);
+    return ds__sim_dev_alloc(b, p * height, capture_mode, addr);
 }
 
-static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
+int ds__sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
 {
     struct ds_memtab_entry e = { .base = (uint64_t)(uintptr_t)host, .size = size,
                                  .data = host, .owner = SIM_HOST_PAGES };
@@ -364,13 +364,13 @@ static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_
     return rc;
 }
 
-static void sim_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
+void ds__sim_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
 {
     (void)host;
     ds_memtab_remove(&b->mem, addr, NULL);
 }
 
-int ds__sim_mem_free(struct ds_backend *b, uint64_t addr)
+int ds__sim_dev_free(struct ds_backend *b, uint64_t addr)
 {
     struct ds_memtab_entry e;
     int rc = ds_memtab_remove(&b->mem, addr, &e);
@@ -383,7 +383,7 @@ int ds__sim_mem_free(struct ds_backend *b, uint64_t addr)
     return 0;
 }
 
-static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
+void ds__sim_dev_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
 {
     uint64_t used = ds_shm_sim_used(b->cfg.shm);
 
@@ -410,8 +410,8 @@ static int park_host_copy(struct ds_backend *b, struct ds_bstream *s, int kind, 
     return rc;
 }
 
-static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
+                        struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
     int rc = park_host_copy(b, s, W_HTOD, dst, (void *)src, n);
@@ -435,8 +435,8 @@ void ds__sim_moved(struct ds_backend *b, struct ds_bstream *s, uint64_t t0, uint
         sleep_until(b, end);
 }
 
-static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                        struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
 
@@ -454,8 +454,8 @@ static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t
 
 /* The sim moves bytes when work is submitted (docs/sim-device.md); the copy's modelled
  * time goes on the stream without the executor waiting for it. */
-static int sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                                 struct ds_bstream *s)
+int ds__sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                              struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
     int rc = park_host_copy(b, s, W_DTOH, src, dst, n);
@@ -578,10 +578,6 @@ static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
 }
 
 /* Run w on s, or record it when s is being captured. */
-static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
-static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                 struct ds_bevent *e);
-
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
 {
     struct sim_work *copy;
@@ -590,9 +586,9 @@ int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct si
     /* A graph's event nodes run in the graph's place in its stream; a capturing stream
      * refuses them, as it refuses events. */
     if (w->kind == W_RECORD)
-        return sim_event_record(b, w->event, s);
+        return ds__sim_event_record(b, w->event, s);
     if (w->kind == W_WAIT)
-        return sim_stream_wait_event(b, s, w->event);
+        return ds__sim_stream_wait_event(b, s, w->event);
 
     if (s != NULL && s->capturing) {
         copy = malloc(sizeof(*copy));
@@ -621,17 +617,17 @@ int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct si
     return 0;
 }
 
-static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                        struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_COPY, .dst = dst, .src = src, .n = n };
 
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
-                      unsigned elem_size, uint64_t width, uint64_t height,
-                      struct ds_bstream *s)
+int ds__sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
+                   unsigned elem_size, uint64_t width, uint64_t height,
+                   struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_FILL, .dst = dst, .pitch = pitch, .value = value,
                           .elem = elem_size, .width = width, .height = height };
@@ -639,15 +635,15 @@ static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
+int ds__sim_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_BOX, .box = *c };
 
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
-                             struct ds_bstream **out)
+int ds__sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
+                          struct ds_bstream **out)
 {
     struct ds_bstream *s = calloc(1, sizeof(*s));
 
@@ -664,7 +660,7 @@ static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
 }
 
 /* Work already submitted keeps its modelled times; nothing waits on a destroyed stream. */
-static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
+void ds__sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
     (void)b;
     ds__sim_free_work(s->captured);
@@ -679,7 +675,7 @@ static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
     free(s);
 }
 
-static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
+int ds__sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -715,8 +711,8 @@ void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_beve
 }
 
 /* A wait for a record still behind a parked stream parks this stream too. */
-static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                 struct ds_bevent *e)
+int ds__sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
+                              struct ds_bevent *e)
 {
     struct sim_work w = { .kind = W_WAIT, .event = e };
     int rc;
@@ -729,7 +725,7 @@ static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
     return rc < 0 ? rc : 0;
 }
 
-static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
+int ds__sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
 {
     struct ds_bevent *e = calloc(1, sizeof(*e));
     int rc;
@@ -746,7 +742,7 @@ static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_beve
     return 0;
 }
 
-static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
+void ds__sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 {
     (void)b;
     if (e->refs > 0) {
@@ -757,7 +753,7 @@ static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
     free(e);
 }
 
-static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
+int ds__sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_RECORD, .event = e };
     int rc;
@@ -781,7 +777,7 @@ void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bst
 }
 
 /* An event never recorded counts as complete, as in CUDA. */
-static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
+int ds__sim_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
     uint64_t at;
 
@@ -791,8 +787,8 @@ static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
     return !ds__sim_event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
-static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
-                             struct ds_bevent *end, float *ms)
+int ds__sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
+                          struct ds_bevent *end, float *ms)
 {
     if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
         return DS_EHANDLE;
@@ -804,7 +800,7 @@ static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
     return 0;
 }
 
-static int sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
+int ds__sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
 {
     if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH)
         return DS_EINVAL; /* not on compute capability 9.0 */
@@ -829,7 +825,7 @@ int ds__sim_memfd(const char *name)
 }
 
 /* The one value measured so far: kind 0 read 7 on an H100 (docs/export-tables.md). */
-static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+int ds__sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 {
     (void)b;
     if (query != 0)
@@ -869,112 +865,12 @@ int ds__sim_fault_now(struct ds_backend *b)
     return b->fault;
 }
 
-static int sim_fault(struct ds_backend *b, int probe)
+int ds__sim_fault(struct ds_backend *b, int probe)
 {
     (void)probe;
     return ds__sim_fault_now(b);
 }
 
-const struct ds_backend_ops ds_sim_backend = {
-    .name = "sim",
-    .open = sim_open,
-    .close = sim_close,
-    .describe = sim_describe,
-    .bind = ds__sim_bind,
-    .prepare = ds__sim_prepare,
-    .gate = sim_gate,
-    .stamp = sim_stamp,
-    .dev_alloc = ds__sim_mem_alloc,
-    .dev_alloc_pitch = sim_mem_alloc_pitch,
-    .dev_free = ds__sim_mem_free,
-    .dev_info = sim_mem_info,
-    .host_map = sim_host_map,
-    .host_unmap = sim_host_unmap,
-    .memcpy_htod = sim_memcpy_htod,
-    .memcpy_dtoh = sim_memcpy_dtoh,
-    .memcpy_dtoh_async = sim_memcpy_dtoh_async,
-    .memcpy_dtod = sim_memcpy_dtod,
-    .memset = sim_memset,
-    .memcpy_3d = sim_memcpy_3d,
-    .stream_create = sim_stream_create,
-    .stream_destroy = sim_stream_destroy,
-    .stream_query = sim_stream_query,
-    .stream_wait_event = sim_stream_wait_event,
-    .event_create = sim_event_create,
-    .event_destroy = sim_event_destroy,
-    .event_record = sim_event_record,
-    .event_query = sim_event_query,
-    .event_elapsed = sim_event_elapsed,
-    .fence_create = ds__sim_fence_create,
-    .fence_query = ds__sim_fence_query,
-    .fence_arm = ds__sim_fence_arm,
-    .fence_destroy = ds__sim_fence_destroy,
-    .fault = sim_fault,
-    .limit = sim_limit,
-    .ctx_query = sim_ctx_query,
-    .module_load = ds__sim_module_load,
-    .module_unload = ds__sim_module_unload,
-    .link = ds__sim_link,
-    .module_get_function = ds__sim_module_get_function,
-    .module_get_global = ds__sim_module_get_global,
-    .module_kernels = ds__sim_module_kernels,
-    .func_get_attribute = ds__sim_func_get_attribute,
-    .func_set_attribute = ds__sim_func_set_attribute,
-    .occupancy = ds__sim_occupancy,
-    .occupancy_smem = ds__sim_occupancy_smem,
-    .occupancy_clusters = ds__sim_occupancy_clusters,
-    .occupancy_cluster_size = ds__sim_occupancy_cluster_size,
-    .launch = ds__sim_launch,
-    .capture_begin = ds__sim_capture_begin,
-    .capture_end = ds__sim_capture_end,
-    .capture_info = ds__sim_capture_info,
-    .graph_instantiate = ds__sim_graph_instantiate,
-    .graph_launch = ds__sim_graph_launch,
-    .graph_destroy = ds__sim_graph_destroy,
-    .graph_node_count = ds__sim_graph_node_count,
-    .graph_exec_destroy = ds__sim_graph_exec_destroy,
-    .graph_create = ds__sim_graph_create,
-    .graph_add_node = ds__sim_graph_add_node,
-    .graph_node_destroy = ds__sim_graph_node_destroy,
-    .graph_edge = ds__sim_graph_edge,
-    .graph_node_set = ds__sim_graph_node_set,
-    .graph_cond_create = ds__sim_graph_cond_create,
-    .graph_exec_update = ds__sim_graph_exec_update,
-    .graph_node_enable = ds__sim_graph_node_enable,
-    .vmm_granularity = ds__sim_vmm_granularity,
-    .vmm_reserve = ds__sim_vmm_reserve,
-    .vmm_free = ds__sim_vmm_free,
-    .vmm_create = ds__sim_vmm_create,
-    .vmm_release = ds__sim_vmm_release,
-    .vmm_map = ds__sim_vmm_map,
-    .vmm_unmap = ds__sim_vmm_unmap,
-    .vmm_set_access = ds__sim_vmm_set_access,
-    .tensormap_encode = ds__sim_tensormap_encode,
-    .tensormap_replace = ds__sim_tensormap_replace,
-    .ipc_mem_export = ds__sim_ipc_mem_export,
-    .ipc_mem_open = ds__sim_ipc_mem_open,
-    .ipc_mem_close = ds__sim_ipc_mem_close,
-    .ipc_event_export = ds__sim_ipc_event_export,
-    .ipc_event_open = ds__sim_ipc_event_open,
-    .pool_default = ds__sim_pool_default,
-    .pool_create = ds__sim_pool_create,
-    .pool_destroy = ds__sim_pool_destroy,
-    .pool_alloc = ds__sim_pool_alloc,
-    .pool_free = ds__sim_pool_free,
-    .pool_attr = ds__sim_pool_attr,
-    .pool_trim = ds__sim_pool_trim,
-    .array_create = ds__sim_array_create,
-    .array_destroy = ds__sim_array_destroy,
-    .mipmap_create = ds__sim_mipmap_create,
-    .mipmap_destroy = ds__sim_mipmap_destroy,
-    .mipmap_level = ds__sim_mipmap_level,
-    .array_copy = ds__sim_array_copy,
-    .array_write = ds__sim_array_write,
-    .array_read = ds__sim_array_read,
-    .tex_create = ds__sim_tex_create,
-    .tex_destroy = ds__sim_tex_destroy,
-    .surf_create = ds__sim_surf_create,
-    .surf_destroy = ds__sim_surf_destroy,
-    .memops = ds__sim_memops,
-    .dev_query = ds__sim_dev_query,
-};
+#define SIM_ENTRY(ret, op, args) .op = ds__sim_##op,
+const struct ds_backend_ops ds_sim_backend = { .name = "sim", DS_BACKEND_OPS(SIM_ENTRY) };
+#undef SIM_ENTRY

@@ -65,7 +65,7 @@ void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
         struct sim_global *g = m->globals;
 
         m->globals = g->next;
-        ds__sim_mem_free(b, g->addr);
+        ds__sim_dev_free(b, g->addr);
         free(g->name);
         free(g);
     }
@@ -152,7 +152,7 @@ int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const 
         free(g);
         return DS_ENOMEM;
     }
-    rc = ds__sim_mem_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
+    rc = ds__sim_dev_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
     if (rc != 0) {
         free(g->name);
         free(g);
