@@ -12,7 +12,7 @@
  * the executor sees a tenant's calls in order, so for any program that synchronises
  * correctly the bytes it reads are the bytes a device would give it.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "cubin.h"
 #include "ds_error.h"

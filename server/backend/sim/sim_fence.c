@@ -3,7 +3,7 @@
  * fence is the modelled time at which the work it stands behind ends, or, behind work
  * parked on a host-written word, a poll until that work is unparked.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_clock.h"
 #include "ds_error.h"

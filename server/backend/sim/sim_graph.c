@@ -1,6 +1,6 @@
 /* The sim device's stream capture and graphs: captured work is recorded, and replayed
  * with its data effects each time the graph is launched. */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "ds_image.h"

@@ -12,7 +12,7 @@
  * it within the executor's poll).  A record behind a parked stream leaves its event
  * pending, and a wait for a pending event parks its stream too.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "detshare.h"
 #include "ds_error.h"

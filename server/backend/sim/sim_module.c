@@ -1,6 +1,6 @@
 /* The sim device's modules and kernels: images read for their kernels' parameter
  * layouts and their variables, launches that take modelled time. */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "ds_image.h"

@@ -14,7 +14,7 @@
  * the sim does it at the pool's next call (an allocation, a free, an attribute, a trim),
  * for blocks whose free is done.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_clock.h"
 #include "ds_error.h"

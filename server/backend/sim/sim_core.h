@@ -3,8 +3,8 @@
  * the backend's opaque types, and the helpers more than one file uses.  Not for
  * anything outside server/sim*.c: the rest of the server sees only backend.h.
  */
-#ifndef DS_SIM_H
-#define DS_SIM_H
+#ifndef DS_SIM_CORE_H
+#define DS_SIM_CORE_H
 
 #include "backend.h"
 #include "cubin.h"
