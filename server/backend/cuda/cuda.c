@@ -173,8 +173,7 @@ void ds__cuda_close(struct ds_backend *b)
     while (b->streams.next != &b->streams) {
         struct ds_bstream *s = b->streams.next;
 
-        s->prev->next = s->next;
-        s->next->prev = s->prev;
+        DS_RING_UNLINK(s);
         fini_stream(b, s);
         free(s);
     }
@@ -396,10 +395,7 @@ int ds__cuda_stream_create(struct ds_backend *b, unsigned flags, int priority,
     }
     /* A new blocking stream starts behind the legacy stream's work so far. */
     s->legacy_seen = 0;
-    s->next = b->streams.next;
-    s->prev = &b->streams;
-    b->streams.next->prev = s;
-    b->streams.next = s;
+    DS_RING_PUSH(&b->streams, s);
     *out = s;
     return 0;
 }
@@ -408,8 +404,7 @@ int ds__cuda_stream_create(struct ds_backend *b, unsigned flags, int priority,
  * stream that no longer exists. */
 void ds__cuda_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
-    s->prev->next = s->next;
-    s->next->prev = s->prev;
+    DS_RING_UNLINK(s);
     fini_stream(b, s);
     free(s);
 }

@@ -7,6 +7,7 @@
 #define DS_CUDA_BACKEND_H
 
 #include "backend.h"
+#include "backend_list.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -7,12 +7,17 @@
 #define DS_SIM_CORE_H
 
 #include "backend.h"
+#include "backend_list.h"
 #include "cubin.h"
+#include "ds_clock.h"
 #include "ds_memtab.h"
+#include "shm.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Cost model, loosely an H100 on PCIe 5: enough to make timings plausible, not a
  * performance model. */
@@ -43,7 +48,7 @@
 struct sim_work {
     /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node
      * (or, behind a parked stream, an event's record or wait); W_MEMOP: a stream memory
-     * operation; W_HTOD, W_DTOH: a host copy behind a parked stream (sim_memop.c) */
+     * operation; W_HTOD, W_DTOH: a host copy behind a parked stream (sim_work.c) */
     enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT, W_COND, W_MEMOP, W_HTOD,
            W_DTOH } kind;
     uint64_t dst, src, n;              /* W_COPY */
@@ -69,7 +74,7 @@ struct ds_bstream {
     uint64_t capture_id;
     struct sim_work *captured, **captured_tail;
     /* Work behind a stream memory wait whose condition does not hold yet, in order: the
-     * stream is parked until it holds (sim_memop.c).  refs: fences that look at the
+     * stream is parked until it holds (sim_work.c).  refs: fences that look at the
      * stream; dead: destroyed by the tenant, freed once drained and unreferenced. */
     struct sim_work *parked, **parked_tail;
     unsigned refs;
@@ -190,14 +195,15 @@ struct ds_backend {
     int npctx;
     unsigned pctx_ms; /* DETSHARE_SIM_PCTX_MS: what making one takes */
     unsigned nparked;         /* streams with parked work */
-    int unparking;            /* parked work is running (sim_memop.c) */
+    int unparking;            /* parked work is running (sim_work.c) */
 };
 
-/* The backend's operations (backend_ops.h), by area: sim.c the device, memory, streams
- * and events; sim_module.c and sim_link.c modules and kernels; sim_pctx.c prepare and
- * bind; sim_graph.c capture and graphs; sim_fence.c fences; sim_memop.c stream memory
- * operations; sim_vmm.c, sim_tensormap.c, sim_ipc.c, sim_pool.c and sim_array.c their
- * namesakes. */
+/* The backend's operations (backend_ops.h), by area: sim.c the device, copies, streams
+ * and events; sim_mem.c memory; sim_work.c event records and waits (they may park);
+ * sim_module.c and sim_link.c modules and kernels; sim_pctx.c prepare and bind;
+ * sim_graph.c capture and graphs; sim_fence.c fences; sim_memop.c stream memory
+ * operations and device queries; sim_vmm.c, sim_tensormap.c, sim_ipc.c, sim_pool.c and
+ * sim_array.c their namesakes. */
 #define SIM_PROTO(ret, op, args) ret ds__sim_##op args;
 DS_BACKEND_OPS(SIM_PROTO)
 #undef SIM_PROTO
@@ -216,7 +222,7 @@ unsigned ds__sim_sms_now(struct ds_backend *b);
 /* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
 void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
 
-/* Work w on s now, whatever is parked (sim.c); event records and waits as they are
+/* Work w on s now, whatever is parked (sim_work.c); event records and waits as they are
  * made when nothing holds them. */
 int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
 void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
@@ -231,7 +237,7 @@ int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint
  * *out (NULL and DS_ENOMEM when it cannot be made), which ds__sim_free_work frees. */
 int ds__sim_memop_list(const struct ds_memop_desc *ops, unsigned n, struct sim_work **out);
 
-/* sim_memop.c: stream memory operations and the parked streams they make.  park puts a
+/* sim_work.c: the parked streams stream memory waits make.  park puts a
  * copy of w behind s when s is parked, or when w is a wait that does not hold yet
  * (parking s); returns 1 when it did, 0 when w may run now, or DS_ENOMEM.  unpark runs
  * parked work whose waits hold now, on every stream, as far as it goes; blocked says
@@ -284,5 +290,48 @@ int ds__sim_fault_now(struct ds_backend *b);
 int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len);
 /* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
 void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
+
+/* Device time.  The device's clock stands still while the host copies bytes to apply a
+ * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's
+ * memmove of the same bytes, or the model would measure the host. */
+static inline uint64_t now_ns(struct ds_backend *b)
+{
+    return ds_now_ns() - b->stalled_ns;
+}
+
+static inline void stall_from(struct ds_backend *b, uint64_t host_start)
+{
+    b->stalled_ns += ds_now_ns() - host_start;
+}
+
+static inline void sleep_until(struct ds_backend *b, uint64_t t)
+{
+    uint64_t real = t + b->stalled_ns;
+    struct timespec ts = { .tv_sec = (time_t)(real / 1000000000ull),
+                           .tv_nsec = (long)(real % 1000000000ull) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static inline struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstream *s)
+{
+    return s ? s : &b->legacy;
+}
+
+static inline uint64_t cost(uint64_t bytes, uint64_t bytes_per_us)
+{
+    return SIM_OP_NS + bytes * 1000ull / bytes_per_us;
+}
+
+static inline int shared_domain(const struct ds_backend *b)
+{
+    return atomic_load(&b->cfg.shm->slots[b->cfg.slot].isolation) != DS_ISO_OWN;
+}
 
 #endif

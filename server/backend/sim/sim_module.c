@@ -70,12 +70,7 @@ void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
         free(g);
     }
     free(m->elf);
-    while (m->funcs != NULL) {
-        struct ds_bfunc *f = m->funcs;
-
-        m->funcs = f->next;
-        free(f);
-    }
+    DS_LIST_FREE(struct ds_bfunc, m->funcs, free);
     ds_cubin_free(&m->cubin);
     free(m);
 }
