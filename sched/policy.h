@@ -121,7 +121,4 @@ extern const struct ds_policy ds_policy_shared, ds_policy_static, ds_policy_temp
 /* The groups first .. first+count-1 as a mask (count 64 or more: every group). */
 uint64_t ds_groups_range(unsigned first, unsigned count);
 
-/* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
-void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);
-
 #endif

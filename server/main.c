@@ -7,6 +7,7 @@
 #include "mps.h"
 #include "policy.h"
 #include "quota.h"
+#include "registry.h"
 #include "shm.h"
 
 #include <errno.h>
@@ -127,36 +128,27 @@ static void log_sim(const struct ds_server_config *cfg, const char *why)
 /* auto: the GPU when the cuda backend can serve it, else sim, saying why. */
 static int choose_device(const char *want, struct ds_server_config *cfg)
 {
+    struct ds_backend_want w = { .gpu = cfg->gpu, .sim_sms = cfg->sim_sms,
+                                 .sim_memory = cfg->sim_memory };
+    const struct ds_backend_entry *e = NULL;
     char why[160];
-    int usable;
+    int rc = ds_registry_choose(want, &w, &e, &cfg->sm, &cfg->device_memory, why,
+                                sizeof(why));
 
-    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
-    cfg->device = DS_SHM_SIM;
-    cfg->device_memory = cfg->sim_memory;
-    if (strcmp(want, "sim") == 0) {
-        cfg->backend = &ds_sim_backend;
-        log_sim(cfg, "asked for");
-        return 0;
-    }
-    if (strcmp(want, "cuda") != 0 && strcmp(want, "auto") != 0) {
-        ds_error("--device %s: expected sim, cuda or auto", want);
+    if (rc == DS_EINVAL) {
+        ds_error("--device %s: expected %s", want, why);
         return -1;
     }
-    usable = ds_cuda_probe(cfg->gpu, &cfg->sm, &cfg->device_memory, why,
-                           sizeof(why)) == 0;
-    if (usable) {
-        cfg->backend = &ds_cuda_backend;
-        cfg->device = DS_SHM_CUDA;
-        ds_info("device: cuda, GPU %d", cfg->gpu);
-        return 0;
-    }
-    if (strcmp(want, "cuda") == 0) {
-        ds_error("--device cuda: GPU %d cannot be used: %s", cfg->gpu, why);
+    if (rc != 0) {
+        ds_error("--device %s: GPU %d cannot be used: %s", want, cfg->gpu, why);
         return -1;
     }
-    cfg->backend = &ds_sim_backend;
-    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
-    log_sim(cfg, why);
+    cfg->backend = e;
+    cfg->device = e->device;
+    if (e->device != DS_SHM_SIM)
+        ds_info("device: %s, GPU %d", e->name, cfg->gpu);
+    else
+        log_sim(cfg, strcmp(want, "auto") == 0 ? why : "asked for");
     return 0;
 }
 
@@ -315,7 +307,7 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
     int rc;
 
     /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
-    if (cfg->backend == &ds_sim_backend) {
+    if (!cfg->backend->mps) {
         ds_info("MPS: not needed on the sim device (it models shared SMs)");
         snprintf(cfg->mps, sizeof(cfg->mps), "not needed (sim)");
         cfg->mps_mode = "none";

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "backend_ops.h"
+#include "ds_groups.h"
 
 #define DS_ATTR_COUNT CU_DEVICE_ATTRIBUTE_MAX
 #define DS_IPC_BLOB 64 /* what a backend's IPC export says, for another executor */
@@ -261,17 +262,9 @@ struct ds_backend_ops {
 #undef DS_BACKEND_MEMBER
 };
 
+/* What each backend gives the registry (registry.h), which alone chooses one. */
 extern const struct ds_backend_ops ds_sim_backend;
 extern const struct ds_backend_ops ds_cuda_backend;
-
-/* How a device's SMs are handed out: in `count` aligned groups of `size` SMs (an H100's
- * 132 SMs: 16 groups of 8, and 4 SMs no partition uses).  The same group index names
- * the same SMs in every executor, MPS clients included. */
-struct ds_sm_groups {
-    unsigned sms;   /* the whole device */
-    unsigned size;  /* SMs per group */
-    unsigned count; /* at most 64 */
-};
 
 /* The sim's groups: the H100's granularity of 8 SMs. */
 void ds_sim_sm_groups(int sms, struct ds_sm_groups *out);

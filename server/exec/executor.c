@@ -12,6 +12,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 #include "quota.h"
+#include "registry.h"
 #include "ops.h"
 #include "shm.h"
 #include "exec_spawn.h"
@@ -843,14 +844,11 @@ static int serve_tenant(int fd, unsigned spin_us)
 static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *be,
                        const struct ds_backend_ops **ops)
 {
-    if (slot < 0 || slot >= (int)shm->nslots)
+    const struct ds_backend_entry *e = ds_registry_device(shm->device);
+
+    if (slot < 0 || slot >= (int)shm->nslots || e == NULL)
         return -1;
-    if (shm->device == DS_SHM_CUDA)
-        *ops = &ds_cuda_backend;
-    else if (shm->device == DS_SHM_SIM)
-        *ops = &ds_sim_backend;
-    else
-        return -1;
+    *ops = e->ops;
     memset(be, 0, sizeof(*be));
     be->gpu = shm->gpu;
     be->sim_sms = shm->sim_sms;

@@ -4,7 +4,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 #include "ops.h"
-#include "policy.h"
+#include "ds_groups.h"
 #include "shm.h"
 #include "ds_clock.h"
 
