@@ -3,16 +3,19 @@
 be free of them has one.
 
 A module is a source file and the header of the same name beside it (tenant.c,
-tenant.h), or a header alone.  Module A depends on module B when A includes B's header,
-or when A's object file uses a symbol that B's object file defines.  Symbols come from
-the objects of a build (nm), not from the sources, so that calls made through
-token-pasting macros (the backends' operation tables) count as the calls they are.
+tenant.h), or a header alone.  Module A depends on module B when A's object file uses a
+symbol that B's object file defines (a call, or a table's reference), and with
+--includes also when A includes B's header.  Symbols come from the objects of a build
+(nm), not from the sources, so that calls made through token-pasting macros (the
+backends' operation tables) count as the calls they are.
 A circle is a set of two or more modules each of which depends, through the others, on
 all of them: none of them can be understood, tested or moved without the rest.
 
-usage: check-circles.py --build DIR [--must FOLDER]... [--report FOLDER]...
+usage: check-circles.py --build DIR [--must FOLDER]... [--report FOLDER]... [--why]
+                        [--includes]
 Folders are relative to the source tree and include their subfolders; --must folders
-fail the check (exit 1) on a circle, --report folders are only printed.
+fail the check (exit 1) on a circle, --report folders are only printed.  --why prints
+each dependency inside a circle, with the symbols it uses.
 """
 import argparse
 import os
@@ -78,7 +81,7 @@ def includes(path):
         return INCLUDE.findall(fh.read())
 
 
-def graph(folder, objs):
+def graph(folder, objs, with_includes):
     """Dependencies among the modules under folder, and the sources that have no object."""
     mods = modules_under(folder)
     by_header = {}
@@ -97,14 +100,18 @@ def graph(folder, objs):
             for s in d:
                 owner[s] = mod
             used[mod] |= u
-    deps = {mod: set() for mod in mods}
+    deps = {mod: {} for mod in mods}
     for mod, files in mods.items():
-        for f in files:
+        for f in files if with_includes else []:
             for inc in includes(f):
                 near = os.path.normpath(os.path.join(os.path.dirname(f), inc))[:-2]
                 cands = [near] if near in mods else by_header.get(os.path.basename(inc), [])
-                deps[mod] |= {c for c in cands[:1] if c != mod}
-        deps[mod] |= {owner[s] for s in used[mod] if s in owner and owner[s] != mod}
+                for c in cands[:1]:
+                    if c != mod:
+                        deps[mod].setdefault(c, set()).add('#include "%s"' % inc)
+        for s in used[mod]:
+            if s in owner and owner[s] != mod:
+                deps[mod].setdefault(owner[s], set()).add(s)
     return deps, missing
 
 
@@ -140,13 +147,17 @@ def circles(deps):
     return sorted(out)
 
 
-def check(folder, objs, must):
-    deps, missing = graph(folder, objs)
+def check(folder, objs, must, args):
+    deps, missing = graph(folder, objs, args.includes)
     found = circles(deps)
     word = 'must be acyclic' if must else 'report only'
     print(f'{folder} ({word}): {len(deps)} modules, {len(found)} circle(s)')
     for c in found:
         print(f'  circle of {len(c)}: ' + ' '.join(os.path.relpath(m, folder) for m in c))
+        for a in c if args.why else []:
+            for b in sorted(set(deps[a]) & set(c)):
+                print(f'    {os.path.relpath(a, folder)} -> {os.path.relpath(b, folder)}: '
+                      + ', '.join(sorted(deps[a][b])))
     for f in missing:
         print(f'  no object for {f}: build it first')
     return not (must and (found or missing))
@@ -157,13 +168,15 @@ def main():
     ap.add_argument('--build', required=True, help='a build folder with the objects')
     ap.add_argument('--must', action='append', default=[], help='folder that fails on a circle')
     ap.add_argument('--report', action='append', default=[], help='folder only reported')
+    ap.add_argument('--why', action='store_true', help='print the dependencies in circles')
+    ap.add_argument('--includes', action='store_true', help='count includes as dependencies')
     args = ap.parse_args()
     objs = objects(os.path.abspath(args.build))
     ok = True
     for folder in args.must:
-        ok &= check(folder.rstrip('/'), objs, True)
+        ok &= check(folder.rstrip('/'), objs, True, args)
     for folder in args.report:
-        check(folder.rstrip('/'), objs, False)
+        check(folder.rstrip('/'), objs, False, args)
     return 0 if ok else 1
 
 

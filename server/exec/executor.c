@@ -927,7 +927,7 @@ int ds_executor_main(const char *slot_arg)
         ds_shm_unmap(shm);
         return DS_EXEC_FAILED;
     }
-    ds__tenant_init(&tenant, ops, &be);
+    ds__tenant_init(&tenant, ops, &be, &ds__ops_areas);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     tenant.own_process = 1;
     /* Opening the device (for CUDA: driver, context, green context, hundreds of
@@ -954,7 +954,7 @@ int ds_executor_main(const char *slot_arg)
 int ds__executor_serve(const struct ds_backend_ops *ops, const struct ds_backend_config *cfg,
                        int fd)
 {
-    ds__tenant_init(&tenant, ops, cfg);
+    ds__tenant_init(&tenant, ops, cfg, &ds__ops_areas);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     return serve_and_free(fd, cfg->spin_us);
 }

@@ -207,13 +207,13 @@ void ds__cuda_describe(struct ds_backend *b, struct ds_device_view *v)
     for (int a = 1; a < DS_ATTR_COUNT; a++)
         if (b->cu.cuDeviceGetAttribute(&v->attrs[a], (CUdevice_attribute)a, b->dev) != CUDA_SUCCESS)
             v->attrs[a] = 0;
-    /* VMM memory cannot be exported through detshare (server/exec/ops_vmm.c): libraries
+    /* VMM memory cannot be exported through detshare (server/exec/ops/ops_vmm.c): libraries
      * that would share it with another process (NCCL) must see that they cannot. */
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] = 0;
-    /* Nor can a pool be (server/exec/ops_pool.c). */
+    /* Nor can a pool be (server/exec/ops/ops_pool.c). */
     v->attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
 }
 

@@ -129,11 +129,6 @@ void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e);
 void ds__ops_event_free(struct ds_tenant *t, struct ds_vevent *e);
 void ds__ops_event_release(struct ds_tenant *t, struct ds_vevent *e);
 
-/* 0 when [addr, addr+len) lies inside one VMM reservation of the tenant and every byte
- * of it in accessible mappings, which need not be of one physical allocation (ops_vmm.c);
- * else DS_ERANGE. */
-int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
-
 /* Unmap, free and release everything the tenant reserved, mapped and created with the
  * VMM calls; the backend must still be open. */
 void ds__ops_vmm_fini(struct ds_tenant *t);
@@ -145,25 +140,30 @@ void ds__ops_vmm_fini(struct ds_tenant *t);
  * backend must still be open. */
 CUresult ds__ops_pool_free_now(struct ds_tenant *t, uint64_t ptr);
 void ds__ops_pool_fini(struct ds_tenant *t);
-/* The tenant's account's reclaim (account.h): trim every pool of tenant (a struct
- * ds_tenant) to what its live allocations need, and count what they hold then. */
-void ds__ops_pool_reclaim(void *tenant);
 
 /* IPC (ops_ipc.c).  Allocation `base` or event e is going: its export, if any, is
  * withdrawn first.  ds__ops_ipc_close closes the other tenants' memory opened in context
  * ctx (all: in any), whatever references remain; the backend must still be open. */
 void ds__ops_ipc_mem_gone(struct ds_tenant *t, uint64_t base);
 void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
-
-/* Give event e (its backend event made) a handle, into *out; e is taken over, and freed
- * with its backend event when no handle is left.  Returns CUDA_SUCCESS or
- * CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out);
 void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
 
 /* Destroy the texture and surface objects, mipmapped arrays and arrays of context ctx
  * (all: of every context), giving their memory back to the account (ops_array.c). */
 void ds__ops_array_drop(struct ds_tenant *t, uint64_t ctx, int all);
+
+/* Each area's part in the tenant's lifetime (struct ds_tenant_area), listed in order in
+ * ds__ops_areas (ops_areas.c): the pools' reclaim set up (ops_pool.c); the objects of
+ * context ctx, of every context when all != 0, freed: graphs and their instances
+ * (ops_graph.c), modules (ops_module.c), streams (ops_stream.c), events (ops_event.c)
+ * and allocations (ops_mem.c). */
+void ds__ops_pool_init(struct ds_tenant *t);
+void ds__ops_graph_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_module_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_stream_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_event_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_mem_drop(struct ds_tenant *t, uint64_t ctx, int all);
+extern const struct ds_tenant_areas ds__ops_areas;
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */

@@ -246,3 +246,30 @@ CUresult ds__ops_graph_exec_update(struct ds_tenant *t, const ds_exec_update_arg
     return ds_error_to_cu(
         t->ops->graph_exec_update(t->be, e->real, g->real, &r->ds_exec_update_res_u.result));
 }
+
+void ds__ops_graph_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_GEXEC, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GEXEC);
+
+        if (all || g->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_GEXEC);
+            ds__ops_gexec_free(t, g);
+        }
+    }
+    if (all)
+        ds__ops_gmem_drop_captures(t);
+    cur = 0;
+    while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
+
+        /* A child graph node's graph goes with its node. */
+        if (!g->embedded && (all || g->ctx == ctx)) {
+            ds_handles_remove(&t->h, h, DS_H_GRAPH);
+            ds__ops_graph_free(t, g);
+        }
+    }
+}
