@@ -1,11 +1,13 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
- * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
- * ops_hostreg.c, ops_array.c, ops_share.c, executor.c for hello).  A handler validates all
- * of its arguments against the tenant's own objects, acts, fills the success arm of the
- * result, and returns the CUresult that goes into the reply (for batched procedures, the
- * one held for the next synchronous call).
+ * in this folder (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c,
+ * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c, ops_array.c,
+ * ops_share.c and the rest), graphs in graph/ (ops_graph.c, ops_gdesc.c, ops_gnode.c,
+ * ops_gset.c, ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_gcapture.c), and hello in
+ * executor.c.  A handler validates all of its arguments against the tenant's own
+ * objects, acts, fills the success arm of the result, and returns the CUresult that goes
+ * into the reply (for batched procedures, the one held for the next synchronous call).
+ * What each area keeps for a tenant goes with it through ops_areas.c.
  */
 #ifndef DS_OPS_H
 #define DS_OPS_H
@@ -32,7 +34,7 @@ uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitc
                                uint64_t height);
 
 /* Destroy graph g (its handle already removed): its nodes' handles, its backend graph,
- * and g itself (ops_gnode.c). */
+ * and g itself (graph/ops_gnode.c). */
 void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g);
 /* An instantiated graph e of built graph g takes a ref on each event g's nodes use
  * (CUDA_ERROR_OUT_OF_MEMORY when it cannot); ds__ops_gexec_free drops them with e. */
@@ -48,12 +50,12 @@ struct ds_gnode_scratch {
     struct ds_memop_desc memops[DS_MEMOPS_MAX];
 };
 
-/* The backend's description of node p, every input checked (ops_gnode.c); sc holds what
+/* The backend's description of node p, every input checked (ops_gdesc.c); sc holds what
  * it points to for as long as d is used.  A node the tenant runs itself is an empty node
  * to the backend. */
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
                                 struct ds_gnode_desc *d, struct ds_gnode_scratch *sc);
-/* Whether node p runs in the tenant's process (ops_gnode.c): a host node, or a copy node
+/* Whether node p runs in the tenant's process (ops_gdesc.c): a host node, or a copy node
  * with a side in memory only the tenant reaches.  A graph with one runs in stages. */
 int ds__gnode_in_tenant(const ds_node_params *p);
 
@@ -63,18 +65,32 @@ int ds__gnode_in_tenant(const ds_node_params *p);
 CUresult ds__ops_memop_node(struct ds_tenant *t, const ds_memop *ops, unsigned n,
                             struct ds_gnode_desc *d, struct ds_memop_desc *out);
 
-/* Building graphs node by node, shared by ops_gnode.c and ops_gcond.c (defined in
- * ops_gnode.c).  ds__gnode_editable: built graph h, when the tenant may change it (else
- * the CUresult that refuses).  ds__gnode_of: node h when it belongs to graph `graph` (any
- * graph when 0), or NULL.  ds__gnode_add_described: add node p, described to the backend
- * as d, after deps to graph g (handle gh), its handle in *out.  ds__gnode_append_handle:
- * h appended to the array *v of *n handles; 0, or -1 out of memory. */
+/* Looking up built graphs and their nodes (ops_gdesc.c).  ds__gnode_built: built graph
+ * h (else the CUresult that refuses); ds__gnode_editable: the same, when the tenant may
+ * change it; ds__gnode_child_of: one a child graph node may copy.  ds__gnode_of: node h
+ * when it belongs to graph `graph` (any graph when 0), or NULL.  ds__gnode_event_of: the
+ * event node parameters p record or wait on, or NULL. */
+CUresult ds__gnode_built(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
 CUresult ds__gnode_editable(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
+CUresult ds__gnode_child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
 struct ds_vnode *ds__gnode_of(struct ds_tenant *t, uint64_t h, uint64_t graph);
+struct ds_vevent *ds__gnode_event_of(struct ds_tenant *t, const ds_node_params *p);
+
+/* Building graphs node by node (ops_gnode.c).  ds__gnode_add: add node p (no
+ * conditional node) after deps to graph gh, its handle in *out.  ds__gnode_add_described:
+ * add node p, described to the backend as d, after deps to graph g (handle gh), its
+ * handle in *out.  ds__gnode_append_handle: h appended to the array *v of *n handles; 0,
+ * or -1 out of memory.  ds__gnode_copy_params: a deep copy of p into *out (whose old
+ * contents are not freed), 0 or DS_ENOMEM; ds__gnode_free_params frees what such a copy
+ * holds. */
+CUresult ds__gnode_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                       const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 CUresult ds__gnode_add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
                                  const ds_node_params *p, const struct ds_gnode_desc *d,
                                  const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 int ds__gnode_append_handle(uint64_t **v, uint32_t *n, uint64_t h);
+int ds__gnode_copy_params(const ds_node_params *p, ds_node_params *out);
+void ds__gnode_free_params(ds_node_params *p);
 /* Add conditional node p after deps to graph gh (ops_gcond.c); its body graphs get
  * handles, which the tenant reads back with the node's parameters. */
 CUresult ds__gcond_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,

@@ -273,3 +273,14 @@ void ds__ops_graph_drop(struct ds_tenant *t, uint64_t ctx, int all)
         }
     }
 }
+
+/* A conditional node comes with body graphs of its own (ops_gcond.c). */
+CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
+                                ds_handle_res *r)
+{
+    if (a->params.kind == DS_NODE_COND)
+        return ds__gcond_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                             &r->ds_handle_res_u.handle);
+    return ds__gnode_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                         &r->ds_handle_res_u.handle);
+}
