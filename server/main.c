@@ -340,166 +340,197 @@ static int host_size(const char *arg, uint64_t *out)
     return ds_quota_parse_size(arg, out);
 }
 
+static const struct option opts[] = {
+    { "device", required_argument, NULL, 'd' },
+    { "gpu", required_argument, NULL, 'g' },
+    { "listen", required_argument, NULL, 'l' },
+    { "sim-sms", required_argument, NULL, 's' },
+    { "sim-memory", required_argument, NULL, 'm' },
+    { "tenant-host-memory", required_argument, NULL, 'H' },
+    { "host-memory", required_argument, NULL, 'T' },
+    { "spin-us", required_argument, NULL, 'u' },
+    { "mps", required_argument, NULL, 'M' },
+    { "mps-dir", required_argument, NULL, 'D' },
+    { "warm", required_argument, NULL, 'w' },
+    { "policy", required_argument, NULL, 'p' },
+    { "policy-dir", required_argument, NULL, 'L' },
+    { "admin", required_argument, NULL, 'a' },
+    { "token-file", required_argument, NULL, 't' },
+    { "config", required_argument, NULL, 'c' },
+    { "insecure", no_argument, NULL, 'I' },
+    { "admin-group", required_argument, NULL, 'G' },
+    { "metrics", required_argument, NULL, 'P' },
+    { "isolation", required_argument, NULL, 'i' },
+    { "quarantine", required_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+/* What the command line says beside the server's configuration. */
+struct cmdline {
+    enum ds_mps_mode mps_mode;
+    const char *device, *mps_dir, *policy_dir;
+    int insecure;
+};
+
+/* What an option's function returns when the command line goes on. */
+#define NEXT_OPTION (-1)
+
+/* Option c, one of the device's and the resources' (or none known), with argument arg.
+ * Returns NEXT_OPTION, or the exit status after saying why. */
+static int device_option(int c, const char *arg, struct ds_server_config *cfg,
+                         struct cmdline *cl)
+{
+    switch (c) {
+    case 'd':
+        cl->device = arg;
+        break;
+    case 'g':
+        cfg->gpu = atoi(arg);
+        break;
+    case 's':
+        cfg->sim_sms = atoi(arg);
+        if (cfg->sim_sms <= 0 || cfg->sim_sms > 1024) {
+            fprintf(stderr, "detshare-server: --sim-sms must be 1..1024\n");
+            return 2;
+        }
+        break;
+    case 'm':
+        if (ds_quota_parse_size(arg, &cfg->sim_memory) != 0) {
+            fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", arg);
+            return 2;
+        }
+        break;
+    case 'H':
+    case 'T':
+        if (host_size(arg, c == 'H' ? &cfg->host_limit : &cfg->host_total) != 0) {
+            fprintf(stderr, "detshare-server: --%s takes a size (1GiB, 512MiB) or none\n",
+                    c == 'H' ? "tenant-host-memory" : "host-memory");
+            return 2;
+        }
+        break;
+    case 'u':
+        cfg->spin_us = (unsigned)atoi(arg);
+        if (atoi(arg) < 0 || cfg->spin_us > 1000000) {
+            fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
+            return 2;
+        }
+        break;
+    case 'M':
+        if (ds_mps_parse(arg, &cl->mps_mode) != 0) {
+            fprintf(stderr, "detshare-server: --mps is start, external or off, not %s\n",
+                    arg);
+            return 2;
+        }
+        break;
+    case 'D':
+        cl->mps_dir = arg;
+        break;
+    case 'i':
+        if (ds_quota_parse_isolation(arg, &cfg->isolation) != 0 ||
+            cfg->isolation == DS_ISO_UNSET) {
+            fprintf(stderr, "detshare-server: --isolation is shared or own, not %s\n",
+                    arg);
+            return 2;
+        }
+        break;
+    case 'q':
+        if (parse_duration(arg, &cfg->quarantine_ns) != 0) {
+            fprintf(stderr, "detshare-server: --quarantine takes a duration (600, 90s, "
+                            "10m, 2h, 0), not %s\n", arg);
+            return 2;
+        }
+        break;
+    case 'w':
+        cfg->warm = atoi(arg);
+        if (cfg->warm < 0 || cfg->warm > DS_MAX_WARM) {
+            fprintf(stderr, "detshare-server: --warm must be 0..%d\n", DS_MAX_WARM);
+            return 2;
+        }
+        break;
+    default:
+        usage(stderr);
+        return 2;
+    }
+    return NEXT_OPTION;
+}
+
+/* Option c with argument arg.  Returns NEXT_OPTION, or the exit status: after saying
+ * why, or after --help. */
+static int option_value(int c, const char *arg, struct ds_server_config *cfg,
+                        struct cmdline *cl)
+{
+    switch (c) {
+    case 'l':
+        if (cfg->nlisten == DS_MAX_LISTEN ||
+            ds_addr_parse(arg, &cfg->listen[cfg->nlisten]) != 0) {
+            fprintf(stderr, "detshare-server: bad or too many --listen: %s\n", arg);
+            return 2;
+        }
+        cfg->nlisten++;
+        break;
+    case 't':
+        cfg->token_file = arg;
+        break;
+    case 'c':
+        cfg->config = arg;
+        break;
+    case 'I':
+        cl->insecure = 1;
+        break;
+    case 'a':
+        if (set_admin(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'G':
+        if (set_admin_group(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'P':
+        if (set_metrics(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'L':
+        cl->policy_dir = arg;
+        break;
+    case 'p':
+        /* The operator's own command line may load any file; detshare-ctl may not. */
+        cfg->policy = strchr(arg, '/') != NULL ? ds_policy_load(arg)
+                                               : ds_policy_find(arg);
+        if (cfg->policy == NULL) {
+            fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", arg);
+            return 2;
+        }
+        break;
+    case 'h':
+        usage(stdout);
+        return 0;
+    default:
+        return device_option(c, arg, cfg, cl);
+    }
+    return NEXT_OPTION;
+}
+
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "device", required_argument, NULL, 'd' },
-        { "gpu", required_argument, NULL, 'g' },
-        { "listen", required_argument, NULL, 'l' },
-        { "sim-sms", required_argument, NULL, 's' },
-        { "sim-memory", required_argument, NULL, 'm' },
-        { "tenant-host-memory", required_argument, NULL, 'H' },
-        { "host-memory", required_argument, NULL, 'T' },
-        { "spin-us", required_argument, NULL, 'u' },
-        { "mps", required_argument, NULL, 'M' },
-        { "mps-dir", required_argument, NULL, 'D' },
-        { "warm", required_argument, NULL, 'w' },
-        { "policy", required_argument, NULL, 'p' },
-        { "policy-dir", required_argument, NULL, 'L' },
-        { "admin", required_argument, NULL, 'a' },
-        { "token-file", required_argument, NULL, 't' },
-        { "config", required_argument, NULL, 'c' },
-        { "insecure", no_argument, NULL, 'I' },
-        { "admin-group", required_argument, NULL, 'G' },
-        { "metrics", required_argument, NULL, 'P' },
-        { "isolation", required_argument, NULL, 'i' },
-        { "quarantine", required_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
                                    .host_limit = DS_SHM_HOST_LIMIT,
                                    .host_total = ds_shm_default_host_total(),
                                    .warm = 1, .policy = &ds_policy_slo_aware,
                                    .admin_gid = (gid_t)-1, .isolation = DS_ISO_SHARED,
                                    .quarantine_ns = 600ull * 1000000000ull };
-    enum ds_mps_mode mps_mode = DS_MPS_START;
-    const char *device = "auto", *mps_dir = NULL, *policy_dir = NULL;
+    struct cmdline cl = { .mps_mode = DS_MPS_START, .device = "auto" };
     char conf_dir[PATH_MAX];
     struct ds_tokens *tokens = NULL;
-    int c, rc, insecure = 0;
+    int c, rc;
 
     /* An executor is this program started by the control process (exec_spawn.h). */
     if (argc == 3 && strcmp(argv[1], "--executor") == 0)
         return ds_executor_main(argv[2]);
     ds_log_set_prefix("detshare-server");
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            device = optarg;
-            break;
-        case 'g':
-            cfg.gpu = atoi(optarg);
-            break;
-        case 'l':
-            if (cfg.nlisten == DS_MAX_LISTEN ||
-                ds_addr_parse(optarg, &cfg.listen[cfg.nlisten]) != 0) {
-                fprintf(stderr, "detshare-server: bad or too many --listen: %s\n", optarg);
-                return 2;
-            }
-            cfg.nlisten++;
-            break;
-        case 's':
-            cfg.sim_sms = atoi(optarg);
-            if (cfg.sim_sms <= 0 || cfg.sim_sms > 1024) {
-                fprintf(stderr, "detshare-server: --sim-sms must be 1..1024\n");
-                return 2;
-            }
-            break;
-        case 'm':
-            if (ds_quota_parse_size(optarg, &cfg.sim_memory) != 0) {
-                fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
-                return 2;
-            }
-            break;
-        case 'H':
-        case 'T':
-            if (host_size(optarg, c == 'H' ? &cfg.host_limit : &cfg.host_total) != 0) {
-                fprintf(stderr, "detshare-server: --%s takes a size (1GiB, 512MiB) or none\n",
-                        c == 'H' ? "tenant-host-memory" : "host-memory");
-                return 2;
-            }
-            break;
-        case 'u':
-            cfg.spin_us = (unsigned)atoi(optarg);
-            if (atoi(optarg) < 0 || cfg.spin_us > 1000000) {
-                fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
-                return 2;
-            }
-            break;
-        case 'M':
-            if (ds_mps_parse(optarg, &mps_mode) != 0) {
-                fprintf(stderr, "detshare-server: --mps is start, external or off, not %s\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'D':
-            mps_dir = optarg;
-            break;
-        case 'i':
-            if (ds_quota_parse_isolation(optarg, &cfg.isolation) != 0 ||
-                cfg.isolation == DS_ISO_UNSET) {
-                fprintf(stderr, "detshare-server: --isolation is shared or own, not %s\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'q':
-            if (parse_duration(optarg, &cfg.quarantine_ns) != 0) {
-                fprintf(stderr, "detshare-server: --quarantine takes a duration (600, 90s, "
-                                "10m, 2h, 0), not %s\n", optarg);
-                return 2;
-            }
-            break;
-        case 't':
-            cfg.token_file = optarg;
-            break;
-        case 'c':
-            cfg.config = optarg;
-            break;
-        case 'I':
-            insecure = 1;
-            break;
-        case 'a':
-            if (set_admin(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'G':
-            if (set_admin_group(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'P':
-            if (set_metrics(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'L':
-            policy_dir = optarg;
-            break;
-        case 'p':
-            /* The operator's own command line may load any file; detshare-ctl may not. */
-            cfg.policy = strchr(optarg, '/') != NULL ? ds_policy_load(optarg)
-                                                     : ds_policy_find(optarg);
-            if (cfg.policy == NULL) {
-                fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", optarg);
-                return 2;
-            }
-            break;
-        case 'w':
-            cfg.warm = atoi(optarg);
-            if (cfg.warm < 0 || cfg.warm > DS_MAX_WARM) {
-                fprintf(stderr, "detshare-server: --warm must be 0..%d\n", DS_MAX_WARM);
-                return 2;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
+        if ((rc = option_value(c, optarg, &cfg, &cl)) != NEXT_OPTION)
+            return rc;
     if (optind < argc) {
         fprintf(stderr, "detshare-server: unexpected argument: %s\n", argv[optind]);
         return 2;
@@ -511,16 +542,16 @@ int main(int argc, char **argv)
         return 2;
     conf_dir[0] = '\0';
     if ((cfg.config != NULL && load_config(&cfg, conf_dir, sizeof(conf_dir)) != 0) ||
-        set_policy_dir(policy_dir != NULL ? policy_dir : conf_dir) != 0) {
+        set_policy_dir(cl.policy_dir != NULL ? cl.policy_dir : conf_dir) != 0) {
         ds_tokens_free(tokens);
         return 2;
     }
-    if (insecure)
+    if (cl.insecure)
         warn_insecure(&cfg);
-    if (check_tcp(&cfg, insecure) != 0 || choose_device(device, &cfg) != 0)
+    if (check_tcp(&cfg, cl.insecure) != 0 || choose_device(cl.device, &cfg) != 0)
         rc = 2;
     else
-        rc = serve(&cfg, mps_mode, mps_dir);
+        rc = serve(&cfg, cl.mps_mode, cl.mps_dir);
     ds_tokens_free(tokens);
     return rc;
 }
