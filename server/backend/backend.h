@@ -1,9 +1,10 @@
 /*
- * What an executor needs from a device, whatever the device is.  Two implementations:
- * sim (sim.c, a software model for machines without a GPU) and cuda (the real driver
- * with green contexts).  The executor validates every tenant input before
- * calling in here, so a backend may trust its arguments: addresses lie inside live
- * allocations, handles are its own.
+ * What an executor needs from a device, whatever the device is: the operations listed
+ * in backend_ops.h, which make struct ds_backend_ops.  Two implementations: sim (sim/, a
+ * software model for machines without a GPU) and cuda (cuda/, the real driver with
+ * green contexts); registry.h chooses one.  The executor validates every tenant input
+ * before calling in here, so a backend may trust its arguments: addresses lie inside
+ * live allocations, handles are its own.
  *
  * A NULL stream means the tenant's legacy default stream, with CUDA's semantics: it
  * waits for all blocking streams and they wait for it.  Calls return 0 or DS_E*.

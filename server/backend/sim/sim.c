@@ -185,7 +185,7 @@ void ds__sim_describe(struct ds_backend *b, struct ds_device_view *v)
     v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client(b);
 }
 
-/* A host copy behind a parked stream waits there with its bytes (sim_memop.c). */
+/* A host copy behind a parked stream waits there with its bytes (sim_work.c). */
 static int park_host_copy(struct ds_backend *b, struct ds_bstream *s, int kind, uint64_t dev,
                           void *host, size_t n)
 {
