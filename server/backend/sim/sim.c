@@ -10,6 +10,7 @@
 #include "ds_error.h"
 #include "shm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>

@@ -14,21 +14,15 @@
  */
 #include "sim_core.h"
 
-#include "cubin.h"
 #include "ds_error.h"
-#include "ds_image.h"
 #include "ds_memtab.h"
 #include "shm.h"
-#include "ds_clock.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 void ds__sim_free_work(struct sim_work *w)
 {
