@@ -52,7 +52,4 @@ extern const struct ds_policy *const ds_policies[];
 /* The groups first .. first+count-1 as a mask (count 64 or more: every group). */
 uint64_t ds_groups_range(unsigned first, unsigned count);
 
-/* "SM groups 0-7 (64 SMs)", "the whole device", "SM groups 0 2-3 (24 SMs)". */
-void ds_groups_format(uint64_t groups, unsigned group_size, char *buf, size_t len);
-
 #endif

@@ -8,6 +8,7 @@
 #include "options.h"
 #include "policy.h"
 #include "quota.h"
+#include "registry.h"
 #include "shm.h"
 
 #include <errno.h>
@@ -89,36 +90,27 @@ static void log_sim(const struct ds_server_config *cfg, const char *why)
 /* auto: the GPU when the cuda backend can serve it, else sim, saying why. */
 static int choose_device(const char *want, struct ds_server_config *cfg)
 {
+    struct ds_backend_want w = { .gpu = cfg->gpu, .sim_sms = cfg->sim_sms,
+                                 .sim_memory = cfg->sim_memory };
+    const struct ds_backend_entry *e = NULL;
     char why[160];
-    int usable;
+    int rc = ds_registry_choose(want, &w, &e, &cfg->sm, &cfg->device_memory, why,
+                                sizeof(why));
 
-    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
-    cfg->device = DS_SHM_SIM;
-    cfg->device_memory = cfg->sim_memory;
-    if (strcmp(want, "sim") == 0) {
-        cfg->backend = &ds_sim_backend;
-        log_sim(cfg, "asked for");
-        return 0;
-    }
-    if (strcmp(want, "cuda") != 0 && strcmp(want, "auto") != 0) {
-        ds_error("--device %s: expected sim, cuda or auto", want);
+    if (rc == DS_EINVAL) {
+        ds_error("--device %s: expected %s", want, why);
         return -1;
     }
-    usable = ds_cuda_probe(cfg->gpu, &cfg->sm, &cfg->device_memory, why,
-                           sizeof(why)) == 0;
-    if (usable) {
-        cfg->backend = &ds_cuda_backend;
-        cfg->device = DS_SHM_CUDA;
-        ds_info("device: cuda, GPU %d", cfg->gpu);
-        return 0;
-    }
-    if (strcmp(want, "cuda") == 0) {
-        ds_error("--device cuda: GPU %d cannot be used: %s", cfg->gpu, why);
+    if (rc != 0) {
+        ds_error("--device %s: GPU %d cannot be used: %s", want, cfg->gpu, why);
         return -1;
     }
-    cfg->backend = &ds_sim_backend;
-    ds_sim_sm_groups(cfg->sim_sms, &cfg->sm);
-    log_sim(cfg, why);
+    cfg->backend = e;
+    cfg->device = e->device;
+    if (e->device != DS_SHM_SIM)
+        ds_info("device: %s, GPU %d", e->name, cfg->gpu);
+    else
+        log_sim(cfg, strcmp(want, "auto") == 0 ? why : "asked for");
     return 0;
 }
 
@@ -283,7 +275,7 @@ static int serve(struct ds_server_config *cfg, enum ds_mps_mode mps_mode, const 
     int rc;
 
     /* The sim has no daemon: its tenants' work overlaps as it would under MPS. */
-    if (cfg->backend == &ds_sim_backend) {
+    if (!cfg->backend->mps) {
         ds_info("MPS: not needed on the sim device (it models shared SMs)");
         snprintf(cfg->mps, sizeof(cfg->mps), "not needed (sim)");
         cfg->mps_mode = "none";
@@ -318,6 +310,152 @@ static int host_size(const char *arg, uint64_t *out)
     return ds_quota_parse_size(arg, out);
 }
 
+/* What the command line says beside the server's configuration. */
+struct cmdline {
+    enum ds_mps_mode mps_mode;
+    const char *device, *mps_dir, *policy_dir;
+    int insecure;
+};
+
+/* What an option's function returns when the command line goes on. */
+#define NEXT_OPTION (-1)
+
+/* Option c, one of the device's and the resources' (or none known), with argument arg.
+ * Returns NEXT_OPTION, or the exit status after saying why. */
+static int device_option(int c, const char *arg, struct ds_server_config *cfg,
+                         struct cmdline *cl)
+{
+    switch (c) {
+    case 'd':
+        cl->device = arg;
+        break;
+    case 'g':
+        cfg->gpu = atoi(arg);
+        break;
+    case 's':
+        cfg->sim_sms = atoi(arg);
+        if (cfg->sim_sms <= 0 || cfg->sim_sms > 1024) {
+            fprintf(stderr, "detshare-server: --sim-sms must be 1..1024\n");
+            return 2;
+        }
+        break;
+    case 'm':
+        if (ds_quota_parse_size(arg, &cfg->sim_memory) != 0) {
+            fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", arg);
+            return 2;
+        }
+        break;
+    case 'H':
+    case 'T':
+        if (host_size(arg, c == 'H' ? &cfg->host_limit : &cfg->host_total) != 0) {
+            fprintf(stderr, "detshare-server: --%s takes a size (1GiB, 512MiB) or none\n",
+                    c == 'H' ? "tenant-host-memory" : "host-memory");
+            return 2;
+        }
+        break;
+    case 'u':
+        cfg->spin_us = (unsigned)atoi(arg);
+        if (atoi(arg) < 0 || cfg->spin_us > 1000000) {
+            fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
+            return 2;
+        }
+        break;
+    case 'M':
+        if (ds_mps_parse(arg, &cl->mps_mode) != 0) {
+            fprintf(stderr, "detshare-server: --mps is start, external or off, not %s\n",
+                    arg);
+            return 2;
+        }
+        break;
+    case 'D':
+        cl->mps_dir = arg;
+        break;
+    case 'i':
+        if (ds_quota_parse_isolation(arg, &cfg->isolation, cfg->isolation_group) != 0 ||
+            cfg->isolation == DS_ISO_UNSET) {
+            fprintf(stderr, "detshare-server: --isolation is shared, own or group:NAME "
+                            "(NAME: 1 to %d letters, digits, '-' or '_'), not %s\n",
+                    DS_GROUP_MAX, arg);
+            return 2;
+        }
+        break;
+    case 'q':
+        if (parse_duration(arg, &cfg->quarantine_ns) != 0) {
+            fprintf(stderr, "detshare-server: --quarantine takes a duration (600, 90s, "
+                            "10m, 2h, 0), not %s\n", arg);
+            return 2;
+        }
+        break;
+    case 'w':
+        cfg->warm = atoi(arg);
+        if (cfg->warm < 0 || cfg->warm > DS_MAX_WARM) {
+            fprintf(stderr, "detshare-server: --warm must be 0..%d\n", DS_MAX_WARM);
+            return 2;
+        }
+        break;
+    default:
+        usage(stderr);
+        return 2;
+    }
+    return NEXT_OPTION;
+}
+
+/* Option c with argument arg.  Returns NEXT_OPTION, or the exit status: after saying
+ * why, or after --help. */
+static int option_value(int c, const char *arg, struct ds_server_config *cfg,
+                        struct cmdline *cl)
+{
+    switch (c) {
+    case 'l':
+        if (cfg->nlisten == DS_MAX_LISTEN ||
+            ds_addr_parse(arg, &cfg->listen[cfg->nlisten]) != 0) {
+            fprintf(stderr, "detshare-server: bad or too many --listen: %s\n", arg);
+            return 2;
+        }
+        cfg->nlisten++;
+        break;
+    case 't':
+        cfg->token_file = arg;
+        break;
+    case 'c':
+        cfg->config = arg;
+        break;
+    case 'I':
+        cl->insecure = 1;
+        break;
+    case 'a':
+        if (set_admin(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'G':
+        if (set_admin_group(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'P':
+        if (set_metrics(arg, cfg) != 0)
+            return 2;
+        break;
+    case 'L':
+        cl->policy_dir = arg;
+        break;
+    case 'p':
+        /* The operator's own command line may load any file; detshare-ctl may not. */
+        cfg->policy = strchr(arg, '/') != NULL ? ds_policy_load(arg)
+                                               : ds_policy_find(arg);
+        if (cfg->policy == NULL) {
+            fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", arg);
+            return 2;
+        }
+        break;
+    case 'h':
+        usage(stdout);
+        return 0;
+    default:
+        return device_option(c, arg, cfg, cl);
+    }
+    return NEXT_OPTION;
+}
+
 int main(int argc, char **argv)
 {
 #define OPTION_ENTRY(o_name, o_code, o_short, o_has_arg, o_arg, o_help) \
@@ -331,11 +469,10 @@ int main(int argc, char **argv)
                                    .warm = 1, .policy = &ds_policy_slo_aware,
                                    .admin_gid = (gid_t)-1, .isolation = DS_ISO_SHARED,
                                    .quarantine_ns = 600ull * 1000000000ull };
-    enum ds_mps_mode mps_mode = DS_MPS_START;
-    const char *device = "auto", *mps_dir = NULL, *policy_dir = NULL;
+    struct cmdline cl = { .mps_mode = DS_MPS_START, .device = "auto" };
     char conf_dir[PATH_MAX];
     struct ds_tokens *tokens = NULL;
-    int c, rc, insecure = 0;
+    int c, rc;
 
     /* An executor is this program started by the control process (exec_spawn.h). */
     if (argc == 3 && strcmp(argv[1], "--executor") == 0)
@@ -346,124 +483,9 @@ int main(int argc, char **argv)
         shorts[strlen(shorts)] = o_code;
     DS_SERVER_OPTIONS(OPTION_SHORT)
 #undef OPTION_SHORT
-    while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            device = optarg;
-            break;
-        case 'g':
-            cfg.gpu = atoi(optarg);
-            break;
-        case 'l':
-            if (cfg.nlisten == DS_MAX_LISTEN ||
-                ds_addr_parse(optarg, &cfg.listen[cfg.nlisten]) != 0) {
-                fprintf(stderr, "detshare-server: bad or too many --listen: %s\n", optarg);
-                return 2;
-            }
-            cfg.nlisten++;
-            break;
-        case 's':
-            cfg.sim_sms = atoi(optarg);
-            if (cfg.sim_sms <= 0 || cfg.sim_sms > 1024) {
-                fprintf(stderr, "detshare-server: --sim-sms must be 1..1024\n");
-                return 2;
-            }
-            break;
-        case 'm':
-            if (ds_quota_parse_size(optarg, &cfg.sim_memory) != 0) {
-                fprintf(stderr, "detshare-server: bad --sim-memory: %s\n", optarg);
-                return 2;
-            }
-            break;
-        case 'H':
-        case 'T':
-            if (host_size(optarg, c == 'H' ? &cfg.host_limit : &cfg.host_total) != 0) {
-                fprintf(stderr, "detshare-server: --%s takes a size (1GiB, 512MiB) or none\n",
-                        c == 'H' ? "tenant-host-memory" : "host-memory");
-                return 2;
-            }
-            break;
-        case 'u':
-            cfg.spin_us = (unsigned)atoi(optarg);
-            if (atoi(optarg) < 0 || cfg.spin_us > 1000000) {
-                fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
-                return 2;
-            }
-            break;
-        case 'M':
-            if (ds_mps_parse(optarg, &mps_mode) != 0) {
-                fprintf(stderr, "detshare-server: --mps is start, external or off, not %s\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'D':
-            mps_dir = optarg;
-            break;
-        case 'i':
-            if (ds_quota_parse_isolation(optarg, &cfg.isolation, cfg.isolation_group) != 0 ||
-                cfg.isolation == DS_ISO_UNSET) {
-                fprintf(stderr, "detshare-server: --isolation is shared, own or group:NAME "
-                                "(NAME: 1 to %d letters, digits, '-' or '_'), not %s\n",
-                        DS_GROUP_MAX, optarg);
-                return 2;
-            }
-            break;
-        case 'q':
-            if (parse_duration(optarg, &cfg.quarantine_ns) != 0) {
-                fprintf(stderr, "detshare-server: --quarantine takes a duration (600, 90s, "
-                                "10m, 2h, 0), not %s\n", optarg);
-                return 2;
-            }
-            break;
-        case 't':
-            cfg.token_file = optarg;
-            break;
-        case 'c':
-            cfg.config = optarg;
-            break;
-        case 'I':
-            insecure = 1;
-            break;
-        case 'a':
-            if (set_admin(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'G':
-            if (set_admin_group(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'P':
-            if (set_metrics(optarg, &cfg) != 0)
-                return 2;
-            break;
-        case 'L':
-            policy_dir = optarg;
-            break;
-        case 'p':
-            /* The operator's own command line may load any file; detshare-ctl may not. */
-            cfg.policy = strchr(optarg, '/') != NULL ? ds_policy_load(optarg)
-                                                     : ds_policy_find(optarg);
-            if (cfg.policy == NULL) {
-                fprintf(stderr, "detshare-server: no policy called %s (try --help)\n", optarg);
-                return 2;
-            }
-            break;
-        case 'w':
-            cfg.warm = atoi(optarg);
-            if (cfg.warm < 0 || cfg.warm > DS_MAX_WARM) {
-                fprintf(stderr, "detshare-server: --warm must be 0..%d\n", DS_MAX_WARM);
-                return 2;
-            }
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
+    while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1)
+        if ((rc = option_value(c, optarg, &cfg, &cl)) != NEXT_OPTION)
+            return rc;
     if (optind < argc) {
         fprintf(stderr, "detshare-server: unexpected argument: %s\n", argv[optind]);
         return 2;
@@ -475,16 +497,16 @@ int main(int argc, char **argv)
         return 2;
     conf_dir[0] = '\0';
     if ((cfg.config != NULL && load_config(&cfg, conf_dir, sizeof(conf_dir)) != 0) ||
-        set_policy_dir(policy_dir != NULL ? policy_dir : conf_dir) != 0) {
+        set_policy_dir(cl.policy_dir != NULL ? cl.policy_dir : conf_dir) != 0) {
         ds_tokens_free(tokens);
         return 2;
     }
-    if (insecure)
+    if (cl.insecure)
         warn_insecure(&cfg);
-    if (check_tcp(&cfg, insecure) != 0 || choose_device(device, &cfg) != 0)
+    if (check_tcp(&cfg, cl.insecure) != 0 || choose_device(cl.device, &cfg) != 0)
         rc = 2;
     else
-        rc = serve(&cfg, mps_mode, mps_dir);
+        rc = serve(&cfg, cl.mps_mode, cl.mps_dir);
     ds_tokens_free(tokens);
     return rc;
 }

@@ -7,9 +7,9 @@
 #ifndef DS_CONTROL_H
 #define DS_CONTROL_H
 
-#include "backend.h"
 #include "ds_addr.h"
 #include "policy.h"
+#include "registry.h"
 #include "shm.h"
 #include "tokens.h"
 
@@ -19,7 +19,7 @@
 #define DS_MAX_WARM 16
 
 struct ds_server_config {
-    const struct ds_backend_ops *backend; /* for its name: executors run it, not this process */
+    const struct ds_backend_entry *backend; /* for its name: executors run it, not this */
     unsigned device;                      /* enum ds_shm_device of the backend */
     int gpu;
     int sim_sms;

@@ -1,6 +1,7 @@
 #include "control_int.h"
 
 #include "ds_clock.h"
+#include "ds_groups.h"
 #include "ds_log.h"
 #include "status.h"
 

@@ -8,7 +8,7 @@
  * covers every live tenant under it together: the executor reserves in its control-block
  * slot and sums the slots of the same rule (quota_key), backing out when the sum went
  * over, so that tenants allocating at once never overcommit it.  What memory pools keep
- * for reuse counts too (server/exec/ops_pool.c): before refusing, the account asks for it
+ * for reuse counts too (server/exec/ops/ops_pool.c): before refusing, the account asks for it
  * back (reclaim).  The counts are published in the tenant's slot for status.
  *
  * Host memory the executor holds for the tenant's pending calls is counted here too,

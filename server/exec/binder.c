@@ -4,7 +4,7 @@
 #include "tenant.h"
 
 #include "ds_error.h"
-#include "policy.h"
+#include "ds_groups.h"
 #include "ds_log.h"
 
 #include <signal.h>

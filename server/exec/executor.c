@@ -12,6 +12,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 #include "quota.h"
+#include "registry.h"
 #include "ops.h"
 #include "shm.h"
 #include "exec_spawn.h"
@@ -850,14 +851,11 @@ static int serve_tenant(int fd, unsigned spin_us)
 static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *be,
                        const struct ds_backend_ops **ops)
 {
-    if (slot < 0 || slot >= (int)shm->nslots)
+    const struct ds_backend_entry *e = ds_registry_device(shm->device);
+
+    if (slot < 0 || slot >= (int)shm->nslots || e == NULL)
         return -1;
-    if (shm->device == DS_SHM_CUDA)
-        *ops = &ds_cuda_backend;
-    else if (shm->device == DS_SHM_SIM)
-        *ops = &ds_sim_backend;
-    else
-        return -1;
+    *ops = e->ops;
     memset(be, 0, sizeof(*be));
     be->gpu = shm->gpu;
     be->sim_sms = shm->sim_sms;
@@ -936,7 +934,7 @@ int ds_executor_main(const char *slot_arg)
         ds_shm_unmap(shm);
         return DS_EXEC_FAILED;
     }
-    ds__tenant_init(&tenant, ops, &be);
+    ds__tenant_init(&tenant, ops, &be, &ds__ops_areas);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     tenant.own_process = 1;
     /* Opening the device (for CUDA: driver, context, green context, hundreds of
@@ -963,7 +961,7 @@ int ds_executor_main(const char *slot_arg)
 int ds__executor_serve(const struct ds_backend_ops *ops, const struct ds_backend_config *cfg,
                        int fd)
 {
-    ds__tenant_init(&tenant, ops, cfg);
+    ds__tenant_init(&tenant, ops, cfg, &ds__ops_areas);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
     return serve_and_free(fd, cfg->spin_us);
 }

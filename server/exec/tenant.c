@@ -3,8 +3,7 @@
 #include "ds_arena.h"
 #include "ds_error.h"
 #include "ds_log.h"
-#include "ops.h"
-#include "policy.h"
+#include "ds_groups.h"
 #include "shm.h"
 #include "ds_clock.h"
 
@@ -15,10 +14,11 @@
 #include <unistd.h>
 
 void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
-                     const struct ds_backend_config *cfg)
+                     const struct ds_backend_config *cfg, const struct ds_tenant_areas *areas)
 {
     memset(t, 0, sizeof(*t));
     t->ops = ops;
+    t->areas = areas;
     t->cfg = *cfg;
     t->shm = cfg->shm;
     t->slot = cfg->slot;
@@ -33,8 +33,9 @@ void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
     ds_memtab_init(&t->ipc_in);
     ds_memtab_init(&t->texobjs);
     ds__account_init(&t->acct, t->shm, t->slot, t->name);
-    t->acct.reclaim = ds__ops_pool_reclaim;
-    t->acct.reclaim_ctx = t;
+    for (size_t i = 0; i < areas->n; i++)
+        if (areas->v[i].init != NULL)
+            areas->v[i].init(t);
 }
 
 CUresult ds__tenant_await(struct ds_tenant *t, const struct ds_fence_at *at)
@@ -80,100 +81,12 @@ int ds__tenant_open(struct ds_tenant *t)
     return 0;
 }
 
-void ds__tenant_drop_module(struct ds_tenant *t, uint64_t h)
-{
-    struct ds_vmodule *m = ds_handles_remove(&t->h, h, DS_H_MODULE);
-    uint32_t cur = 0;
-    uint64_t fh;
-
-    if (m == NULL)
-        return;
-    while ((fh = ds_handles_next(&t->h, DS_H_FUNC, &cur)) != 0) {
-        struct ds_vfunc *f = ds_handles_get(&t->h, fh, DS_H_FUNC);
-
-        if (f->module == h) {
-            ds_handles_remove(&t->h, fh, DS_H_FUNC);
-            free(f->layout.offset);
-            free(f->layout.size);
-            free(f->name);
-            free(f);
-        }
-    }
-    for (size_t i = t->mem.n; i-- > 0;)
-        if (t->mem.v[i].kind == DS_RANGE_GLOBAL && t->mem.v[i].owner == h)
-            ds_memtab_remove(&t->mem, t->mem.v[i].base, NULL);
-    t->ops->module_unload(t->be, m->real);
-    free(m);
-}
-
+/* Every area's objects of context ctx (all: of every context). */
 static void drop_if(struct ds_tenant *t, uint64_t ctx, int all)
 {
-    uint32_t cur = 0;
-    uint64_t h;
-
-    ds__ops_array_drop(t, ctx, all);
-    while ((h = ds_handles_next(&t->h, DS_H_GEXEC, &cur)) != 0) {
-        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GEXEC);
-
-        if (all || g->ctx == ctx) {
-            ds_handles_remove(&t->h, h, DS_H_GEXEC);
-            ds__ops_gexec_free(t, g);
-        }
-    }
-    if (all) {
-        ds__ops_gmem_drop_captures(t);
-        ds__ops_ghcopy_drop_captures(t);
-    }
-    cur = 0;
-    while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
-        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
-
-        /* A child graph node's graph goes with its node. */
-        if (!g->embedded && (all || g->ctx == ctx)) {
-            ds_handles_remove(&t->h, h, DS_H_GRAPH);
-            ds__ops_graph_free(t, g);
-        }
-    }
-    cur = 0;
-    while ((h = ds_handles_next(&t->h, DS_H_MODULE, &cur)) != 0) {
-        struct ds_vmodule *m = ds_handles_get(&t->h, h, DS_H_MODULE);
-
-        if (all || m->ctx == ctx)
-            ds__tenant_drop_module(t, h);
-    }
-    cur = 0;
-
-    while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
-        struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
-
-        if (all || s->ctx == ctx) {
-            ds_handles_remove(&t->h, h, DS_H_STREAM);
-            ds__tenant_stream_gone(t, s->real);
-            t->ops->stream_destroy(t->be, s->real);
-            free(s->into_deps);
-            free(s);
-        }
-    }
-    ds__ops_ipc_close(t, ctx, all);
-    cur = 0;
-    while ((h = ds_handles_next(&t->h, DS_H_EVENT, &cur)) != 0) {
-        struct ds_vevent *e = ds_handles_get(&t->h, h, DS_H_EVENT);
-
-        if (all || e->ctx == ctx) {
-            ds_handles_remove(&t->h, h, DS_H_EVENT);
-            ds__ops_event_free(t, e);
-        }
-    }
-    for (size_t i = t->mem.n; i-- > 0;) {
-        if (t->mem.v[i].kind == DS_RANGE_ALLOC && (all || t->mem.v[i].owner == ctx)) {
-            uint64_t base = t->mem.v[i].base;
-
-            ds__account_give(&t->acct, DS_MEM_DEVICE, t->mem.v[i].size);
-            ds__ops_ipc_mem_gone(t, base);
-            t->ops->dev_free(t->be, base);
-            ds_memtab_remove(&t->mem, base, NULL);
-        }
-    }
+    for (size_t i = 0; i < t->areas->n; i++)
+        if (t->areas->v[i].drop != NULL)
+            t->areas->v[i].drop(t, ctx, all);
 }
 
 void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h)
@@ -246,10 +159,9 @@ void ds__tenant_fini(struct ds_tenant *t)
     if (t->be != NULL) {
         while (t->host_maps.n > 0)
             ds__tenant_host_unmap(t, &t->host_maps.v[0]);
-        ds__ops_vmm_fini(t);
-        ds__ops_pool_fini(t);
-        ds__bulk_fini(t);
-        ds__trace_fini(t);
+        for (size_t i = 0; i < t->areas->n; i++)
+            if (t->areas->v[i].fini != NULL)
+                t->areas->v[i].fini(t);
         drop_if(t, 0, 1);
         t->ops->close(t->be);
         t->be = NULL;
@@ -415,14 +327,42 @@ int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out)
     return 0;
 }
 
-int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
+static int is_vmm(const struct ds_memtab_entry *e)
 {
-    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+    return e->kind == DS_RANGE_VMM_READ || e->kind == DS_RANGE_VMM_RW;
+}
 
-    return s != NULL && s->capturing;
+/* Contiguous accessible mappings inside one reservation count as one range, so a copy
+ * may cross from one physical allocation into the next, as it does on a GPU. */
+static int vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
+{
+    const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, addr, 0);
+    uint64_t reach;
+
+    /* One reservation: the sim's host memory behind it is contiguous too. */
+    if (ds_memtab_find(&t->vmm_va, addr, len) == NULL)
+        return DS_ERANGE;
+    while (e != NULL && is_vmm(e)) {
+        reach = e->base + e->size;
+        if (len <= reach - addr)
+            return 0;
+        /* Only here is the table known not to be empty: NULL + 0 is undefined. */
+        e = e + 1 < t->mem.v + t->mem.n && e[1].base == reach ? e + 1 : NULL;
+    }
+    return DS_ERANGE;
 }
 
 int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
 {
-    return ds_memtab_find(&t->mem, addr, len) != NULL ? 0 : ds__ops_vmm_range(t, addr, len);
+    return ds_memtab_find(&t->mem, addr, len) != NULL ? 0 : vmm_range(t, addr, len);
+}
+
+CUresult ds__tenant_publish_event(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out)
+{
+    *out = ds_handles_add(&t->h, DS_H_EVENT, e);
+    if (*out != 0)
+        return CUDA_SUCCESS;
+    t->ops->event_destroy(t->be, e->real);
+    free(e);
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }

@@ -186,8 +186,27 @@ struct ds_vfunc {
     struct ds_param_layout layout;
 };
 
+struct ds_tenant;
+
+/* One area of the executor's handlers (ops/ops_areas.c lists them) as the tenant's
+ * lifetime sees it: init when the tenant is set up; at its end, every area's fini in
+ * order, then every area's drop with all != 0, before the backend closes; and drop for
+ * context ctx alone when the tenant destroys that context.  drop frees what the area
+ * holds of context ctx (of every context when all != 0).  Any of them may be NULL. */
+struct ds_tenant_area {
+    void (*init)(struct ds_tenant *t);
+    void (*fini)(struct ds_tenant *t);
+    void (*drop)(struct ds_tenant *t, uint64_t ctx, int all);
+};
+
+struct ds_tenant_areas {
+    const struct ds_tenant_area *v;
+    size_t n;
+};
+
 struct ds_tenant {
     const struct ds_backend_ops *ops;
+    const struct ds_tenant_areas *areas; /* what the handlers keep (ds__tenant_init) */
     struct ds_backend_config cfg;
     struct ds_backend *be; /* opened at the handshake */
     struct ds_device_view view;
@@ -250,9 +269,10 @@ struct ds_tenant {
     struct ds_trace trace;      /* ops being traced (trace.h) */
 };
 
-/* Set up empty tables; the device is opened later, by ds__tenant_open. */
+/* Set up empty tables, with `areas` (which outlive t) to set up and free what the
+ * handlers keep; the device is opened later, by ds__tenant_open. */
 void ds__tenant_init(struct ds_tenant *t, const struct ds_backend_ops *ops,
-                     const struct ds_backend_config *cfg);
+                     const struct ds_backend_config *cfg, const struct ds_tenant_areas *areas);
 
 /* Open the device for this tenant and read its view.  Deferred to the handshake so that
  * a connection that never says hello (a liveness probe) costs no device context.
@@ -320,8 +340,14 @@ struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);
  * per-thread default streams).  Returns 0 or DS_EHANDLE. */
 int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
 
-/* 1 when tenant stream h is being captured into a graph. */
-int ds__tenant_capturing(struct ds_tenant *t, uint64_t h);
+/* 1 when tenant stream h is being captured into a graph.  Inline: the trace (trace.c),
+ * which tenant.c calls, asks it too. */
+static inline int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+
+    return s != NULL && s->capturing;
+}
 
 /* 0 when [addr, addr+len) lies inside one allocation of this tenant, or in contiguous
  * accessible VMM mappings of one reservation, else DS_ERANGE. */
@@ -330,7 +356,9 @@ int ds__tenant_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
 /* Free every stream, event, module and allocation that belongs to context h. */
 void ds__tenant_drop_ctx(struct ds_tenant *t, uint64_t h);
 
-/* Unload module h: its functions go, and its globals stop being valid addresses. */
-void ds__tenant_drop_module(struct ds_tenant *t, uint64_t h);
+/* Give event e (its backend event made) a handle, into *out; e is taken over, and freed
+ * with its backend event when no handle is left.  Returns CUDA_SUCCESS or
+ * CUDA_ERROR_OUT_OF_MEMORY. */
+CUresult ds__tenant_publish_event(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out);
 
 #endif

@@ -20,7 +20,6 @@
 #include "ds_clock.h"
 
 #include <dlfcn.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,50 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The first error that ended this process's contexts for good: every driver result goes
- * through ds__cuda_err, and an executor has one backend. */
-static _Atomic int sticky;
-
-/* The errors after which a context cannot be used again (the driver's "sticky" ones), and
- * what an MPS client gets when another client's fault ended its context. */
-static int is_sticky(CUresult r)
-{
-    switch (r) {
-    case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_MPS_CLIENT_TERMINATED:
-    case CUDA_ERROR_UNKNOWN:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int ds__cuda_err(CUresult r)
-{
-    int none = 0;
-
-    if (r == CUDA_SUCCESS)
-        return 0;
-    if (is_sticky(r))
-        atomic_compare_exchange_strong(&sticky, &none, (int)r);
-    return DS_ECU(r);
-}
-
-int ds__cuda_sticky(void)
-{
-    return atomic_load(&sticky);
-}
-
-static int cuda_fault(struct ds_backend *b, int probe)
+int ds__cuda_fault(struct ds_backend *b, int probe)
 {
     if (probe && ds__cuda_sticky() == 0)
         ds__cuda_err(b->cu.cuStreamQuery(b->legacy.s));
@@ -170,32 +126,6 @@ static int whole_device_pctx(struct ds_backend *b)
     return ds__cuda_err(r);
 }
 
-/* New streams go to the pCtx the tenant is bound to now.  Their tail event is made in
- * that pCtx's context: the driver records an event only on streams of its own context. */
-int ds__cuda_stream_init(struct ds_backend *b, struct ds_bstream *s, int blocking, int prio)
-{
-    CUgreenCtx g = b->pc.bound;
-    CUcontext gc = b->ctx;
-    CUresult r = CUDA_SUCCESS;
-
-    s->s = NULL;
-    if (g != b->green && (r = b->cu.cuCtxFromGreenCtx(&gc, g)) == CUDA_SUCCESS)
-        r = b->cu.cuCtxSetCurrent(gc);
-    if (r == CUDA_SUCCESS)
-        r = b->cu.cuGreenCtxStreamCreate(&s->s, g, CU_STREAM_NON_BLOCKING, prio);
-    if (r == CUDA_SUCCESS)
-        r = b->cu.cuEventCreate(&s->tail, CU_EVENT_DISABLE_TIMING);
-    if (gc != b->ctx)
-        b->cu.cuCtxSetCurrent(b->ctx);
-    if (r != CUDA_SUCCESS && s->s != NULL) {
-        b->cu.cuStreamDestroy(s->s);
-        s->s = NULL;
-    }
-    s->blocking = blocking;
-    s->prio = prio;
-    return ds__cuda_err(r);
-}
-
 static void fini_stream(struct ds_backend *b, struct ds_bstream *s)
 {
     ds__cuda_unpark_all(b, s);
@@ -203,7 +133,7 @@ static void fini_stream(struct ds_backend *b, struct ds_bstream *s)
     b->cu.cuStreamDestroy(s->s);
 }
 
-static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **out)
+int ds__cuda_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
     struct ds_backend *b = calloc(1, sizeof(*b));
     int rc;
@@ -238,13 +168,12 @@ static int cuda_open(const struct ds_backend_config *cfg, struct ds_backend **ou
 
 /* Exit frees the device resources of this process; destroying the green context (which
  * owns the streams and events) releases them while the process lives on. */
-static void cuda_close(struct ds_backend *b)
+void ds__cuda_close(struct ds_backend *b)
 {
     while (b->streams.next != &b->streams) {
         struct ds_bstream *s = b->streams.next;
 
-        s->prev->next = s->next;
-        s->next->prev = s->prev;
+        DS_RING_UNLINK(s);
         fini_stream(b, s);
         free(s);
     }
@@ -261,7 +190,7 @@ static void cuda_close(struct ds_backend *b)
     free(b);
 }
 
-static void cuda_describe(struct ds_backend *b, struct ds_device_view *v)
+void ds__cuda_describe(struct ds_backend *b, struct ds_device_view *v)
 {
     CUuuid u;
     size_t total = 0;
@@ -278,62 +207,20 @@ static void cuda_describe(struct ds_backend *b, struct ds_device_view *v)
     for (int a = 1; a < DS_ATTR_COUNT; a++)
         if (b->cu.cuDeviceGetAttribute(&v->attrs[a], (CUdevice_attribute)a, b->dev) != CUDA_SUCCESS)
             v->attrs[a] = 0;
-    /* VMM memory cannot be exported through detshare (server/exec/ops_vmm.c): libraries
+    /* VMM memory cannot be exported through detshare (server/exec/ops/ops_vmm.c): libraries
      * that would share it with another process (NCCL) must see that they cannot. */
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED] = 0;
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] = 0;
-    /* Nor can a pool be (server/exec/ops_pool.c). */
+    /* Nor can a pool be (server/exec/ops/ops_pool.c). */
     v->attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
-}
-
-struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s)
-{
-    return s ? s : &b->legacy;
-}
-
-int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s)
-{
-    CUresult r = CUDA_SUCCESS;
-
-    if (s->tail_seq != s->seq) {
-        r = b->cu.cuEventRecord(s->tail, s->s);
-        s->tail_seq = s->seq;
-    }
-    return ds__cuda_err(r);
-}
-
-/* Before new work on s: the legacy default stream's ordering rules.  They do not reach
- * into a capture: a graph holds no implicit dependency on the legacy stream, and the
- * driver refuses a capturing stream's wait on an event recorded outside it. */
-int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s)
-{
-    int rc = 0;
-
-    if (s == &b->legacy) {
-        for (struct ds_bstream *o = b->streams.next; o != &b->streams && rc == 0; o = o->next) {
-            if (!o->blocking || o->capturing || o->legacy_given == o->seq)
-                continue;
-            rc = ds__cuda_record_tail(b, o);
-            if (rc == 0)
-                rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, o->tail, 0));
-            o->legacy_given = o->seq;
-        }
-    } else if (s->blocking && !s->capturing && s->legacy_seen != b->legacy.seq) {
-        rc = ds__cuda_record_tail(b, &b->legacy);
-        if (rc == 0)
-            rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, b->legacy.tail, 0));
-        s->legacy_seen = b->legacy.seq;
-    }
-    s->seq++;
-    return rc;
 }
 
 /* The executor's one thread acts for every tenant thread, so it takes on the calling
  * thread's capture mode for the allocation (PyTorch allocates in relaxed mode while a
  * global capture runs). */
-static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
+int ds__cuda_dev_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
 {
     CUstreamCaptureMode mode = (CUstreamCaptureMode)capture_mode;
     CUdeviceptr p;
@@ -351,9 +238,9 @@ static int cuda_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode,
 
 /* The driver's own cuMemAllocPitch, so that a tenant gets the pitch a native program
  * would. */
-static int cuda_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
-                                unsigned elem_size, int capture_mode, uint64_t *addr,
-                                uint64_t *pitch)
+int ds__cuda_dev_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
+                             unsigned elem_size, int capture_mode, uint64_t *addr,
+                             uint64_t *pitch)
 {
     CUstreamCaptureMode mode = (CUstreamCaptureMode)capture_mode;
     CUdeviceptr p;
@@ -373,7 +260,7 @@ static int cuda_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t h
 
 /* The arena is this process's own shared mapping: register it, as page-locked memory the
  * device can reach, and hand out the device's address for it. */
-static int cuda_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
+int ds__cuda_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
 {
     CUdeviceptr d;
     CUresult r = b->cu.cuMemHostRegister(host, size,
@@ -389,18 +276,18 @@ static int cuda_host_map(struct ds_backend *b, void *host, uint64_t size, uint64
     return ds__cuda_err(r);
 }
 
-static void cuda_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
+void ds__cuda_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
 {
     (void)addr;
     b->cu.cuMemHostUnregister(host);
 }
 
-static int cuda_mem_free(struct ds_backend *b, uint64_t addr)
+int ds__cuda_dev_free(struct ds_backend *b, uint64_t addr)
 {
     return ds__cuda_err(b->cu.cuMemFree(addr));
 }
 
-static void cuda_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
+void ds__cuda_dev_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
 {
     size_t f = 0, t = 0;
 
@@ -412,8 +299,8 @@ static void cuda_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *
 /* The source is the executor's pageable receive buffer, which the driver stages before
  * the call returns (so the buffer may go as soon as we return), or the tenant's arena,
  * registered with the driver, which the DMA reads in stream order. */
-static int cuda_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
-                            struct ds_bstream *s)
+int ds__cuda_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
+                         struct ds_bstream *s)
 {
     int rc;
 
@@ -422,8 +309,8 @@ static int cuda_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src,
     return rc ? rc : ds__cuda_err(b->cu.cuMemcpyHtoDAsync(dst, src, n, s->s));
 }
 
-static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                            struct ds_bstream *s)
+int ds__cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                         struct ds_bstream *s)
 {
     int rc;
 
@@ -434,8 +321,8 @@ static int cuda_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_
     return rc ? rc : ds__cuda_err(wait_done(b, s->s));
 }
 
-static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                                  struct ds_bstream *s)
+int ds__cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                               struct ds_bstream *s)
 {
     int rc;
 
@@ -444,8 +331,8 @@ static int cuda_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src,
     return rc ? rc : ds__cuda_err(b->cu.cuMemcpyDtoHAsync(dst, src, n, s->s));
 }
 
-static int cuda_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
-                            struct ds_bstream *s)
+int ds__cuda_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                         struct ds_bstream *s)
 {
     int rc;
 
@@ -454,7 +341,7 @@ static int cuda_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, si
     return rc ? rc : ds__cuda_err(b->cu.cuMemcpyDtoDAsync(dst, src, n, s->s));
 }
 
-static int cuda_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
+int ds__cuda_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
 {
     CUDA_MEMCPY3D m = {
         .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = c->src,
@@ -470,9 +357,9 @@ static int cuda_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struc
     return rc ? rc : ds__cuda_err(b->cu.cuMemcpy3DAsync(&m, s->s));
 }
 
-static int cuda_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
-                       unsigned elem_size, uint64_t width, uint64_t height,
-                       struct ds_bstream *s)
+int ds__cuda_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
+                    unsigned elem_size, uint64_t width, uint64_t height,
+                    struct ds_bstream *s)
 {
     CUresult r;
     int rc;
@@ -493,8 +380,8 @@ static int cuda_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint3
     return ds__cuda_err(r);
 }
 
-static int cuda_stream_create(struct ds_backend *b, unsigned flags, int priority,
-                              struct ds_bstream **out)
+int ds__cuda_stream_create(struct ds_backend *b, unsigned flags, int priority,
+                           struct ds_bstream **out)
 {
     struct ds_bstream *s = calloc(1, sizeof(*s));
     int rc;
@@ -508,33 +395,29 @@ static int cuda_stream_create(struct ds_backend *b, unsigned flags, int priority
     }
     /* A new blocking stream starts behind the legacy stream's work so far. */
     s->legacy_seen = 0;
-    s->next = b->streams.next;
-    s->prev = &b->streams;
-    b->streams.next->prev = s;
-    b->streams.next = s;
+    DS_RING_PUSH(&b->streams, s);
     *out = s;
     return 0;
 }
 
 /* As in CUDA, work already submitted completes; the legacy stream stops waiting for a
  * stream that no longer exists. */
-static void cuda_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
+void ds__cuda_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
-    s->prev->next = s->next;
-    s->next->prev = s->prev;
+    DS_RING_UNLINK(s);
     fini_stream(b, s);
     free(s);
 }
 
-static int cuda_stream_query(struct ds_backend *b, struct ds_bstream *s)
+int ds__cuda_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
     CUresult r = b->cu.cuStreamQuery(ds__cuda_real(b, s)->s);
 
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 
-static int cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                  struct ds_bevent *e)
+int ds__cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
+                               struct ds_bevent *e)
 {
     int rc;
 
@@ -543,7 +426,7 @@ static int cuda_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
     return rc ? rc : ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, e->e, 0));
 }
 
-static int cuda_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
+int ds__cuda_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
 {
     struct ds_bevent *e = calloc(1, sizeof(*e));
     CUresult r;
@@ -559,13 +442,13 @@ static int cuda_event_create(struct ds_backend *b, unsigned flags, struct ds_bev
     return 0;
 }
 
-static void cuda_event_destroy(struct ds_backend *b, struct ds_bevent *e)
+void ds__cuda_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 {
     b->cu.cuEventDestroy(e->e);
     free(e);
 }
 
-static int cuda_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
+int ds__cuda_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
 {
     int rc;
 
@@ -574,22 +457,22 @@ static int cuda_event_record(struct ds_backend *b, struct ds_bevent *e, struct d
     return rc ? rc : ds__cuda_err(b->cu.cuEventRecord(e->e, s->s));
 }
 
-static int cuda_event_query(struct ds_backend *b, struct ds_bevent *e)
+int ds__cuda_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
     CUresult r = b->cu.cuEventQuery(e->e);
 
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 
-static int cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
-                              struct ds_bevent *end, float *ms)
+int ds__cuda_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
+                           struct ds_bevent *end, float *ms)
 {
     CUresult r = b->cu.cuEventElapsedTime(ms, start->e, end->e);
 
     return r == CUDA_ERROR_NOT_READY ? DS_ENOTREADY : ds__cuda_err(r);
 }
 
-static int cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
+int ds__cuda_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
 {
     size_t v = *value;
     CUresult r = CUDA_SUCCESS;
@@ -630,7 +513,7 @@ static int identity_value(struct ds_backend *b, CUcontext ctx, unsigned kind, ui
     return ds__cuda_err(r);
 }
 
-static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+int ds__cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 {
     CUcontext primary;
     int rc;
@@ -652,129 +535,12 @@ static int cuda_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return rc;
 }
 
-const struct ds_backend_ops ds_cuda_backend = {
-    .name = "cuda",
-    .open = cuda_open,
-    .close = cuda_close,
-    .describe = cuda_describe,
-    .bind = ds__cuda_bind,
-    .prepare = ds__cuda_prepare,
-    .gate = ds__cuda_gate,
-    .stamp = ds__cuda_stamp,
-    .dev_alloc = cuda_mem_alloc,
-    .dev_alloc_pitch = cuda_mem_alloc_pitch,
-    .dev_free = cuda_mem_free,
-    .dev_info = cuda_mem_info,
-    .host_map = cuda_host_map,
-    .host_unmap = cuda_host_unmap,
-    .memcpy_htod = cuda_memcpy_htod,
-    .memcpy_dtoh = cuda_memcpy_dtoh,
-    .memcpy_dtoh_async = cuda_memcpy_dtoh_async,
-    .memcpy_dtod = cuda_memcpy_dtod,
-    .memcpy_3d = cuda_memcpy_3d,
-    .memset = cuda_memset,
-    .stream_create = cuda_stream_create,
-    .stream_destroy = cuda_stream_destroy,
-    .stream_query = cuda_stream_query,
-    .stream_wait_event = cuda_stream_wait_event,
-    .event_create = cuda_event_create,
-    .event_destroy = cuda_event_destroy,
-    .event_record = cuda_event_record,
-    .event_query = cuda_event_query,
-    .event_elapsed = cuda_event_elapsed,
-    .fence_create = ds__cuda_fence_create,
-    .fence_query = ds__cuda_fence_query,
-    .fence_arm = ds__cuda_fence_arm,
-    .fence_destroy = ds__cuda_fence_destroy,
-    .fault = cuda_fault,
-    .limit = cuda_limit,
-    .ctx_query = cuda_ctx_query,
-    .module_load = ds__cuda_module_load,
-    .module_unload = ds__cuda_module_unload,
-    .module_get_function = ds__cuda_module_get_function,
-    .module_get_global = ds__cuda_module_get_global,
-    .module_kernels = ds__cuda_module_kernels,
-    .link = ds__cuda_link,
-    .func_get_attribute = ds__cuda_func_get_attribute,
-    .func_set_attribute = ds__cuda_func_set_attribute,
-    .occupancy = ds__cuda_occupancy,
-    .occupancy_smem = ds__cuda_occupancy_smem,
-    .occupancy_clusters = ds__cuda_occupancy_clusters,
-    .occupancy_cluster_size = ds__cuda_occupancy_cluster_size,
-    .launch = ds__cuda_launch,
-    .capture_begin = ds__cuda_capture_begin,
-    .capture_end = ds__cuda_capture_end,
-    .capture_info = ds__cuda_capture_info,
-    .graph_instantiate = ds__cuda_graph_instantiate,
-    .graph_launch = ds__cuda_graph_launch,
-    .graph_destroy = ds__cuda_graph_destroy,
-    .graph_node_count = ds__cuda_graph_node_count,
-    .graph_exec_destroy = ds__cuda_graph_exec_destroy,
-    .graph_create = ds__cuda_graph_create,
-    .graph_add_node = ds__cuda_graph_add_node,
-    .graph_node_destroy = ds__cuda_graph_node_destroy,
-    .graph_edge = ds__cuda_graph_edge,
-    .graph_node_set = ds__cuda_graph_node_set,
-    .graph_cond_create = ds__cuda_graph_cond_create,
-    .graph_exec_update = ds__cuda_graph_exec_update,
-    .graph_node_enable = ds__cuda_graph_node_enable,
-    .vmm_granularity = ds__cuda_vmm_granularity,
-    .vmm_reserve = ds__cuda_vmm_reserve,
-    .vmm_free = ds__cuda_vmm_free,
-    .vmm_create = ds__cuda_vmm_create,
-    .vmm_release = ds__cuda_vmm_release,
-    .vmm_map = ds__cuda_vmm_map,
-    .vmm_unmap = ds__cuda_vmm_unmap,
-    .vmm_set_access = ds__cuda_vmm_set_access,
-    .tensormap_encode = ds__cuda_tensormap_encode,
-    .tensormap_replace = ds__cuda_tensormap_replace,
-    .ipc_mem_export = ds__cuda_ipc_mem_export,
-    .ipc_mem_open = ds__cuda_ipc_mem_open,
-    .ipc_mem_close = ds__cuda_ipc_mem_close,
-    .ipc_event_export = ds__cuda_ipc_event_export,
-    .ipc_event_open = ds__cuda_ipc_event_open,
-    .pool_default = ds__cuda_pool_default,
-    .pool_create = ds__cuda_pool_create,
-    .pool_destroy = ds__cuda_pool_destroy,
-    .pool_alloc = ds__cuda_pool_alloc,
-    .pool_free = ds__cuda_pool_free,
-    .pool_attr = ds__cuda_pool_attr,
-    .pool_trim = ds__cuda_pool_trim,
-    .array_create = ds__cuda_array_create,
-    .array_destroy = ds__cuda_array_destroy,
-    .mipmap_create = ds__cuda_mipmap_create,
-    .mipmap_destroy = ds__cuda_mipmap_destroy,
-    .mipmap_level = ds__cuda_mipmap_level,
-    .array_copy = ds__cuda_array_copy,
-    .array_write = ds__cuda_array_write,
-    .array_read = ds__cuda_array_read,
-    .tex_create = ds__cuda_tex_create,
-    .tex_destroy = ds__cuda_tex_destroy,
-    .surf_create = ds__cuda_surf_create,
-    .surf_destroy = ds__cuda_surf_destroy,
-    .memops = ds__cuda_memops,
-    .dev_query = ds__cuda_dev_query,
-};
+#define CUDA_ENTRY(ret, op, args) .op = ds__cuda_##op,
+const struct ds_backend_ops ds_cuda_backend = { .name = "cuda", DS_BACKEND_OPS(CUDA_ENTRY) };
+#undef CUDA_ENTRY
 
 /* Child side of the probe: exit status 0 when usable, else a code for the reason. */
 enum { PROBE_OK, PROBE_NO_DRIVER, PROBE_INIT, PROBE_NO_GPU, PROBE_NO_GREEN };
-
-CUresult ds__cuda_sm_groups(struct driver *cu, CUdevice dev, CUdevResource *sms,
-                            struct ds_sm_groups *out)
-{
-    unsigned n = 0;
-    CUresult r = cu->cuDeviceGetDevResource(dev, sms, CU_DEV_RESOURCE_TYPE_SM);
-
-    if (r == CUDA_SUCCESS)
-        r = cu->cuDevSmResourceSplitByCount(NULL, &n, sms, NULL, 0,
-                                            sms->sm.minSmPartitionSize);
-    if (r != CUDA_SUCCESS)
-        return r;
-    out->sms = sms->sm.smCount;
-    out->size = sms->sm.minSmPartitionSize;
-    out->count = n > 64 ? 64 : n;
-    return CUDA_SUCCESS;
-}
 
 /* What a usable GPU's probe writes back. */
 struct probe_report {

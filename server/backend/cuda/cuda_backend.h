@@ -7,6 +7,7 @@
 #define DS_CUDA_BACKEND_H
 
 #include "backend.h"
+#include "backend_list.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -283,44 +284,20 @@ struct ds_backend {
     struct ds_cuda_waker *waker;    /* made at the first fence armed (cuda_waker.c) */
 };
 
-/* Shared by cuda.c (the device, memory, streams, events), cuda_module.c (modules and
- * kernels), cuda_graph.c (capture and graphs), cuda_vmm.c (virtual memory),
- * cuda_tensormap.c (tensor maps), cuda_ipc.c (IPC) and cuda_pool.c (memory pools). */
+/* The backend's operations (backend_ops.h), by area: cuda.c the device, memory, streams
+ * and events; cuda_module.c and cuda_link.c modules and kernels; cuda_pctx.c prepare and
+ * bind; cuda_graph.c capture and graphs; cuda_gate.c gates and stamps; cuda_fence.c
+ * fences; cuda_memop.c stream memory operations; cuda_devquery.c device queries;
+ * cuda_vmm.c, cuda_tensormap.c, cuda_ipc.c, cuda_pool.c and cuda_array.c their
+ * namesakes. */
+#define CUDA_PROTO(ret, op, args) ret ds__cuda_##op args;
+DS_BACKEND_OPS(CUDA_PROTO)
+#undef CUDA_PROTO
 
-/* cuda_array.c: backend.h's array_*, mipmap_*, tex_* and surf_* operations. */
-int ds__cuda_array_create(struct ds_backend *b, const struct ds_array_shape *d,
-                          struct ds_barray **out);
-void ds__cuda_array_destroy(struct ds_backend *b, struct ds_barray *a);
-int ds__cuda_mipmap_create(struct ds_backend *b, const struct ds_array_shape *d,
-                           unsigned levels, struct ds_bmipmap **out);
-void ds__cuda_mipmap_destroy(struct ds_backend *b, struct ds_bmipmap *m);
-int ds__cuda_mipmap_level(struct ds_backend *b, struct ds_bmipmap *m, unsigned level,
-                          struct ds_barray **out);
-int ds__cuda_array_copy(struct ds_backend *b, const struct ds_array_copy *c,
-                        struct ds_bstream *s);
-int ds__cuda_array_write(struct ds_backend *b, const struct ds_array_loc *dst, const void *src,
-                         uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
-int ds__cuda_array_read(struct ds_backend *b, void *dst, const struct ds_array_loc *src,
-                        uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
-int ds__cuda_tex_create(struct ds_backend *b, const struct ds_tex_resource *r,
-                        const CUDA_TEXTURE_DESC *desc, const CUDA_RESOURCE_VIEW_DESC *view,
-                        uint64_t *out);
-void ds__cuda_tex_destroy(struct ds_backend *b, uint64_t obj);
-int ds__cuda_surf_create(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
-void ds__cuda_surf_destroy(struct ds_backend *b, uint64_t obj);
-
-/* cuda_gate.c: backend.h's gate and stamp, and giving the control block's pages back. */
-int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word);
-int ds__cuda_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
-                   uint32_t seq);
+/* cuda_gate.c: giving the control block's pages back. */
 void ds__cuda_shm_unmap(struct ds_backend *b);
 
-/* cuda_fence.c: backend.h's fences, and freeing the spares at close. */
-int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
-                          struct ds_bfence **out);
-int ds__cuda_fence_query(struct ds_backend *b, struct ds_bfence *f);
-int ds__cuda_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
-void ds__cuda_fence_destroy(struct ds_backend *b, struct ds_bfence *f);
+/* cuda_fence.c: freeing the spare fences at close. */
 void ds__cuda_fence_fini(struct ds_backend *b);
 
 /* cuda_waker.c: eventfd efd is written once the device passes what is in stream s now
@@ -328,10 +305,8 @@ void ds__cuda_fence_fini(struct ds_backend *b);
 int ds__cuda_waker_add(struct ds_backend *b, CUstream s, int efd);
 void ds__cuda_waker_stop(struct ds_backend *b);
 
-/* cuda_pctx.c: split the device into SM groups; bind (backend.h); free the pool. */
+/* cuda_pctx.c: split the device into SM groups; free the pool. */
 int ds__cuda_pctx_init(struct ds_backend *b);
-int ds__cuda_bind(struct ds_backend *b, uint64_t groups);
-int ds__cuda_prepare(struct ds_backend *b, uint64_t groups);
 void ds__cuda_pctx_fini(struct ds_backend *b);
 
 /* The device's SM groups, as ds_cuda_probe reports them; sms receives the whole device's
@@ -358,94 +333,7 @@ struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
 /* Before new work on s: the legacy default stream's ordering rules.  Returns 0 or DS_E*. */
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);
 
-/* The backend operations of the other files, as backend.h describes them. */
 /* The driver's form of n checked operations: an array the caller frees, or NULL. */
 CUstreamBatchMemOpParams *ds__cuda_memop_params(const struct ds_memop_desc *ops, unsigned n);
-int ds__cuda_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
-                    unsigned n);
-int ds__cuda_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);
-int ds__cuda_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
-int ds__cuda_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
-                            const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
-                            size_t ndeps, struct ds_bnode **out);
-void ds__cuda_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n);
-int ds__cuda_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
-                        struct ds_bnode *to, int add);
-int ds__cuda_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
-                            struct ds_bnode *n, const struct ds_gnode_desc *d);
-int ds__cuda_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
-                               unsigned flags, struct ds_bcond **out, uint64_t *value);
-int ds__cuda_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
-                               int *result);
-int ds__cuda_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
-                               int on);
-int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
-                         struct ds_bmodule **out);
-int ds__cuda_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,
-                             int recommended, uint64_t *out);
-int ds__cuda_vmm_reserve(struct ds_backend *b, uint64_t size, uint64_t align, uint64_t hint,
-                         uint64_t *addr);
-void ds__cuda_vmm_free(struct ds_backend *b, uint64_t addr, uint64_t size);
-int ds__cuda_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
-                        struct ds_bpmem **out);
-void ds__cuda_vmm_release(struct ds_backend *b, struct ds_bpmem *m);
-int ds__cuda_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct ds_bpmem *m,
-                     uint64_t offset);
-void ds__cuda_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
-int ds__cuda_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size,
-                            unsigned flags);
-int ds__cuda_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
-                              CUtensorMap *out);
-int ds__cuda_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
-int ds__cuda_ipc_mem_export(struct ds_backend *b, uint64_t addr, uint64_t size,
-                            unsigned char blob[DS_IPC_BLOB]);
-int ds__cuda_ipc_mem_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
-                          uint64_t size, unsigned flags, uint64_t *addr);
-void ds__cuda_ipc_mem_close(struct ds_backend *b, uint64_t addr);
-int ds__cuda_ipc_event_export(struct ds_backend *b, struct ds_bevent *e,
-                              unsigned char blob[DS_IPC_BLOB]);
-int ds__cuda_ipc_event_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
-                            struct ds_bevent **out);
-int ds__cuda_pool_default(struct ds_backend *b, struct ds_bpool **out);
-int ds__cuda_pool_create(struct ds_backend *b, uint64_t max_size, unsigned usage,
-                         struct ds_bpool **out);
-void ds__cuda_pool_destroy(struct ds_backend *b, struct ds_bpool *p);
-int ds__cuda_pool_alloc(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
-                        struct ds_bstream *s, uint64_t *addr);
-int ds__cuda_pool_free(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
-                       struct ds_bstream *s);
-int ds__cuda_pool_attr(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
-                       uint64_t *value);
-int ds__cuda_pool_trim(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
-void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m);
-int ds__cuda_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
-                                 struct ds_bfunc **out, struct ds_param_layout *layout);
-int ds__cuda_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
-                               uint64_t *addr, uint64_t *size);
-int ds__cuda_link(struct ds_backend *b, struct ds_link_job *job);
-int ds__cuda_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
-                            uint32_t *n);
-int ds__cuda_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
-int ds__cuda_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
-int ds__cuda_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
-                       size_t dynamic_smem, unsigned flags, int *blocks);
-int ds__cuda_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
-                            int block_size, size_t *smem);
-int ds__cuda_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
-                                const struct ds_launch *l, const unsigned cluster[3],
-                                int *clusters);
-int ds__cuda_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
-                                    const struct ds_launch *l, int *size);
-int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
-                    struct ds_bstream *s);
-int ds__cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);
-int ds__cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
-int ds__cuda_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status, uint64_t *id);
-int ds__cuda_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
-                               struct ds_bgexec **out);
-int ds__cuda_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
-int ds__cuda_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
-void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g);
-void ds__cuda_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e);
 
 #endif

@@ -84,18 +84,8 @@ void ds__cuda_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
     if (!g->borrowed)
         b->cu.cuGraphDestroy(g->g);
-    while (g->nodes != NULL) {
-        struct ds_bnode *next = g->nodes->next;
-
-        free(g->nodes);
-        g->nodes = next;
-    }
-    while (g->conds != NULL) {
-        struct ds_bcond *next = g->conds->next;
-
-        free(g->conds);
-        g->conds = next;
-    }
+    DS_LIST_FREE(struct ds_bnode, g->nodes, free);
+    DS_LIST_FREE(struct ds_bcond, g->conds, free);
     free(g);
 }
 

@@ -29,12 +29,7 @@ int ds__cuda_module_load(struct ds_backend *b, const void *image, size_t len,
 
 void ds__cuda_module_unload(struct ds_backend *b, struct ds_bmodule *m)
 {
-    while (m->funcs != NULL) {
-        struct ds_bfunc *f = m->funcs;
-
-        m->funcs = f->next;
-        free(f);
-    }
+    DS_LIST_FREE(struct ds_bfunc, m->funcs, free);
     b->cu.cuLibraryUnload(m->lib);
     free(m);
 }

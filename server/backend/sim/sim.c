@@ -1,122 +1,94 @@
-#define _GNU_SOURCE /* memfd_create */
 /*
  * The sim device: a software GPU for machines without one.  Device memory is host
- * memory behind device-like addresses; work on streams takes modelled time.
- *
- * Time model.  Each stream keeps the time at which its last piece of work completes.
- * New work starts when the host submits it, the stream is free and (legacy default
- * stream rules) the streams it must wait for are free; it ends after a duration given
- * by the cost model below.  Queries and synchronisation compare against the monotonic
- * clock and sleep until the modelled end, so ordering, overlap and event timings are
- * observable exactly as on a device.  Data effects are applied when work is submitted:
- * the executor sees a tenant's calls in order, so for any program that synchronises
- * correctly the bytes it reads are the bytes a device would give it.
+ * memory behind device-like addresses (sim_mem.c); work on streams takes modelled time
+ * (sim_core.c) and has its effects when submitted (sim_work.c).  Here: the backend's
+ * table of operations, its opening and closing, which reach every area, and the
+ * device's copies, streams and events.
  */
-#include "sim.h"
+#include "sim_core.h"
 
-#include "cubin.h"
 #include "ds_error.h"
-#include "ds_image.h"
-#include "ds_memtab.h"
 #include "shm.h"
-#include "ds_clock.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-void ds__sim_free_work(struct sim_work *w)
+int ds__sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
 {
-    while (w != NULL) {
-        struct sim_work *next = w->next;
+    struct ds_backend *b = calloc(1, sizeof(*b));
 
-        if (w->kind == W_HTOD)
-            free(w->host);
-        free(w);
-        w = next;
+    if (b == NULL)
+        return DS_ENOMEM;
+    b->cfg = *cfg;
+    ds_memtab_init(&b->mem);
+    ds_memtab_init(&b->vmm_maps);
+    ds_memtab_init(&b->ipc_out);
+    /* An H100's defaults. */
+    b->limits[CU_LIMIT_STACK_SIZE] = 1024;
+    b->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+    b->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+    b->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+    b->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
+    /* Distinct regions per tenant: a pointer leaked from one tenant never names memory
+     * of another, even by coincidence. */
+    b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
+    b->va_end = b->va_base + SIM_VA_REGION;
+    b->streams.next = b->streams.prev = &b->streams;
+    ds_sim_sm_groups(cfg->sim_sms, &b->groups);
+    b->sms = (unsigned)cfg->sim_sms;
+    b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
+    b->anonymous = getenv("DETSHARE_SIM_ANONYMOUS_FAULTS") != NULL;
+    /* A context made after a fault of its domain is a new MPS client: that fault is
+     * not its. */
+    b->domain = ds_shm_domain_of(cfg->shm, &cfg->shm->slots[cfg->slot]);
+    b->domain_faults = b->domain != NULL ? atomic_load(&b->domain->faults) : 0;
+    b->hang_kernel = getenv("DETSHARE_SIM_HANG");
+    ds__sim_pctx_init(b);
+    *out = b;
+    return 0;
+}
+
+/* A context's teardown takes a while on a GPU (tens to hundreds of ms, more under MPS);
+ * DETSHARE_SIM_CLOSE_MS makes the sim's take that long, for what happens meanwhile. */
+static void close_delay(void)
+{
+    const char *env = getenv("DETSHARE_SIM_CLOSE_MS");
+    unsigned long ms = env != NULL ? strtoul(env, NULL, 10) % 10000 : 0;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+
+    nanosleep(&ts, NULL);
+}
+
+void ds__sim_close(struct ds_backend *b)
+{
+    close_delay();
+    ds__sim_drop_parked(b, &b->legacy);
+    while (b->streams.next != &b->streams) {
+        struct ds_bstream *s = b->streams.next;
+
+        ds__sim_drop_parked(b, s);
+        DS_RING_UNLINK(s);
+        ds__sim_free_work(s->captured);
+        free(s);
     }
-}
-
-/* Device time.  The device's clock stands still while the host copies bytes to apply a
- * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's
- * memmove of the same bytes, or the model would measure the host. */
-static uint64_t now_ns(struct ds_backend *b)
-{
-    return ds_now_ns() - b->stalled_ns;
-}
-
-static void stall_from(struct ds_backend *b, uint64_t host_start)
-{
-    b->stalled_ns += ds_now_ns() - host_start;
-}
-
-static void sleep_until(struct ds_backend *b, uint64_t t)
-{
-    uint64_t real = t + b->stalled_ns;
-    struct timespec ts = { .tv_sec = (time_t)(real / 1000000000ull),
-                           .tv_nsec = (long)(real % 1000000000ull) };
-
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
-
-static struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstream *s)
-{
-    return s ? s : &b->legacy;
-}
-
-struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s)
-{
-    return stream_or_legacy(b, s);
-}
-
-uint64_t ds__sim_now(struct ds_backend *b)
-{
-    return now_ns(b);
-}
-
-/* When work submitted now to s may start, under the legacy default stream's rules. */
-static uint64_t start_time(struct ds_backend *b, struct ds_bstream *s)
-{
-    uint64_t t = max_u64(now_ns(b), s->ready_ns);
-
-    if (s == &b->legacy) {
-        for (struct ds_bstream *o = b->streams.next; o != &b->streams; o = o->next)
-            if (!(o->flags & CU_STREAM_NON_BLOCKING))
-                t = max_u64(t, o->ready_ns);
-    } else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
-        t = max_u64(t, b->legacy.ready_ns);
+    ds__sim_ipc_fini(b);
+    /* Other tenants' memory opened here is counted to this tenant too (sim_ipc.c). */
+    for (size_t i = 0; i < b->mem.n; i++) {
+        if (b->mem.v[i].owner == SIM_HOST_PAGES)
+            continue;
+        munmap(b->mem.v[i].data, b->mem.v[i].size);
+        /* A reservation is address space only: its allocations are counted apart. */
+        if (b->mem.v[i].owner != SIM_VMM_VA)
+            ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
     }
-    return t;
-}
-
-uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns)
-{
-    s = stream_or_legacy(b, s);
-    s->ready_ns = start_time(b, s) + duration_ns;
-    return s->ready_ns;
-}
-
-static uint64_t cost(uint64_t bytes, uint64_t bytes_per_us)
-{
-    return SIM_OP_NS + bytes * 1000ull / bytes_per_us;
-}
-
-unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr)
-{
-    const struct ds_memtab_entry *e = ds_memtab_find(&b->mem, addr, 0);
-
-    return (unsigned char *)e->data + (addr - e->base);
+    ds_memtab_destroy(&b->mem);
+    ds_memtab_destroy(&b->vmm_maps);
+    ds__sim_pctx_fini(b);
+    free(b);
 }
 
 static void fill_attrs(int *a, int sms)
@@ -169,51 +141,9 @@ static void fill_attrs(int *a, int sms)
     a[CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED] = 1;
 }
 
-static int sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
-{
-    struct ds_backend *b = calloc(1, sizeof(*b));
-
-    if (b == NULL)
-        return DS_ENOMEM;
-    b->cfg = *cfg;
-    ds_memtab_init(&b->mem);
-    ds_memtab_init(&b->vmm_maps);
-    ds_memtab_init(&b->ipc_out);
-    /* An H100's defaults. */
-    b->limits[CU_LIMIT_STACK_SIZE] = 1024;
-    b->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
-    b->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
-    b->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
-    b->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
-    /* Distinct regions per tenant: a pointer leaked from one tenant never names memory
-     * of another, even by coincidence. */
-    b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
-    b->va_end = b->va_base + SIM_VA_REGION;
-    b->streams.next = b->streams.prev = &b->streams;
-    ds_sim_sm_groups(cfg->sim_sms, &b->groups);
-    b->sms = (unsigned)cfg->sim_sms;
-    b->fault_kernel = getenv("DETSHARE_SIM_FAULT");
-    b->anonymous = getenv("DETSHARE_SIM_ANONYMOUS_FAULTS") != NULL;
-    /* A context made after a fault of its domain is a new MPS client: that fault is
-     * not its. */
-    b->domain = ds_shm_domain_of(cfg->shm, &cfg->shm->slots[cfg->slot]);
-    b->domain_faults = b->domain != NULL ? atomic_load(&b->domain->faults) : 0;
-    b->hang_kernel = getenv("DETSHARE_SIM_HANG");
-    ds__sim_pctx_init(b);
-    *out = b;
-    return 0;
-}
-
-void ds_sim_sm_groups(int sms, struct ds_sm_groups *out)
-{
-    out->sms = (unsigned)sms;
-    out->size = sms < 8 ? (unsigned)sms : 8;
-    out->count = out->sms / out->size > 64 ? 64 : out->sms / out->size;
-}
-
 /* The executor's own gate holds the sim's work: a modelled kernel never runs ahead of
  * its submission in a way another tenant could see. */
-static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
+int ds__sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile unsigned *word)
 {
     (void)b;
     (void)s;
@@ -223,8 +153,8 @@ static int sim_gate(struct ds_backend *b, struct ds_bstream *s, const volatile u
 
 /* The sim knows when the work on s ends: the stamp carries that time, and the control
  * process counts it done from then on. */
-static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
-                     uint32_t seq)
+int ds__sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
+                  uint32_t seq)
 {
     if (s != NULL && s->capturing)
         return DS_EBUSY;
@@ -233,46 +163,6 @@ static int sim_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_s
     atomic_store_explicit(&st->at_ns, stream_or_legacy(b, s)->ready_ns + b->stalled_ns,
                           memory_order_release);
     return 0;
-}
-
-/* A context's teardown takes a while on a GPU (tens to hundreds of ms, more under MPS);
- * DETSHARE_SIM_CLOSE_MS makes the sim's take that long, for what happens meanwhile. */
-static void close_delay(void)
-{
-    const char *env = getenv("DETSHARE_SIM_CLOSE_MS");
-    unsigned long ms = env != NULL ? strtoul(env, NULL, 10) % 10000 : 0;
-    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-
-    nanosleep(&ts, NULL);
-}
-
-static void sim_close(struct ds_backend *b)
-{
-    close_delay();
-    ds__sim_drop_parked(b, &b->legacy);
-    while (b->streams.next != &b->streams) {
-        struct ds_bstream *s = b->streams.next;
-
-        ds__sim_drop_parked(b, s);
-        s->prev->next = s->next;
-        s->next->prev = s->prev;
-        ds__sim_free_work(s->captured);
-        free(s);
-    }
-    ds__sim_ipc_fini(b);
-    /* Other tenants' memory opened here is counted to this tenant too (sim_ipc.c). */
-    for (size_t i = 0; i < b->mem.n; i++) {
-        if (b->mem.v[i].owner == SIM_HOST_PAGES)
-            continue;
-        munmap(b->mem.v[i].data, b->mem.v[i].size);
-        /* A reservation is address space only: its allocations are counted apart. */
-        if (b->mem.v[i].owner != SIM_VMM_VA)
-            ds_shm_sim_release(b->cfg.shm, b->cfg.slot, b->mem.v[i].size);
-    }
-    ds_memtab_destroy(&b->mem);
-    ds_memtab_destroy(&b->vmm_maps);
-    ds__sim_pctx_fini(b);
-    free(b);
 }
 
 /* The sim models MPS (its tenants share SMs as MPS clients do), so its contexts say they
@@ -287,7 +177,7 @@ static int sim_mps_client(const struct ds_backend *b)
     return f == NULL || access(f, F_OK) != 0;
 }
 
-static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
+void ds__sim_describe(struct ds_backend *b, struct ds_device_view *v)
 {
     memset(v, 0, sizeof(*v));
     snprintf(v->name, sizeof(v->name), "detshare sim device (H100-like, %d SMs)",
@@ -300,97 +190,7 @@ static void sim_describe(struct ds_backend *b, struct ds_device_view *v)
     v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client(b);
 }
 
-/* First fit in this tenant's address region; allocations are few, so a scan is fine. */
-static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)
-{
-    return ds_memtab_first_fit(&b->mem, b->va_base, b->va_end, size, SIM_VA_ALIGN, addr);
-}
-
-int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr)
-{
-    struct ds_memtab_entry e = { .size = size };
-    int rc;
-
-    (void)capture_mode; /* the sim captures one stream's work and never refuses these */
-    if (ds_shm_sim_reserve(b->cfg.shm, b->cfg.slot, size) != 0)
-        return DS_ENOMEM;
-    rc = find_va(b, size, &e.base);
-    if (rc == 0) {
-        /* NORESERVE: untouched device memory costs the host nothing. */
-        e.data = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        rc = e.data == MAP_FAILED ? DS_ENOMEM : ds_memtab_insert(&b->mem, &e);
-        if (rc != 0 && e.data != MAP_FAILED)
-            munmap(e.data, size);
-    }
-    if (rc != 0) {
-        ds_shm_sim_release(b->cfg.shm, b->cfg.slot, size);
-        return rc;
-    }
-    *addr = e.base;
-    return 0;
-}
-
-/* Arena pages become device memory at their host address, as under unified addressing
- * on a GPU, or at an address of their own when that one is taken; the entry's owner
- * marks them as the tenant's (never unmapped or accounted here). */
-static int sim_mem_alloc_pitch(struct ds_backend *b, uint64_t width, uint64_t height,
-                               unsigned elem_size, int capture_mode, uint64_t *addr,
-                               uint64_t *pitch)
-{
-    uint64_t p;
-
-    (void)elem_size; /* the driver's hint for coalescing; the sim has none to make */
-    if (width > UINT64_MAX - (SIM_PITCH_ALIGN - 1))
-        return DS_EINVAL;
-    p = (width + SIM_PITCH_ALIGN - 1) / SIM_PITCH_ALIGN * SIM_PITCH_ALIGN;
-    if (height > UINT64_MAX / p)
-        return DS_EINVAL;
-    *pitch = p;
-    return ds__sim_mem_alloc(b, p * height, capture_mode, addr);
-}
-
-static int sim_host_map(struct ds_backend *b, void *host, uint64_t size, uint64_t *addr)
-{
-    struct ds_memtab_entry e = { .base = (uint64_t)(uintptr_t)host, .size = size,
-                                 .data = host, .owner = SIM_HOST_PAGES };
-    int rc = ds_memtab_insert(&b->mem, &e);
-
-    if (rc != 0 && (rc = find_va(b, size, &e.base)) == 0)
-        rc = ds_memtab_insert(&b->mem, &e);
-    if (rc == 0)
-        *addr = e.base;
-    return rc;
-}
-
-static void sim_host_unmap(struct ds_backend *b, uint64_t addr, void *host)
-{
-    (void)host;
-    ds_memtab_remove(&b->mem, addr, NULL);
-}
-
-int ds__sim_mem_free(struct ds_backend *b, uint64_t addr)
-{
-    struct ds_memtab_entry e;
-    int rc = ds_memtab_remove(&b->mem, addr, &e);
-
-    if (rc != 0)
-        return rc;
-    ds__sim_ipc_unshare(b, addr);
-    munmap(e.data, e.size);
-    ds_shm_sim_release(b->cfg.shm, b->cfg.slot, e.size);
-    return 0;
-}
-
-static void sim_mem_info(struct ds_backend *b, uint64_t *free_bytes, uint64_t *total)
-{
-    uint64_t used = ds_shm_sim_used(b->cfg.shm);
-
-    *total = b->cfg.shm->sim_mem_total;
-    *free_bytes = used < *total ? *total - used : 0;
-}
-
-/* A host copy behind a parked stream waits there with its bytes (sim_memop.c). */
+/* A host copy behind a parked stream waits there with its bytes (sim_work.c). */
 static int park_host_copy(struct ds_backend *b, struct ds_bstream *s, int kind, uint64_t dev,
                           void *host, size_t n)
 {
@@ -409,8 +209,8 @@ static int park_host_copy(struct ds_backend *b, struct ds_bstream *s, int kind, 
     return rc;
 }
 
-static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, size_t n,
+                        struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
     int rc = park_host_copy(b, s, W_HTOD, dst, (void *)src, n);
@@ -423,19 +223,8 @@ static int sim_memcpy_htod(struct ds_backend *b, uint64_t dst, const void *src, 
     return 0;
 }
 
-void ds__sim_moved(struct ds_backend *b, struct ds_bstream *s, uint64_t t0, uint64_t bytes,
-                   int pcie, int wait)
-{
-    uint64_t end;
-
-    stall_from(b, t0);
-    end = ds__sim_submit(b, s, cost(bytes, pcie ? SIM_PCIE_BYTES_PER_US : SIM_HBM_BYTES_PER_US));
-    if (wait)
-        sleep_until(b, end);
-}
-
-static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                        struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
 
@@ -453,8 +242,8 @@ static int sim_memcpy_dtoh(struct ds_backend *b, void *dst, uint64_t src, size_t
 
 /* The sim moves bytes when work is submitted (docs/sim-device.md); the copy's modelled
  * time goes on the stream without the executor waiting for it. */
-static int sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
-                                 struct ds_bstream *s)
+int ds__sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, size_t n,
+                              struct ds_bstream *s)
 {
     uint64_t t0 = ds_now_ns();
     int rc = park_host_copy(b, s, W_DTOH, src, dst, n);
@@ -468,169 +257,17 @@ static int sim_memcpy_dtoh_async(struct ds_backend *b, void *dst, uint64_t src, 
     return 0;
 }
 
-static void fill_row(unsigned char *p, uint32_t value, unsigned elem, uint64_t count)
-{
-    if (elem == 1) {
-        memset(p, (int)(value & 0xff), count);
-        return;
-    }
-    for (uint64_t i = 0; i < count; i++) {
-        if (elem == 2) {
-            uint16_t v = (uint16_t)value;
-
-            memcpy(p + i * 2, &v, 2);
-        } else {
-            memcpy(p + i * 4, &value, 4);
-        }
-    }
-}
-
-/* [addr, addr+n) lies in one allocation, or in one VMM reservation and mapped throughout
- * (an unmapped part of a reservation is PROT_NONE host memory). */
-static int allocated(const struct ds_backend *b, uint64_t addr, uint64_t n)
-{
-    const struct ds_memtab_entry *e = ds_memtab_find(&b->mem, addr, n);
-
-    return e != NULL && (e->owner != SIM_VMM_VA || ds__sim_vmm_mapped(b, addr, n));
-}
-
-/* Bytes from the first to the last byte of one side of a box (dst: 1): the executor
- * checked it does not overflow. */
-static uint64_t box_extent(const struct ds_copy3d *c, int dst)
-{
-    uint64_t pitch = dst ? c->dst_pitch : c->src_pitch, rows = dst ? c->dst_rows : c->src_rows;
-
-    return ((c->depth - 1) * rows + (c->height - 1)) * pitch + c->width;
-}
-
-/* Every row of a box, in order: rows of a side may overlap the other side's, which CUDA
- * leaves undefined, so memmove keeps each row whole at least. */
-static void box_apply(struct ds_backend *b, const struct ds_copy3d *c)
-{
-    unsigned char *dst = ds__sim_host_of(b, c->dst);
-    const unsigned char *src = ds__sim_host_of(b, c->src);
-
-    for (uint64_t z = 0; z < c->depth; z++)
-        for (uint64_t y = 0; y < c->height; y++)
-            memmove(dst + (z * c->dst_rows + y) * c->dst_pitch,
-                    src + (z * c->src_rows + y) * c->src_pitch, c->width);
-}
-
-/* Whether the memory a piece of work touches is still allocated.  Always so when it is
- * submitted (the executor checked); a graph replayed after a free or an unmap finds out
- * here. */
-static int work_valid(const struct ds_backend *b, const struct sim_work *w)
-{
-    if (w->kind == W_COPY)
-        return allocated(b, w->dst, w->n) && allocated(b, w->src, w->n);
-    if (w->kind == W_FILL)
-        return allocated(b, w->dst, w->pitch * (w->height - 1) + w->width * w->elem);
-    if (w->kind == W_BOX)
-        return allocated(b, w->box.dst, box_extent(&w->box, 1)) &&
-               allocated(b, w->box.src, box_extent(&w->box, 0));
-    if (w->kind == W_HTOD || w->kind == W_DTOH)
-        return allocated(b, w->dst, w->n);
-    if (w->kind == W_MEMOP && w->memop.addr != 0)
-        return allocated(b, w->memop.addr, w->elem);
-    return 1;
-}
-
-/* Apply w's data effects now; returns its modelled duration. */
-static uint64_t work_apply(struct ds_backend *b, const struct sim_work *w)
-{
-    uint64_t t0 = ds_now_ns();
-
-    if (w->kind == W_COPY) {
-        memmove(ds__sim_host_of(b, w->dst), ds__sim_host_of(b, w->src), w->n);
-        stall_from(b, t0);
-        return cost(2 * w->n, SIM_HBM_BYTES_PER_US);
-    }
-    if (w->kind == W_FILL) {
-        unsigned char *p = ds__sim_host_of(b, w->dst);
-
-        for (uint64_t row = 0; row < w->height; row++)
-            fill_row(p + row * w->pitch, w->value, w->elem, w->width);
-        stall_from(b, t0);
-        return cost(w->width * w->elem * w->height, SIM_HBM_BYTES_PER_US);
-    }
-    if (w->kind == W_BOX) {
-        box_apply(b, &w->box);
-        stall_from(b, t0);
-        return cost(2 * w->box.width * w->box.height * w->box.depth, SIM_HBM_BYTES_PER_US);
-    }
-    if (w->kind == W_HTOD || w->kind == W_DTOH) {
-        if (w->kind == W_HTOD)
-            memcpy(ds__sim_host_of(b, w->dst), w->host, w->n);
-        else
-            memcpy(w->host, ds__sim_host_of(b, w->dst), w->n);
-        stall_from(b, t0);
-        return cost(w->n, SIM_PCIE_BYTES_PER_US);
-    }
-    if (w->kind == W_MEMOP) {
-        /* A write lands now; a wait that runs holds already (sim_memop.c). */
-        if (w->memop.kind == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
-            w->memop.kind == CU_STREAM_MEM_OP_WRITE_VALUE_64)
-            memcpy(ds__sim_host_of(b, w->memop.addr), &w->memop.value, w->elem);
-        return SIM_OP_NS;
-    }
-    return w->kernel_ns;
-}
-
-/* Run w on s, or record it when s is being captured. */
-static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
-static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                 struct ds_bevent *e);
-
-int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
-{
-    struct sim_work *copy;
-    int rc;
-
-    /* A graph's event nodes run in the graph's place in its stream; a capturing stream
-     * refuses them, as it refuses events. */
-    if (w->kind == W_RECORD)
-        return sim_event_record(b, w->event, s);
-    if (w->kind == W_WAIT)
-        return sim_stream_wait_event(b, s, w->event);
-
-    if (s != NULL && s->capturing) {
-        copy = malloc(sizeof(*copy));
-        if (copy == NULL)
-            return DS_ENOMEM;
-        *copy = *w;
-        copy->next = NULL;
-        *s->captured_tail = copy;
-        s->captured_tail = &copy->next;
-        return 0;
-    }
-    rc = ds__sim_park(b, s, w);
-    if (rc != 0)
-        return rc < 0 ? rc : 0;
-    return ds__sim_work_now(b, s, w);
-}
-
-int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
-{
-    if (!work_valid(b, w))
-        return DS_ECU(CUDA_ERROR_ILLEGAL_ADDRESS);
-    ds__sim_submit(b, s, work_apply(b, w));
-    /* What it wrote may be what a parked stream waits for. */
-    if (b->nparked > 0)
-        ds__sim_unpark(b);
-    return 0;
-}
-
-static int sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
-                           struct ds_bstream *s)
+int ds__sim_memcpy_dtod(struct ds_backend *b, uint64_t dst, uint64_t src, size_t n,
+                        struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_COPY, .dst = dst, .src = src, .n = n };
 
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
-                      unsigned elem_size, uint64_t width, uint64_t height,
-                      struct ds_bstream *s)
+int ds__sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32_t value,
+                   unsigned elem_size, uint64_t width, uint64_t height,
+                   struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_FILL, .dst = dst, .pitch = pitch, .value = value,
                           .elem = elem_size, .width = width, .height = height };
@@ -638,15 +275,15 @@ static int sim_memset(struct ds_backend *b, uint64_t dst, uint64_t pitch, uint32
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
+int ds__sim_memcpy_3d(struct ds_backend *b, const struct ds_copy3d *c, struct ds_bstream *s)
 {
     struct sim_work w = { .kind = W_BOX, .box = *c };
 
     return ds__sim_work_run(b, s, &w);
 }
 
-static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
-                             struct ds_bstream **out)
+int ds__sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
+                          struct ds_bstream **out)
 {
     struct ds_bstream *s = calloc(1, sizeof(*s));
 
@@ -654,16 +291,13 @@ static int sim_stream_create(struct ds_backend *b, unsigned flags, int priority,
         return DS_ENOMEM;
     s->flags = flags;
     s->priority = priority;
-    s->next = b->streams.next;
-    s->prev = &b->streams;
-    b->streams.next->prev = s;
-    b->streams.next = s;
+    DS_RING_PUSH(&b->streams, s);
     *out = s;
     return 0;
 }
 
 /* Work already submitted keeps its modelled times; nothing waits on a destroyed stream. */
-static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
+void ds__sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
     (void)b;
     ds__sim_free_work(s->captured);
@@ -673,12 +307,11 @@ static void sim_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
         s->dead = 1;
         return;
     }
-    s->prev->next = s->next;
-    s->next->prev = s->prev;
+    DS_RING_UNLINK(s);
     free(s);
 }
 
-static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
+int ds__sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
 {
     if (s != NULL && s->capturing)
         return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -688,47 +321,7 @@ static int sim_stream_query(struct ds_backend *b, struct ds_bstream *s)
     return stream_or_legacy(b, s)->ready_ns <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
-/* Whether e was recorded, with the device time its recorded work ends at in *at.  An
- * interprocess event's record is in host time, shared with other executors, whose device
- * clocks stand still at other times than this one's. */
-int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at)
-{
-    uint64_t host;
-
-    if (e->shared == NULL) {
-        *at = e->at_ns;
-        return e->recorded;
-    }
-    host = atomic_load(e->shared);
-    *at = host > b->stalled_ns ? host - b->stalled_ns : 0;
-    return host != 0;
-}
-
-void ds__sim_wait_now(struct ds_backend *b, struct ds_bstream *s, struct ds_bevent *e)
-{
-    uint64_t at;
-
-    s = stream_or_legacy(b, s);
-    if (ds__sim_event_at(b, e, &at))
-        s->ready_ns = max_u64(s->ready_ns, at);
-}
-
-/* A wait for a record still behind a parked stream parks this stream too. */
-static int sim_stream_wait_event(struct ds_backend *b, struct ds_bstream *s,
-                                 struct ds_bevent *e)
-{
-    struct sim_work w = { .kind = W_WAIT, .event = e };
-    int rc;
-
-    if (s != NULL && s->capturing)
-        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    rc = ds__sim_park(b, s, &w);
-    if (rc == 0)
-        ds__sim_wait_now(b, s, e);
-    return rc < 0 ? rc : 0;
-}
-
-static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
+int ds__sim_event_create(struct ds_backend *b, unsigned flags, struct ds_bevent **out)
 {
     struct ds_bevent *e = calloc(1, sizeof(*e));
     int rc;
@@ -745,7 +338,7 @@ static int sim_event_create(struct ds_backend *b, unsigned flags, struct ds_beve
     return 0;
 }
 
-static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
+void ds__sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
 {
     (void)b;
     if (e->refs > 0) {
@@ -756,31 +349,8 @@ static void sim_event_destroy(struct ds_backend *b, struct ds_bevent *e)
     free(e);
 }
 
-static int sim_event_record(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
-{
-    struct sim_work w = { .kind = W_RECORD, .event = e };
-    int rc;
-
-    if (s != NULL && s->capturing)
-        return DS_ECU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-    rc = ds__sim_park(b, s, &w);
-    if (rc == 0)
-        ds__sim_record_now(b, e, s);
-    return rc < 0 ? rc : 0;
-}
-
-void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s)
-{
-    uint64_t at = ds__sim_submit(b, s, 0);
-
-    if (e->shared != NULL)
-        atomic_store(e->shared, at + b->stalled_ns);
-    e->at_ns = at;
-    e->recorded = 1;
-}
-
 /* An event never recorded counts as complete, as in CUDA. */
-static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
+int ds__sim_event_query(struct ds_backend *b, struct ds_bevent *e)
 {
     uint64_t at;
 
@@ -790,8 +360,8 @@ static int sim_event_query(struct ds_backend *b, struct ds_bevent *e)
     return !ds__sim_event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }
 
-static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
-                             struct ds_bevent *end, float *ms)
+int ds__sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
+                          struct ds_bevent *end, float *ms)
 {
     if ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING)
         return DS_EHANDLE;
@@ -803,7 +373,7 @@ static int sim_event_elapsed(struct ds_backend *b, struct ds_bevent *start,
     return 0;
 }
 
-static int sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
+int ds__sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
 {
     if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH)
         return DS_EINVAL; /* not on compute capability 9.0 */
@@ -813,23 +383,9 @@ static int sim_limit(struct ds_backend *b, int limit, int set, uint64_t *value)
     return 0;
 }
 
-int ds__sim_memfd(const char *name)
-{
-    struct rlimit lim;
-    int fd = memfd_create(name, MFD_CLOEXEC);
-
-    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &lim) == 0 &&
-        lim.rlim_cur < lim.rlim_max) {
-        lim.rlim_cur = lim.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
-            fd = memfd_create(name, MFD_CLOEXEC);
-    }
-    return fd;
-}
-
 /* The one value measured so far: the legacy stream read 7 on an H100
  * (docs/export-tables.md, 4.9). */
-static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
+int ds__sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
 {
     (void)b;
     if (query != 0)
@@ -838,148 +394,11 @@ static int sim_ctx_query(struct ds_backend *b, unsigned query, uint64_t *value)
     return 0;
 }
 
-void ds__sim_own_fault(struct ds_backend *b)
-{
-    struct ds_shm_slot *s = &b->cfg.shm->slots[b->cfg.slot];
-    struct ds_shm_domain *d = b->domain;
-
-    if (b->fault != 0)
-        return;
-    b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-    /* Under MPS on a GPU the culprit's context fails as its victims' do, with nothing to
-     * tell them apart (docs/reliability.md): anonymous faults model that. */
-    atomic_store(&s->fault_origin, b->anonymous && d != NULL ? DS_FAULT_UNKNOWN : DS_FAULT_OWN);
-    if (d == NULL)
-        return;
-    atomic_store(&d->fault_by, s->id);
-    memcpy(d->fault_name, s->tenant, sizeof(d->fault_name));
-    b->domain_faults = atomic_fetch_add_explicit(&d->faults, 1, memory_order_release) + 1;
-}
-
-int ds__sim_fault_now(struct ds_backend *b)
-{
-    struct ds_shm_slot *s = &b->cfg.shm->slots[b->cfg.slot];
-    struct ds_shm_domain *d = b->domain;
-
-    if (b->fault == 0 && d != NULL &&
-        atomic_load_explicit(&d->faults, memory_order_acquire) != b->domain_faults) {
-        b->fault = CUDA_ERROR_ILLEGAL_ADDRESS;
-        if (b->anonymous) {
-            atomic_store(&s->fault_origin, DS_FAULT_UNKNOWN);
-        } else {
-            atomic_store(&s->lost_to, atomic_load(&d->fault_by));
-            atomic_store(&s->fault_origin, DS_FAULT_NEIGHBOUR);
-        }
-    }
-    return b->fault;
-}
-
-static int sim_fault(struct ds_backend *b, int probe)
+int ds__sim_fault(struct ds_backend *b, int probe)
 {
     (void)probe;
     return ds__sim_fault_now(b);
 }
-
-const struct ds_backend_ops ds_sim_backend = {
-    .name = "sim",
-    .open = sim_open,
-    .close = sim_close,
-    .describe = sim_describe,
-    .bind = ds__sim_bind,
-    .prepare = ds__sim_prepare,
-    .gate = sim_gate,
-    .stamp = sim_stamp,
-    .dev_alloc = ds__sim_mem_alloc,
-    .dev_alloc_pitch = sim_mem_alloc_pitch,
-    .dev_free = ds__sim_mem_free,
-    .dev_info = sim_mem_info,
-    .host_map = sim_host_map,
-    .host_unmap = sim_host_unmap,
-    .memcpy_htod = sim_memcpy_htod,
-    .memcpy_dtoh = sim_memcpy_dtoh,
-    .memcpy_dtoh_async = sim_memcpy_dtoh_async,
-    .memcpy_dtod = sim_memcpy_dtod,
-    .memset = sim_memset,
-    .memcpy_3d = sim_memcpy_3d,
-    .stream_create = sim_stream_create,
-    .stream_destroy = sim_stream_destroy,
-    .stream_query = sim_stream_query,
-    .stream_wait_event = sim_stream_wait_event,
-    .event_create = sim_event_create,
-    .event_destroy = sim_event_destroy,
-    .event_record = sim_event_record,
-    .event_query = sim_event_query,
-    .event_elapsed = sim_event_elapsed,
-    .fence_create = ds__sim_fence_create,
-    .fence_query = ds__sim_fence_query,
-    .fence_arm = ds__sim_fence_arm,
-    .fence_destroy = ds__sim_fence_destroy,
-    .fault = sim_fault,
-    .limit = sim_limit,
-    .ctx_query = sim_ctx_query,
-    .module_load = ds__sim_module_load,
-    .module_unload = ds__sim_module_unload,
-    .link = ds__sim_link,
-    .module_get_function = ds__sim_module_get_function,
-    .module_get_global = ds__sim_module_get_global,
-    .module_kernels = ds__sim_module_kernels,
-    .func_get_attribute = ds__sim_func_get_attribute,
-    .func_set_attribute = ds__sim_func_set_attribute,
-    .occupancy = ds__sim_occupancy,
-    .occupancy_smem = ds__sim_occupancy_smem,
-    .occupancy_clusters = ds__sim_occupancy_clusters,
-    .occupancy_cluster_size = ds__sim_occupancy_cluster_size,
-    .launch = ds__sim_launch,
-    .capture_begin = ds__sim_capture_begin,
-    .capture_end = ds__sim_capture_end,
-    .capture_info = ds__sim_capture_info,
-    .graph_instantiate = ds__sim_graph_instantiate,
-    .graph_launch = ds__sim_graph_launch,
-    .graph_destroy = ds__sim_graph_destroy,
-    .graph_node_count = ds__sim_graph_node_count,
-    .graph_exec_destroy = ds__sim_graph_exec_destroy,
-    .graph_create = ds__sim_graph_create,
-    .graph_add_node = ds__sim_graph_add_node,
-    .graph_node_destroy = ds__sim_graph_node_destroy,
-    .graph_edge = ds__sim_graph_edge,
-    .graph_node_set = ds__sim_graph_node_set,
-    .graph_cond_create = ds__sim_graph_cond_create,
-    .graph_exec_update = ds__sim_graph_exec_update,
-    .graph_node_enable = ds__sim_graph_node_enable,
-    .vmm_granularity = ds__sim_vmm_granularity,
-    .vmm_reserve = ds__sim_vmm_reserve,
-    .vmm_free = ds__sim_vmm_free,
-    .vmm_create = ds__sim_vmm_create,
-    .vmm_release = ds__sim_vmm_release,
-    .vmm_map = ds__sim_vmm_map,
-    .vmm_unmap = ds__sim_vmm_unmap,
-    .vmm_set_access = ds__sim_vmm_set_access,
-    .tensormap_encode = ds__sim_tensormap_encode,
-    .tensormap_replace = ds__sim_tensormap_replace,
-    .ipc_mem_export = ds__sim_ipc_mem_export,
-    .ipc_mem_open = ds__sim_ipc_mem_open,
-    .ipc_mem_close = ds__sim_ipc_mem_close,
-    .ipc_event_export = ds__sim_ipc_event_export,
-    .ipc_event_open = ds__sim_ipc_event_open,
-    .pool_default = ds__sim_pool_default,
-    .pool_create = ds__sim_pool_create,
-    .pool_destroy = ds__sim_pool_destroy,
-    .pool_alloc = ds__sim_pool_alloc,
-    .pool_free = ds__sim_pool_free,
-    .pool_attr = ds__sim_pool_attr,
-    .pool_trim = ds__sim_pool_trim,
-    .array_create = ds__sim_array_create,
-    .array_destroy = ds__sim_array_destroy,
-    .mipmap_create = ds__sim_mipmap_create,
-    .mipmap_destroy = ds__sim_mipmap_destroy,
-    .mipmap_level = ds__sim_mipmap_level,
-    .array_copy = ds__sim_array_copy,
-    .array_write = ds__sim_array_write,
-    .array_read = ds__sim_array_read,
-    .tex_create = ds__sim_tex_create,
-    .tex_destroy = ds__sim_tex_destroy,
-    .surf_create = ds__sim_surf_create,
-    .surf_destroy = ds__sim_surf_destroy,
-    .memops = ds__sim_memops,
-    .dev_query = ds__sim_dev_query,
-};
+#define SIM_ENTRY(ret, op, args) .op = ds__sim_##op,
+const struct ds_backend_ops ds_sim_backend = { .name = "sim", DS_BACKEND_OPS(SIM_ENTRY) };
+#undef SIM_ENTRY

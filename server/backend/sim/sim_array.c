@@ -7,7 +7,7 @@
  * surface objects are opaque values no kernel reads here: the address of a small record,
  * so that each is distinct while it lives.  Arrays count against the sim's device memory.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_arrayfmt.h"
 #include "ds_clock.h"

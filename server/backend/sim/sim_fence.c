@@ -3,7 +3,7 @@
  * fence is the modelled time at which the work it stands behind ends, or, behind work
  * parked on a host-written word, a poll until that work is unparked.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_clock.h"
 #include "ds_error.h"
@@ -52,7 +52,7 @@ int ds__sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
     uint64_t t;
 
     *out = NULL;
-    /* A failed context fails every synchronisation, pending work or not (sim_fault). */
+    /* A failed context fails every synchronisation, pending work or not (ds__sim_fault). */
     if (ds__sim_fault_now(b) != 0)
         return DS_ECU(b->fault);
     if (at->kind == DS_FENCE_STREAM && at->stream != NULL && at->stream->capturing)

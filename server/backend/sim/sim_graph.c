@@ -1,6 +1,6 @@
 /* The sim device's stream capture and graphs: captured work is recorded, and replayed
  * with its data effects each time the graph is launched. */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "ds_image.h"
@@ -254,18 +254,8 @@ void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g)
 {
     (void)b;
     ds__sim_free_work(g->work);
-    while (g->nodes != NULL) {
-        struct ds_bnode *next = g->nodes->next;
-
-        free_node(g->nodes);
-        g->nodes = next;
-    }
-    while (g->conds != NULL) {
-        struct ds_bcond *next = g->conds->next;
-
-        free(g->conds);
-        g->conds = next;
-    }
+    DS_LIST_FREE(struct ds_bnode, g->nodes, free_node);
+    DS_LIST_FREE(struct ds_bcond, g->conds, free);
     free(g);
 }
 

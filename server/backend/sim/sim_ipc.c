@@ -18,7 +18,7 @@
  * mapping holds them, and no tenant must be able to hold host memory that none is
  * charged for.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "shm.h"

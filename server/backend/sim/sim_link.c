@@ -2,7 +2,7 @@
  * of one cubin, or of one fatbin holding an sm_90 cubin, needs neither and gives that
  * cubin; anything else fails as a driver without those tools would, with the reason in
  * the error log. */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 

@@ -1,6 +1,6 @@
 /* The sim device's modules and kernels: images read for their kernels' parameter
  * layouts and their variables, launches that take modelled time. */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "ds_image.h"
@@ -65,17 +65,12 @@ void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m)
         struct sim_global *g = m->globals;
 
         m->globals = g->next;
-        ds__sim_mem_free(b, g->addr);
+        ds__sim_dev_free(b, g->addr);
         free(g->name);
         free(g);
     }
     free(m->elf);
-    while (m->funcs != NULL) {
-        struct ds_bfunc *f = m->funcs;
-
-        m->funcs = f->next;
-        free(f);
-    }
+    DS_LIST_FREE(struct ds_bfunc, m->funcs, free);
     ds_cubin_free(&m->cubin);
     free(m);
 }
@@ -152,7 +147,7 @@ int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const 
         free(g);
         return DS_ENOMEM;
     }
-    rc = ds__sim_mem_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
+    rc = ds__sim_dev_alloc(b, *size, CU_STREAM_CAPTURE_MODE_RELAXED, &g->addr);
     if (rc != 0) {
         free(g->name);
         free(g);

@@ -4,7 +4,7 @@
  * DETSHARE_SIM_PCTX_MS each; moves between them; and the SMs a kernel gets beside other
  * tenants' queued kernels.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_clock.h"
 #include "ds_error.h"

@@ -1,7 +1,7 @@
 /*
  * Memory pools on the sim: the stream-ordered allocator's observable behaviour, modelled.
  *
- * A pool hands out blocks of sim device memory (ds__sim_mem_alloc, so they count in the
+ * A pool hands out blocks of sim device memory (ds__sim_dev_alloc, so they count in the
  * device's memory like any allocation) and keeps the ones given back, to reuse.  The
  * sim applies data effects when work is submitted, so a block is usable by later work on
  * its stream at once; what the model keeps is time.  A freed block is done with at the
@@ -14,7 +14,7 @@
  * the sim does it at the pool's next call (an allocation, a free, an attribute, a trim),
  * for blocks whose free is done.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_clock.h"
 #include "ds_error.h"
@@ -73,7 +73,7 @@ static void release(struct ds_backend *b, struct ds_bpool *p, size_t i)
     struct ds_memtab_entry e = p->cached.v[i];
 
     ds_memtab_remove(&p->cached, e.base, NULL);
-    ds__sim_mem_free(b, e.base);
+    ds__sim_dev_free(b, e.base);
     p->reserved -= e.size;
 }
 
@@ -137,7 +137,7 @@ static int reuse(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
         e.owner = 0;
         e.data = NULL;
         if (ds_memtab_insert(&p->live, &e) != 0) {
-            ds__sim_mem_free(b, e.base);
+            ds__sim_dev_free(b, e.base);
             p->reserved -= e.size;
             return DS_ENOMEM;
         }
@@ -154,15 +154,15 @@ static int grow(struct ds_backend *b, struct ds_bpool *p, uint64_t size, uint64_
 
     if (p->max_size != 0 && (size > p->max_size || p->reserved > p->max_size - size))
         return DS_ENOMEM;
-    rc = ds__sim_mem_alloc(b, size, CU_STREAM_CAPTURE_MODE_RELAXED, &e.base);
+    rc = ds__sim_dev_alloc(b, size, CU_STREAM_CAPTURE_MODE_RELAXED, &e.base);
     if (rc == DS_ENOMEM) {
         shrink(b, p, 0, 0);
-        rc = ds__sim_mem_alloc(b, size, CU_STREAM_CAPTURE_MODE_RELAXED, &e.base);
+        rc = ds__sim_dev_alloc(b, size, CU_STREAM_CAPTURE_MODE_RELAXED, &e.base);
     }
     if (rc != 0)
         return rc;
     if ((rc = ds_memtab_insert(&p->live, &e)) != 0) {
-        ds__sim_mem_free(b, e.base);
+        ds__sim_dev_free(b, e.base);
         return rc;
     }
     p->reserved += size;
@@ -201,7 +201,7 @@ int ds__sim_pool_free(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
     e.owner = ds__sim_submit(b, s, 0);
     e.data = s;
     if ((rc = ds_memtab_insert(&p->cached, &e)) != 0) {
-        ds__sim_mem_free(b, e.base);
+        ds__sim_dev_free(b, e.base);
         p->reserved -= e.size;
         return rc;
     }

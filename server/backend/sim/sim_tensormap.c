@@ -7,7 +7,7 @@
  * cuda.h says cuTensorMapEncodeIm2colWide is for compute capability 10.0 and up, but the
  * H100's driver (580) encodes one, so the sim does too, with im2col's rules.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 

@@ -7,7 +7,7 @@
  * that crosses from one physical allocation into the next (PyTorch's expandable
  * segments) is one memmove, through ds__sim_host_of like any other.
  */
-#include "sim.h"
+#include "sim_core.h"
 
 #include "ds_error.h"
 #include "shm.h"

@@ -3,16 +3,21 @@
  * the backend's opaque types, and the helpers more than one file uses.  Not for
  * anything outside server/sim*.c: the rest of the server sees only backend.h.
  */
-#ifndef DS_SIM_H
-#define DS_SIM_H
+#ifndef DS_SIM_CORE_H
+#define DS_SIM_CORE_H
 
 #include "backend.h"
+#include "backend_list.h"
 #include "cubin.h"
+#include "ds_clock.h"
 #include "ds_memtab.h"
+#include "shm.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Cost model, loosely an H100 on PCIe 5: enough to make timings plausible, not a
  * performance model. */
@@ -43,7 +48,7 @@
 struct sim_work {
     /* W_NONE: a graph node that does nothing; W_RECORD, W_WAIT: a graph's event node
      * (or, behind a parked stream, an event's record or wait); W_MEMOP: a stream memory
-     * operation; W_HTOD, W_DTOH: a host copy behind a parked stream (sim_memop.c) */
+     * operation; W_HTOD, W_DTOH: a host copy behind a parked stream (sim_work.c) */
     enum { W_NONE, W_COPY, W_FILL, W_BOX, W_KERNEL, W_RECORD, W_WAIT, W_COND, W_MEMOP, W_HTOD,
            W_DTOH } kind;
     uint64_t dst, src, n;              /* W_COPY */
@@ -69,7 +74,7 @@ struct ds_bstream {
     uint64_t capture_id;
     struct sim_work *captured, **captured_tail;
     /* Work behind a stream memory wait whose condition does not hold yet, in order: the
-     * stream is parked until it holds (sim_memop.c).  refs: fences that look at the
+     * stream is parked until it holds (sim_work.c).  refs: fences that look at the
      * stream; dead: destroyed by the tenant, freed once drained and unreferenced. */
     struct sim_work *parked, **parked_tail;
     unsigned refs;
@@ -194,32 +199,34 @@ struct ds_backend {
     int npctx;
     unsigned pctx_ms; /* DETSHARE_SIM_PCTX_MS: what making one takes */
     unsigned nparked;         /* streams with parked work */
-    int unparking;            /* parked work is running (sim_memop.c) */
+    int unparking;            /* parked work is running (sim_work.c) */
 };
 
-/* Shared by sim.c (the device, memory, streams, events), sim_module.c (modules and
- * kernels), sim_pctx.c (partitions and contention), sim_graph.c (capture and graphs),
- * sim_vmm.c (virtual memory), sim_tensormap.c (tensor maps), sim_ipc.c (IPC) and
- * sim_pool.c (memory pools).  Each
- * returns what its sim_* counterpart in the backend interface (backend.h) returns. */
+/* The backend's operations (backend_ops.h), by area: sim.c the device, copies, streams
+ * and events; sim_mem.c memory; sim_work.c event records and waits (they may park);
+ * sim_module.c and sim_link.c modules and kernels; sim_pctx.c prepare and bind;
+ * sim_graph.c capture and graphs; sim_fence.c fences; sim_memop.c stream memory
+ * operations and device queries; sim_vmm.c, sim_tensormap.c, sim_ipc.c, sim_pool.c and
+ * sim_array.c their namesakes. */
+#define SIM_PROTO(ret, op, args) ret ds__sim_##op args;
+DS_BACKEND_OPS(SIM_PROTO)
+#undef SIM_PROTO
+
+/* Shared by the files above. */
 uint64_t ds__sim_submit(struct ds_backend *b, struct ds_bstream *s, uint64_t duration_ns);
 unsigned char *ds__sim_host_of(struct ds_backend *b, uint64_t addr);
 int ds__sim_work_run(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
 void ds__sim_free_work(struct sim_work *w);
-int ds__sim_mem_alloc(struct ds_backend *b, uint64_t size, int capture_mode, uint64_t *addr);
-int ds__sim_mem_free(struct ds_backend *b, uint64_t addr);
-/* sim_pctx.c: partitions' contexts (DETSHARE_SIM_PCTX_MS), backend.h's prepare and bind. */
+/* sim_pctx.c: partitions' contexts (DETSHARE_SIM_PCTX_MS). */
 void ds__sim_pctx_init(struct ds_backend *b);
 void ds__sim_pctx_fini(struct ds_backend *b);
-int ds__sim_prepare(struct ds_backend *b, uint64_t groups);
-int ds__sim_bind(struct ds_backend *b, uint64_t groups);
 /* SMs a kernel launched now gets: its partition's, less half of those other tenants'
  * queued kernels occupy too. */
 unsigned ds__sim_sms_now(struct ds_backend *b);
 /* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
 void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
 
-/* Work w on s now, whatever is parked (sim.c); event records and waits as they are
+/* Work w on s now, whatever is parked (sim_work.c); event records and waits as they are
  * made when nothing holds them. */
 int ds__sim_work_now(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
 void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bstream *s);
@@ -230,26 +237,16 @@ struct ds_bstream *ds__sim_stream(struct ds_backend *b, struct ds_bstream *s);
 uint64_t ds__sim_now(struct ds_backend *b);
 int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint64_t *at);
 
-/* sim_fence.c: backend.h's fence_* operations. */
-int ds__sim_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
-                         struct ds_bfence **out);
-int ds__sim_fence_query(struct ds_backend *b, struct ds_bfence *f);
-int ds__sim_fence_arm(struct ds_backend *b, struct ds_bfence *f, int efd, uint64_t *wake_ns);
-void ds__sim_fence_destroy(struct ds_backend *b, struct ds_bfence *f);
-
 /* A batch memory operation node's work: its n operations as a list of W_MEMOP items in
  * *out (NULL and DS_ENOMEM when it cannot be made), which ds__sim_free_work frees. */
 int ds__sim_memop_list(const struct ds_memop_desc *ops, unsigned n, struct sim_work **out);
 
-/* sim_memop.c: stream memory operations and the parked streams they make.  park puts a
+/* sim_work.c: the parked streams stream memory waits make.  park puts a
  * copy of w behind s when s is parked, or when w is a wait that does not hold yet
  * (parking s); returns 1 when it did, 0 when w may run now, or DS_ENOMEM.  unpark runs
  * parked work whose waits hold now, on every stream, as far as it goes; blocked says
  * whether fence point `at` stands behind parked work.  The release functions drop a
  * reference and free a dead stream or event with none left. */
-int ds__sim_memops(struct ds_backend *b, struct ds_bstream *s, const struct ds_memop_desc *ops,
-                   unsigned n);
-int ds__sim_dev_query(struct ds_backend *b, const struct ds_devq *q, uint64_t *values);
 int ds__sim_park(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w);
 void ds__sim_unpark(struct ds_backend *b);
 int ds__sim_blocked(struct ds_backend *b, const struct ds_fence_at *at);
@@ -258,20 +255,7 @@ void ds__sim_event_release(struct ds_bevent *e);
 /* At close: free s's parked work, letting go of the events it names. */
 void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s);
 
-/* sim_vmm.c: backend.h's vmm_* operations, and whether [addr, addr+n), inside one VMM
- * reservation, is mapped throughout. */
-int ds__sim_vmm_granularity(struct ds_backend *b, const CUmemAllocationProp *prop,
-                            int recommended, uint64_t *out);
-int ds__sim_vmm_reserve(struct ds_backend *b, uint64_t size, uint64_t align, uint64_t hint,
-                        uint64_t *addr);
-void ds__sim_vmm_free(struct ds_backend *b, uint64_t addr, uint64_t size);
-int ds__sim_vmm_create(struct ds_backend *b, uint64_t size, CUmemAllocationProp *prop,
-                       struct ds_bpmem **out);
-void ds__sim_vmm_release(struct ds_backend *b, struct ds_bpmem *m);
-int ds__sim_vmm_map(struct ds_backend *b, uint64_t addr, uint64_t size, struct ds_bpmem *m,
-                    uint64_t offset);
-void ds__sim_vmm_unmap(struct ds_backend *b, uint64_t addr, uint64_t size);
-int ds__sim_vmm_set_access(struct ds_backend *b, uint64_t addr, uint64_t size, unsigned flags);
+/* sim_vmm.c: whether [addr, addr+n), inside one VMM reservation, is mapped throughout. */
 int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);
 
 /* A memfd named `name`, close-on-exec.  Each allocation shared with other processes
@@ -280,18 +264,9 @@ int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);
  * the descriptor or -1 (errno set). */
 int ds__sim_memfd(const char *name);
 
-/* sim_ipc.c: backend.h's ipc_* operations; an allocation's export ending with its
+/* sim_ipc.c: an allocation's export ending with its
  * dev_free (and every one at close); an interprocess event's shared page made at its
  * creation and let go at its destruction. */
-int ds__sim_ipc_mem_export(struct ds_backend *b, uint64_t addr, uint64_t size,
-                           unsigned char blob[DS_IPC_BLOB]);
-int ds__sim_ipc_mem_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
-                         uint64_t size, unsigned flags, uint64_t *addr);
-void ds__sim_ipc_mem_close(struct ds_backend *b, uint64_t addr);
-int ds__sim_ipc_event_export(struct ds_backend *b, struct ds_bevent *e,
-                             unsigned char blob[DS_IPC_BLOB]);
-int ds__sim_ipc_event_open(struct ds_backend *b, const unsigned char blob[DS_IPC_BLOB],
-                           struct ds_bevent **out);
 void ds__sim_ipc_unshare(struct ds_backend *b, uint64_t addr);
 void ds__sim_ipc_fini(struct ds_backend *b);
 int ds__sim_ipc_event_init(struct ds_bevent *e);
@@ -303,28 +278,6 @@ void ds__sim_ipc_event_fini(struct ds_bevent *e);
 void ds__sim_moved(struct ds_backend *b, struct ds_bstream *s, uint64_t t0, uint64_t bytes,
                    int pcie, int wait);
 
-/* sim_array.c: backend.h's array_*, mipmap_*, tex_* and surf_* operations. */
-int ds__sim_array_create(struct ds_backend *b, const struct ds_array_shape *d,
-                         struct ds_barray **out);
-void ds__sim_array_destroy(struct ds_backend *b, struct ds_barray *a);
-int ds__sim_mipmap_create(struct ds_backend *b, const struct ds_array_shape *d, unsigned levels,
-                          struct ds_bmipmap **out);
-void ds__sim_mipmap_destroy(struct ds_backend *b, struct ds_bmipmap *m);
-int ds__sim_mipmap_level(struct ds_backend *b, struct ds_bmipmap *m, unsigned level,
-                         struct ds_barray **out);
-int ds__sim_array_copy(struct ds_backend *b, const struct ds_array_copy *c, struct ds_bstream *s);
-int ds__sim_array_write(struct ds_backend *b, const struct ds_array_loc *dst, const void *src,
-                        uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
-int ds__sim_array_read(struct ds_backend *b, void *dst, const struct ds_array_loc *src,
-                       uint64_t width, uint64_t height, uint64_t depth, struct ds_bstream *s);
-int ds__sim_tex_create(struct ds_backend *b, const struct ds_tex_resource *r,
-                       const CUDA_TEXTURE_DESC *desc, const CUDA_RESOURCE_VIEW_DESC *view,
-                       uint64_t *out);
-void ds__sim_tex_destroy(struct ds_backend *b, uint64_t obj);
-int ds__sim_surf_create(struct ds_backend *b, const struct ds_tex_resource *r, uint64_t *out);
-void ds__sim_surf_destroy(struct ds_backend *b, uint64_t obj);
-
-/* sim_pool.c: backend.h's pool_* operations. */
 /* The sim models MPS's blast radius (docs/sim-device.md): a kernel's fault in a
  * tenant of the shared fault domain, or of a named group (one MPS daemon each), ends
  * the context of every other tenant of that domain, which their next synchronisation
@@ -336,76 +289,49 @@ void ds__sim_surf_destroy(struct ds_backend *b, uint64_t obj);
 void ds__sim_own_fault(struct ds_backend *b);
 int ds__sim_fault_now(struct ds_backend *b);
 
-int ds__sim_pool_default(struct ds_backend *b, struct ds_bpool **out);
-int ds__sim_pool_create(struct ds_backend *b, uint64_t max_size, unsigned usage,
-                        struct ds_bpool **out);
-void ds__sim_pool_destroy(struct ds_backend *b, struct ds_bpool *p);
-int ds__sim_pool_alloc(struct ds_backend *b, struct ds_bpool *p, uint64_t size,
-                       struct ds_bstream *s, uint64_t *addr);
-int ds__sim_pool_free(struct ds_backend *b, struct ds_bpool *p, uint64_t addr,
-                      struct ds_bstream *s);
-int ds__sim_pool_attr(struct ds_backend *b, struct ds_bpool *p, int attr, int set,
-                      uint64_t *value);
-int ds__sim_pool_trim(struct ds_backend *b, struct ds_bpool *p, uint64_t keep);
-
-/* sim_tensormap.c: backend.h's tensormap_* operations. */
-int ds__sim_tensormap_encode(struct ds_backend *b, const struct ds_tensormap_desc *d,
-                             CUtensorMap *out);
-int ds__sim_tensormap_replace(struct ds_backend *b, CUtensorMap *map, uint64_t addr);
-
 /* A malloc'd copy of the sm_90 cubin of an image: the image itself, or its fatbin's
  * entry, decompressed.  Returns 0, DS_ENOTSUP for PTX or a fatbin with no sm_90 cubin,
  * DS_EINVAL for bytes that are no image, DS_ENOMEM. */
 int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len);
-int ds__sim_link(struct ds_backend *b, struct ds_link_job *job);
-int ds__sim_module_load(struct ds_backend *b, const void *image, size_t len,
-                        struct ds_bmodule **out);
-void ds__sim_module_unload(struct ds_backend *b, struct ds_bmodule *m);
-int ds__sim_module_get_function(struct ds_backend *b, struct ds_bmodule *m, const char *name,
-                                struct ds_bfunc **out, struct ds_param_layout *layout);
-int ds__sim_module_get_global(struct ds_backend *b, struct ds_bmodule *m, const char *name,
-                              uint64_t *addr, uint64_t *size);
-int ds__sim_module_kernels(struct ds_backend *b, struct ds_bmodule *m, const char ***names,
-                           uint32_t *n);
-int ds__sim_func_get_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int *value);
-int ds__sim_func_set_attribute(struct ds_backend *b, struct ds_bfunc *f, int attr, int value);
-int ds__sim_occupancy(struct ds_backend *b, struct ds_bfunc *f, int block_size,
-                      size_t dynamic_smem, unsigned flags, int *blocks);
-int ds__sim_occupancy_smem(struct ds_backend *b, struct ds_bfunc *f, int num_blocks,
-                           int block_size, size_t *smem);
-int ds__sim_occupancy_clusters(struct ds_backend *b, struct ds_bfunc *f,
-                               const struct ds_launch *l, const unsigned cluster[3],
-                               int *clusters);
-int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
-                   struct ds_bstream *s);
-int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
-                                   const struct ds_launch *l, int *size);
 /* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
 void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
 
-int ds__sim_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode);
-int ds__sim_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_bgraph **out);
-int ds__sim_capture_info(struct ds_backend *b, struct ds_bstream *s, int *status, uint64_t *id);
-int ds__sim_graph_instantiate(struct ds_backend *b, struct ds_bgraph *g, uint64_t flags,
-                              struct ds_bgexec **out);
-int ds__sim_graph_launch(struct ds_backend *b, struct ds_bgexec *e, struct ds_bstream *s);
-int ds__sim_graph_node_count(struct ds_backend *b, struct ds_bgraph *g, uint64_t *n);
-void ds__sim_graph_destroy(struct ds_backend *b, struct ds_bgraph *g);
-void ds__sim_graph_exec_destroy(struct ds_backend *b, struct ds_bgexec *e);
-int ds__sim_graph_create(struct ds_backend *b, unsigned flags, struct ds_bgraph **out);
-int ds__sim_graph_add_node(struct ds_backend *b, struct ds_bgraph *g,
-                           const struct ds_gnode_desc *d, struct ds_bnode *const *deps,
-                           size_t ndeps, struct ds_bnode **out);
-void ds__sim_graph_node_destroy(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *n);
-int ds__sim_graph_edge(struct ds_backend *b, struct ds_bgraph *g, struct ds_bnode *from,
-                       struct ds_bnode *to, int add);
-int ds__sim_graph_node_set(struct ds_backend *b, struct ds_bgraph *g, struct ds_bgexec *e,
-                           struct ds_bnode *n, const struct ds_gnode_desc *d);
-int ds__sim_graph_cond_create(struct ds_backend *b, struct ds_bgraph *g, unsigned dflt,
-                              unsigned flags, struct ds_bcond **out, uint64_t *value);
-int ds__sim_graph_exec_update(struct ds_backend *b, struct ds_bgexec *e, struct ds_bgraph *g,
-                              int *result);
-int ds__sim_graph_node_enable(struct ds_backend *b, struct ds_bgexec *e, struct ds_bnode *n,
-                              int on);
+/* Device time.  The device's clock stands still while the host copies bytes to apply a
+ * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's
+ * memmove of the same bytes, or the model would measure the host. */
+static inline uint64_t now_ns(struct ds_backend *b)
+{
+    return ds_now_ns() - b->stalled_ns;
+}
+
+static inline void stall_from(struct ds_backend *b, uint64_t host_start)
+{
+    b->stalled_ns += ds_now_ns() - host_start;
+}
+
+static inline void sleep_until(struct ds_backend *b, uint64_t t)
+{
+    uint64_t real = t + b->stalled_ns;
+    struct timespec ts = { .tv_sec = (time_t)(real / 1000000000ull),
+                           .tv_nsec = (long)(real % 1000000000ull) };
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static inline struct ds_bstream *stream_or_legacy(struct ds_backend *b, struct ds_bstream *s)
+{
+    return s ? s : &b->legacy;
+}
+
+static inline uint64_t cost(uint64_t bytes, uint64_t bytes_per_us)
+{
+    return SIM_OP_NS + bytes * 1000ull / bytes_per_us;
+}
 
 #endif

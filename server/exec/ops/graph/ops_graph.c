@@ -131,6 +131,27 @@ static CUresult instantiate_staged(struct ds_tenant *t, struct ds_vgraph *g,
     return rc;
 }
 
+/* An instance of captured graph g with copies of pageable memory (ops_ghcopy.c). */
+static CUresult instantiate_hcopies(struct ds_tenant *t, const struct ds_vgraph *g,
+                                    const ds_instantiate_args *a, ds_handle_res *r)
+{
+    struct ds_vgraph *x = calloc(1, sizeof(*x));
+    CUresult rc;
+
+    if (x == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->ctx = g->ctx;
+    x->graph = a->graph;
+    x->flags = a->flags;
+    rc = ds__ops_ghcopy_stage(t, g, x);
+    if (rc == CUDA_SUCCESS &&
+        (r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GEXEC, x)) == 0)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CUDA_SUCCESS)
+        ds__ops_gexec_free(t, x);
+    return rc;
+}
+
 CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_args *a,
                                    ds_handle_res *r)
 {
@@ -143,7 +164,7 @@ CUresult ds__ops_graph_instantiate(struct ds_tenant *t, const ds_instantiate_arg
     if (g->built && ds__ops_gstage_needed(t, g))
         return instantiate_staged(t, g, a, r);
     if (g->nhcopies > 0)
-        return ds__ops_ghcopy_instantiate(t, g, a, r);
+        return instantiate_hcopies(t, g, a, r);
     rc = ds_error_to_cu(t->ops->graph_instantiate(t->be, g->real, a->flags, &e));
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -261,4 +282,44 @@ CUresult ds__ops_graph_exec_update(struct ds_tenant *t, const ds_exec_update_arg
         return rc;
     return ds_error_to_cu(
         t->ops->graph_exec_update(t->be, e->real, g->real, &r->ds_exec_update_res_u.result));
+}
+
+void ds__ops_graph_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_GEXEC, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GEXEC);
+
+        if (all || g->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_GEXEC);
+            ds__ops_gexec_free(t, g);
+        }
+    }
+    if (all) {
+        ds__ops_gmem_drop_captures(t);
+        ds__ops_ghcopy_drop_captures(t);
+    }
+    cur = 0;
+    while ((h = ds_handles_next(&t->h, DS_H_GRAPH, &cur)) != 0) {
+        struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
+
+        /* A child graph node's graph goes with its node. */
+        if (!g->embedded && (all || g->ctx == ctx)) {
+            ds_handles_remove(&t->h, h, DS_H_GRAPH);
+            ds__ops_graph_free(t, g);
+        }
+    }
+}
+
+/* A conditional node comes with body graphs of its own (ops_gcond.c). */
+CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
+                                ds_handle_res *r)
+{
+    if (a->params.kind == DS_NODE_COND)
+        return ds__gcond_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                             &r->ds_handle_res_u.handle);
+    return ds__gnode_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
+                         &r->ds_handle_res_u.handle);
 }

@@ -1,11 +1,13 @@
 /*
  * Handlers for every procedure in common/ds_procs.h, one per procedure, grouped by area
- * (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c, ops_graph.c, ops_gnode.c,
- * ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_ghcopy.c, ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c,
- * ops_hostreg.c, ops_array.c, ops_share.c, executor.c for hello).  A handler validates all
- * of its arguments against the tenant's own objects, acts, fills the success arm of the
- * result, and returns the CUresult that goes into the reply (for batched procedures, the
- * one held for the next synchronous call).
+ * in this folder (ops_ctx.c, ops_mem.c, ops_stream.c, ops_event.c, ops_module.c,
+ * ops_vmm.c, ops_tensormap.c, ops_ipc.c, ops_pool.c, ops_hostreg.c, ops_array.c,
+ * ops_share.c and the rest), graphs in graph/ (ops_graph.c, ops_gdesc.c, ops_gnode.c,
+ * ops_gset.c, ops_gcond.c, ops_gstage.c, ops_gmem.c, ops_gcapture.c, ops_ghcopy.c), and hello in
+ * executor.c.  A handler validates all of its arguments against the tenant's own
+ * objects, acts, fills the success arm of the result, and returns the CUresult that goes
+ * into the reply (for batched procedures, the one held for the next synchronous call).
+ * What each area keeps for a tenant goes with it through ops_areas.c.
  */
 #ifndef DS_OPS_H
 #define DS_OPS_H
@@ -32,7 +34,7 @@ uint64_t ds__ops_memset_extent(uint64_t width, unsigned elem_size, uint64_t pitc
                                uint64_t height);
 
 /* Destroy graph g (its handle already removed): its nodes' handles, its backend graph,
- * and g itself (ops_gnode.c). */
+ * and g itself (graph/ops_gnode.c). */
 void ds__ops_graph_free(struct ds_tenant *t, struct ds_vgraph *g);
 /* An instantiated graph e of built graph g takes a ref on each event g's nodes use
  * (CUDA_ERROR_OUT_OF_MEMORY when it cannot); ds__ops_gexec_free drops them with e. */
@@ -48,12 +50,12 @@ struct ds_gnode_scratch {
     struct ds_memop_desc memops[DS_MEMOPS_MAX];
 };
 
-/* The backend's description of node p, every input checked (ops_gnode.c); sc holds what
+/* The backend's description of node p, every input checked (ops_gdesc.c); sc holds what
  * it points to for as long as d is used.  A node the tenant runs itself is an empty node
  * to the backend. */
 CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
                                 struct ds_gnode_desc *d, struct ds_gnode_scratch *sc);
-/* Whether node p runs in the tenant's process (ops_gnode.c): a host node, or a copy node
+/* Whether node p runs in the tenant's process (ops_gdesc.c): a host node, or a copy node
  * with a side in memory only the tenant reaches.  A graph with one runs in stages. */
 int ds__gnode_in_tenant(const ds_node_params *p);
 
@@ -63,18 +65,32 @@ int ds__gnode_in_tenant(const ds_node_params *p);
 CUresult ds__ops_memop_node(struct ds_tenant *t, const ds_memop *ops, unsigned n,
                             struct ds_gnode_desc *d, struct ds_memop_desc *out);
 
-/* Building graphs node by node, shared by ops_gnode.c and ops_gcond.c (defined in
- * ops_gnode.c).  ds__gnode_editable: built graph h, when the tenant may change it (else
- * the CUresult that refuses).  ds__gnode_of: node h when it belongs to graph `graph` (any
- * graph when 0), or NULL.  ds__gnode_add_described: add node p, described to the backend
- * as d, after deps to graph g (handle gh), its handle in *out.  ds__gnode_append_handle:
- * h appended to the array *v of *n handles; 0, or -1 out of memory. */
+/* Looking up built graphs and their nodes (ops_gdesc.c).  ds__gnode_built: built graph
+ * h (else the CUresult that refuses); ds__gnode_editable: the same, when the tenant may
+ * change it; ds__gnode_child_of: one a child graph node may copy.  ds__gnode_of: node h
+ * when it belongs to graph `graph` (any graph when 0), or NULL.  ds__gnode_event_of: the
+ * event node parameters p record or wait on, or NULL. */
+CUresult ds__gnode_built(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
 CUresult ds__gnode_editable(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
+CUresult ds__gnode_child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out);
 struct ds_vnode *ds__gnode_of(struct ds_tenant *t, uint64_t h, uint64_t graph);
+struct ds_vevent *ds__gnode_event_of(struct ds_tenant *t, const ds_node_params *p);
+
+/* Building graphs node by node (ops_gnode.c).  ds__gnode_add: add node p (no
+ * conditional node) after deps to graph gh, its handle in *out.  ds__gnode_add_described:
+ * add node p, described to the backend as d, after deps to graph g (handle gh), its
+ * handle in *out.  ds__gnode_append_handle: h appended to the array *v of *n handles; 0,
+ * or -1 out of memory.  ds__gnode_copy_params: a deep copy of p into *out (whose old
+ * contents are not freed), 0 or DS_ENOMEM; ds__gnode_free_params frees what such a copy
+ * holds. */
+CUresult ds__gnode_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                       const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 CUresult ds__gnode_add_described(struct ds_tenant *t, struct ds_vgraph *g, uint64_t gh,
                                  const ds_node_params *p, const struct ds_gnode_desc *d,
                                  const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 int ds__gnode_append_handle(uint64_t **v, uint32_t *n, uint64_t h);
+int ds__gnode_copy_params(const ds_node_params *p, ds_node_params *out);
+void ds__gnode_free_params(ds_node_params *p);
 /* Add conditional node p after deps to graph gh (ops_gcond.c); its body graphs get
  * handles, which the tenant reads back with the node's parameters. */
 CUresult ds__gcond_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
@@ -112,14 +128,14 @@ void ds__ops_gmem_drop_captures(struct ds_tenant *t);
  * is the backend's id of s's capture (0: none), read before it ends;
  * ds__ops_ghcopy_captured hands the copies capture `id` took to its graph g, or releases
  * them when g is NULL or they cannot be handed (CUDA_ERROR_OUT_OF_MEMORY);
- * ds__ops_ghcopy_drop_captures releases every capture's.  ds__ops_ghcopy_instantiate
- * makes the staged instance of captured graph g that has such copies (g->nhcopies > 0),
- * its handle in r. */
+ * ds__ops_ghcopy_drop_captures releases every capture's.  ds__ops_ghcopy_stage makes x
+ * (its ctx, graph and flags set) the staged instance of captured graph g that has such
+ * copies (g->nhcopies > 0); on failure the caller frees x. */
 uint64_t ds__ops_ghcopy_capture(struct ds_tenant *t, struct ds_vstream *s);
 CUresult ds__ops_ghcopy_captured(struct ds_tenant *t, uint64_t id, struct ds_vgraph *g);
 void ds__ops_ghcopy_drop_captures(struct ds_tenant *t);
-CUresult ds__ops_ghcopy_instantiate(struct ds_tenant *t, const struct ds_vgraph *g,
-                                    const ds_instantiate_args *a, ds_handle_res *r);
+CUresult ds__ops_ghcopy_stage(struct ds_tenant *t, const struct ds_vgraph *g,
+                              struct ds_vgraph *x);
 
 /* Staged graphs (ops_gstage.c).  ds__ops_gstage_needed: 1 when built graph g has nodes
  * that run in the tenant's process (host nodes, copies of the tenant's own memory), so
@@ -142,11 +158,6 @@ void ds__ops_gstage_free(struct ds_tenant *t, struct ds_vgraph *e);
 void ds__ops_event_free(struct ds_tenant *t, struct ds_vevent *e);
 void ds__ops_event_release(struct ds_tenant *t, struct ds_vevent *e);
 
-/* 0 when [addr, addr+len) lies inside one VMM reservation of the tenant and every byte
- * of it in accessible mappings, which need not be of one physical allocation (ops_vmm.c);
- * else DS_ERANGE. */
-int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len);
-
 /* Unmap, free and release everything the tenant reserved, mapped and created with the
  * VMM calls; the backend must still be open. */
 void ds__ops_vmm_fini(struct ds_tenant *t);
@@ -158,25 +169,30 @@ void ds__ops_vmm_fini(struct ds_tenant *t);
  * backend must still be open. */
 CUresult ds__ops_pool_free_now(struct ds_tenant *t, uint64_t ptr);
 void ds__ops_pool_fini(struct ds_tenant *t);
-/* The tenant's account's reclaim (account.h): trim every pool of tenant (a struct
- * ds_tenant) to what its live allocations need, and count what they hold then. */
-void ds__ops_pool_reclaim(void *tenant);
 
 /* IPC (ops_ipc.c).  Allocation `base` or event e is going: its export, if any, is
  * withdrawn first.  ds__ops_ipc_close closes the other tenants' memory opened in context
  * ctx (all: in any), whatever references remain; the backend must still be open. */
 void ds__ops_ipc_mem_gone(struct ds_tenant *t, uint64_t base);
 void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
-
-/* Give event e (its backend event made) a handle, into *out; e is taken over, and freed
- * with its backend event when no handle is left.  Returns CUDA_SUCCESS or
- * CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out);
 void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
 
 /* Destroy the texture and surface objects, mipmapped arrays and arrays of context ctx
  * (all: of every context), giving their memory back to the account (ops_array.c). */
 void ds__ops_array_drop(struct ds_tenant *t, uint64_t ctx, int all);
+
+/* Each area's part in the tenant's lifetime (struct ds_tenant_area), listed in order in
+ * ds__ops_areas (ops_areas.c): the pools' reclaim set up (ops_pool.c); the objects of
+ * context ctx, of every context when all != 0, freed: graphs and their instances
+ * (ops_graph.c), modules (ops_module.c), streams (ops_stream.c), events (ops_event.c)
+ * and allocations (ops_mem.c). */
+void ds__ops_pool_init(struct ds_tenant *t);
+void ds__ops_graph_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_module_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_stream_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_event_drop(struct ds_tenant *t, uint64_t ctx, int all);
+void ds__ops_mem_drop(struct ds_tenant *t, uint64_t ctx, int all);
+extern const struct ds_tenant_areas ds__ops_areas;
 
 /* Create the tenant's primary context, inactive until retained, so that its handle is
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */

@@ -328,5 +328,5 @@ CUresult ds__ops_ipc_event_open(struct ds_tenant *t, const ds_ipc_event_open_arg
         free(e);
         return ds_error_to_cu(err);
     }
-    return ds__ops_event_publish(t, e, &r->ds_handle_res_u.handle);
+    return ds__tenant_publish_event(t, e, &r->ds_handle_res_u.handle);
 }

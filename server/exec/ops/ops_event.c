@@ -29,17 +29,7 @@ CUresult ds__ops_event_create(struct ds_tenant *t, const ds_event_create_args *a
         free(e);
         return ds_error_to_cu(rc);
     }
-    return ds__ops_event_publish(t, e, &r->ds_handle_res_u.handle);
-}
-
-CUresult ds__ops_event_publish(struct ds_tenant *t, struct ds_vevent *e, ds_handle *out)
-{
-    *out = ds_handles_add(&t->h, DS_H_EVENT, e);
-    if (*out != 0)
-        return CUDA_SUCCESS;
-    t->ops->event_destroy(t->be, e->real);
-    free(e);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return ds__tenant_publish_event(t, e, &r->ds_handle_res_u.handle);
 }
 
 void ds__ops_event_free(struct ds_tenant *t, struct ds_vevent *e)
@@ -116,4 +106,19 @@ CUresult ds__ops_event_elapsed(struct ds_tenant *t, const ds_elapsed_args *a, ds
     if (s == NULL || e == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     return ds_error_to_cu(t->ops->event_elapsed(t->be, s->real, e->real, &r->ds_elapsed_res_u.ms));
+}
+
+void ds__ops_event_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_EVENT, &cur)) != 0) {
+        struct ds_vevent *e = ds_handles_get(&t->h, h, DS_H_EVENT);
+
+        if (all || e->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_EVENT);
+            ds__ops_event_free(t, e);
+        }
+    }
 }

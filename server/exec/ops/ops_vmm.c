@@ -7,7 +7,7 @@
  * checked against them before the backend sees it.  A mapping becomes device memory for
  * copies, fills and launch attributes (an entry in t->mem) once cuMemSetAccess gives the
  * device access to it, as on a GPU, where a mapping starts inaccessible; contiguous
- * mappings inside one reservation count as one range (ds__ops_vmm_range), so a copy
+ * mappings inside one reservation count as one range (ds__tenant_range), so a copy
  * may cross from one physical allocation into the next, as it does on a GPU.
  */
 #include "ops.h"
@@ -34,11 +34,6 @@ struct vpmem {
     unsigned refs, maps;
     struct ds_bpmem *real;
 };
-
-static int is_vmm(const struct ds_memtab_entry *e)
-{
-    return e->kind == DS_RANGE_VMM_READ || e->kind == DS_RANGE_VMM_RW;
-}
 
 static CUresult not_served(const char *what, int *once)
 {
@@ -156,24 +151,6 @@ static void unmap_one(struct ds_tenant *t, size_t i)
     ds_memtab_remove(&t->vmm_maps, e.base, NULL);
     m->maps--;
     drop_if_unused(t, e.owner, m);
-}
-
-int ds__ops_vmm_range(const struct ds_tenant *t, uint64_t addr, uint64_t len)
-{
-    const struct ds_memtab_entry *e = ds_memtab_find(&t->mem, addr, 0);
-    uint64_t reach;
-
-    /* One reservation: the sim's host memory behind it is contiguous too. */
-    if (ds_memtab_find(&t->vmm_va, addr, len) == NULL)
-        return DS_ERANGE;
-    while (e != NULL && is_vmm(e)) {
-        reach = e->base + e->size;
-        if (len <= reach - addr)
-            return 0;
-        /* Only here is the table known not to be empty: NULL + 0 is undefined. */
-        e = e + 1 < t->mem.v + t->mem.n && e[1].base == reach ? e + 1 : NULL;
-    }
-    return DS_ERANGE;
 }
 
 void ds__ops_vmm_fini(struct ds_tenant *t)

@@ -101,3 +101,21 @@ CUresult ds__ops_stream_get_info(struct ds_tenant *t, const ds_handle *h, ds_str
     info->id = s ? s->id : 0;
     return CUDA_SUCCESS;
 }
+
+void ds__ops_stream_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
+        struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+
+        if (all || s->ctx == ctx) {
+            ds_handles_remove(&t->h, h, DS_H_STREAM);
+            ds__tenant_stream_gone(t, s->real);
+            t->ops->stream_destroy(t->be, s->real);
+            free(s->into_deps);
+            free(s);
+        }
+    }
+}

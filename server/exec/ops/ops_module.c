@@ -42,12 +42,39 @@ CUresult ds__ops_module_load(struct ds_tenant *t, const ds_module_load_args *a, 
     return CUDA_SUCCESS;
 }
 
+/* Unload module h: its functions go, and its globals stop being valid addresses. */
+static void unload(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vmodule *m = ds_handles_remove(&t->h, h, DS_H_MODULE);
+    uint32_t cur = 0;
+    uint64_t fh;
+
+    if (m == NULL)
+        return;
+    while ((fh = ds_handles_next(&t->h, DS_H_FUNC, &cur)) != 0) {
+        struct ds_vfunc *f = ds_handles_get(&t->h, fh, DS_H_FUNC);
+
+        if (f->module == h) {
+            ds_handles_remove(&t->h, fh, DS_H_FUNC);
+            free(f->layout.offset);
+            free(f->layout.size);
+            free(f->name);
+            free(f);
+        }
+    }
+    for (size_t i = t->mem.n; i-- > 0;)
+        if (t->mem.v[i].kind == DS_RANGE_GLOBAL && t->mem.v[i].owner == h)
+            ds_memtab_remove(&t->mem, t->mem.v[i].base, NULL);
+    t->ops->module_unload(t->be, m->real);
+    free(m);
+}
+
 CUresult ds__ops_module_unload(struct ds_tenant *t, const ds_handle *h, ds_void_res *r)
 {
     (void)r;
     if (ds_handles_get(&t->h, *h, DS_H_MODULE) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
-    ds__tenant_drop_module(t, *h);
+    unload(t, *h);
     return CUDA_SUCCESS;
 }
 
@@ -366,4 +393,17 @@ CUresult ds__ops_launch(struct ds_tenant *t, const ds_launch_args *a)
     if (rc == CUDA_SUCCESS)
         ds__tenant_launched(t, s, ds__tenant_capturing(t, a->stream));
     return rc;
+}
+
+void ds__ops_module_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    while ((h = ds_handles_next(&t->h, DS_H_MODULE, &cur)) != 0) {
+        struct ds_vmodule *m = ds_handles_get(&t->h, h, DS_H_MODULE);
+
+        if (all || m->ctx == ctx)
+            unload(t, h);
+    }
 }

@@ -218,24 +218,10 @@ static CUresult make_stages(struct ds_tenant *t, const struct ds_vgraph *g, uint
     return rc;
 }
 
-CUresult ds__ops_ghcopy_instantiate(struct ds_tenant *t, const struct ds_vgraph *g,
-                                    const ds_instantiate_args *a, ds_handle_res *r)
+CUresult ds__ops_ghcopy_stage(struct ds_tenant *t, const struct ds_vgraph *g,
+                              struct ds_vgraph *x)
 {
-    struct ds_vgraph *x = calloc(1, sizeof(*x));
-    CUresult rc;
+    CUresult rc = make_stages(t, g, x->flags, x);
 
-    if (x == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    x->ctx = g->ctx;
-    x->graph = a->graph;
-    x->flags = a->flags;
-    rc = make_stages(t, g, a->flags, x);
-    if (rc == CUDA_SUCCESS)
-        rc = ds__ops_gexec_pin_events(t, g, x);
-    if (rc == CUDA_SUCCESS &&
-        (r->ds_handle_res_u.handle = ds_handles_add(&t->h, DS_H_GEXEC, x)) == 0)
-        rc = CUDA_ERROR_OUT_OF_MEMORY;
-    if (rc != CUDA_SUCCESS)
-        ds__ops_gexec_free(t, x);
-    return rc;
+    return rc == CUDA_SUCCESS ? ds__ops_gexec_pin_events(t, g, x) : rc;
 }

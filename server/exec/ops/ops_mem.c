@@ -345,3 +345,17 @@ CUresult ds__ops_host_unmap(struct ds_tenant *t, const ds_host_map_args *a, ds_v
     ds__tenant_host_unmap(t, map);
     return CUDA_SUCCESS;
 }
+
+void ds__ops_mem_drop(struct ds_tenant *t, uint64_t ctx, int all)
+{
+    for (size_t i = t->mem.n; i-- > 0;) {
+        if (t->mem.v[i].kind == DS_RANGE_ALLOC && (all || t->mem.v[i].owner == ctx)) {
+            uint64_t base = t->mem.v[i].base;
+
+            ds__account_give(&t->acct, DS_MEM_DEVICE, t->mem.v[i].size);
+            ds__ops_ipc_mem_gone(t, base);
+            t->ops->dev_free(t->be, base);
+            ds_memtab_remove(&t->mem, base, NULL);
+        }
+    }
+}

@@ -81,7 +81,9 @@ static void drop(struct ds_tenant *t, uint64_t h)
     free(p);
 }
 
-void ds__ops_pool_reclaim(void *tenant)
+/* The tenant's account's reclaim (account.h): trim every pool of tenant (a struct
+ * ds_tenant) to what its live allocations need, and count what they hold then. */
+static void reclaim(void *tenant)
 {
     struct ds_tenant *t = tenant;
     uint32_t cur = 0;
@@ -95,6 +97,12 @@ void ds__ops_pool_reclaim(void *tenant)
         t->ops->pool_trim(t->be, p->real, 0);
         recount(t, p, 0);
     }
+}
+
+void ds__ops_pool_init(struct ds_tenant *t)
+{
+    t->acct.reclaim = reclaim;
+    t->acct.reclaim_ctx = t;
 }
 
 static CUresult publish(struct ds_tenant *t, struct vpool *p, uint64_t *h)

@@ -1,9 +1,10 @@
 /*
- * Graphs built node by node (cuGraphCreate, cuGraphAdd*Node and the calls that read or
- * edit them).  The executor keeps each built graph's shape itself (its nodes, in the
- * order they were added, and each node's dependencies, as handles), answers every
+ * Graphs built node by node (cuGraphCreate, cuGraphAdd*Node, edges, clones and the calls
+ * that read them).  The executor keeps each built graph's shape itself (its nodes, in
+ * the order they were added, and each node's dependencies, as handles), answers every
  * question about it from there, and mirrors each change into the backend's graph, which
- * alone is instantiated and launched (ops_graph.c).
+ * alone is instantiated and launched (ops_graph.c).  A node's parameters are checked in
+ * ops_gdesc.c; new parameters for a node, and enabling it, are ops_gset.c's.
  */
 #include "ops.h"
 
@@ -13,202 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A built graph of the tenant's.  A captured graph's nodes are the backend's own and
- * have no handles, so it cannot be edited or asked about node by node. */
-static CUresult built_graph(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
-{
-    *out = ds_handles_get(&t->h, h, DS_H_GRAPH);
-    if (*out == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (!(*out)->built) {
-        ds_warn("a captured graph cannot be edited or listed node by node");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* A built graph the tenant may change.  A child graph node's graph is not one: the
- * backend's node holds its own copy of it, made when the node was added, which edits
- * here would not reach. */
-CUresult ds__gnode_editable(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
-{
-    CUresult rc = built_graph(t, h, out);
-
-    if (rc == CUDA_SUCCESS && (*out)->frozen) {
-        ds_warn("a child graph node's graph cannot be edited; set the node's graph instead");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    return rc;
-}
-
-/* Node h when it belongs to graph `graph` (any graph when 0). */
-struct ds_vnode *ds__gnode_of(struct ds_tenant *t, uint64_t h, uint64_t graph)
-{
-    struct ds_vnode *n = ds_handles_get(&t->h, h, DS_H_NODE);
-
-    return n != NULL && (graph == 0 || n->graph == graph) ? n : NULL;
-}
-
-static CUresult check_kernel(struct ds_tenant *t, const ds_kernel_node *k,
-                             struct ds_gnode_desc *d, CUlaunchAttribute *attrs)
-{
-    struct ds_vfunc *f = ds_handles_get(&t->h, k->fn, DS_H_FUNC);
-    CUresult rc;
-
-    if (f == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (ds__ops_bad_shape(t, k->grid, k->block) || k->params.params_len != f->layout.bytes)
-        return CUDA_ERROR_INVALID_VALUE;
-    rc = ds__ops_launch_attrs(t, k->attrs.attrs_val, k->attrs.attrs_len, attrs);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    d->f = f->real;
-    memcpy(d->l.grid, k->grid, sizeof(d->l.grid));
-    memcpy(d->l.block, k->block, sizeof(d->l.block));
-    d->l.shared_mem = k->shared_mem;
-    d->l.params = k->params.params_val;
-    d->l.param_bytes = k->params.params_len;
-    d->l.attrs = attrs;
-    d->l.nattrs = k->attrs.attrs_len;
-    return CUDA_SUCCESS;
-}
-
-/* A fill is checked as cuMemsetD2D*Async's are, except that an empty one is refused,
- * as the driver refuses an empty memset node. */
-static CUresult check_fill(struct ds_tenant *t, const ds_memset_node *m, struct ds_gnode_desc *d)
-{
-    uint64_t extent;
-
-    if (m->elem_size != 1 && m->elem_size != 2 && m->elem_size != 4)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (m->width == 0 || m->height == 0 || m->dst % m->elem_size != 0 ||
-        (m->height > 1 && m->pitch % m->elem_size != 0))
-        return CUDA_ERROR_INVALID_VALUE;
-    extent = ds__ops_memset_extent(m->width, m->elem_size, m->pitch, m->height);
-    if (extent == 0 || ds__tenant_range(t, m->dst, extent) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMSET, .dst = m->dst, .pitch = m->pitch,
-                                 .value = m->value, .elem_size = m->elem_size,
-                                 .width = m->width, .height = m->height };
-    return CUDA_SUCCESS;
-}
-
-/* A side of a copy the tenant does itself is an address in its own process, which only
- * its own process reads or writes: nothing to check here. */
-static CUresult check_copy(struct ds_tenant *t, const ds_memcpy_node *c, struct ds_gnode_desc *d)
-{
-    if (c->size == 0 || (c->host & ~(unsigned)(DS_COPY_SRC_HOST | DS_COPY_DST_HOST)) != 0 ||
-        (!(c->host & DS_COPY_DST_HOST) && ds__tenant_range(t, c->dst, c->size) != 0) ||
-        (!(c->host & DS_COPY_SRC_HOST) && ds__tenant_range(t, c->src, c->size) != 0))
-        return CUDA_ERROR_INVALID_VALUE;
-    if (c->host != 0)
-        *d = (struct ds_gnode_desc){ .kind = DS_GNODE_EMPTY };
-    else
-        *d = (struct ds_gnode_desc){ .kind = DS_GNODE_MEMCPY, .dst = c->dst, .src = c->src,
-                                     .n = c->size };
-    return CUDA_SUCCESS;
-}
-
-int ds__gnode_in_tenant(const ds_node_params *p)
-{
-    return p->kind == DS_NODE_HOST ||
-           (p->kind == DS_NODE_MEMCPY && p->ds_node_params_u.copy.host != 0);
-}
-
-/* The event that node parameters p record or wait on: NULL when p is no event node's or
- * names no event of the tenant's. */
-static struct ds_vevent *event_of(struct ds_tenant *t, const ds_node_params *p)
-{
-    if (p->kind == DS_NODE_EVENT_RECORD)
-        return ds_handles_get(&t->h, p->ds_node_params_u.record, DS_H_EVENT);
-    if (p->kind == DS_NODE_EVENT_WAIT)
-        return ds_handles_get(&t->h, p->ds_node_params_u.wait, DS_H_EVENT);
-    return NULL;
-}
-
-/* Whether built graph g has a node that runs in the tenant's process, or a child graph
- * that has one. */
-static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
-{
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        struct ds_vnode *n = ds_handles_get(&t->h, g->nodes[i], DS_H_NODE);
-
-        if (ds__gnode_in_tenant(&n->params))
-            return 1;
-        if (n->params.kind == DS_NODE_CHILD &&
-            has_host(t, ds_handles_get(&t->h, n->params.ds_node_params_u.child, DS_H_GRAPH)))
-            return 1;
-    }
-    return 0;
-}
-
-/* The graph a child graph node copies: a built graph without nodes that run in the
- * tenant's process, which a graph replayed as one piece by the backend could not reach. */
-static CUresult child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
-{
-    CUresult rc = built_graph(t, h, out);
-
-    if (rc == CUDA_SUCCESS && has_host(t, *out)) {
-        ds_warn("a child graph with host nodes, or copies of pageable host memory, is not "
-                "served");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    return rc;
-}
-
-CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
-                                struct ds_gnode_desc *d, struct ds_gnode_scratch *sc)
-{
-    struct ds_vgraph *child;
-    struct ds_vevent *ev;
-    CUresult rc;
-
-    memset(d, 0, sizeof(*d));
-    switch (p->kind) {
-    case DS_NODE_EMPTY:
-        d->kind = DS_GNODE_EMPTY;
-        return CUDA_SUCCESS;
-    case DS_NODE_HOST:
-        d->kind = DS_GNODE_EMPTY;
-        return p->ds_node_params_u.host.fn != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case DS_NODE_CHILD:
-        d->kind = DS_GNODE_CHILD;
-        if ((rc = child_of(t, p->ds_node_params_u.child, &child)) != CUDA_SUCCESS)
-            return rc;
-        d->child = child->real;
-        return CUDA_SUCCESS;
-    case DS_NODE_COND:
-    case DS_NODE_MEM_ALLOC:
-    case DS_NODE_MEM_FREE:
-        /* Only added as themselves (ds__gcond_add, add_mem): a conditional node's handle
-         * and bodies are its graph's, an allocation node's memory is its own. */
-        ds_warn("conditional and memory nodes cannot be copied (clone, child graph) or run "
-                "in stages (with host nodes)");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    case DS_NODE_KERNEL:
-        d->kind = DS_GNODE_KERNEL;
-        return check_kernel(t, &p->ds_node_params_u.kernel, d, sc->attrs);
-    case DS_NODE_MEMSET:
-        return check_fill(t, &p->ds_node_params_u.fill, d);
-    case DS_NODE_MEMCPY:
-        return check_copy(t, &p->ds_node_params_u.copy, d);
-    case DS_NODE_MEMOP:
-        return ds__ops_memop_node(t, p->ds_node_params_u.memops.memops_val,
-                                  p->ds_node_params_u.memops.memops_len, d, sc->memops);
-    case DS_NODE_EVENT_RECORD:
-    case DS_NODE_EVENT_WAIT:
-        d->kind = p->kind == DS_NODE_EVENT_RECORD ? DS_GNODE_EVENT_RECORD : DS_GNODE_EVENT_WAIT;
-        if ((ev = event_of(t, p)) == NULL)
-            return CUDA_ERROR_INVALID_HANDLE;
-        d->event = ev->real;
-        return CUDA_SUCCESS;
-    default:
-        ds_warn("graph node kind %d is not served", (int)p->kind);
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-}
-
-static void free_params(ds_node_params *p)
+void ds__gnode_free_params(ds_node_params *p)
 {
     if (p->kind == DS_NODE_KERNEL) {
         free(p->ds_node_params_u.kernel.params.params_val);
@@ -230,7 +36,7 @@ static void *dup_bytes(const void *src, size_t n)
 }
 
 /* A deep copy of p into *out (whose old contents are not freed).  0 or DS_ENOMEM. */
-static int copy_params(const ds_node_params *p, ds_node_params *out)
+int ds__gnode_copy_params(const ds_node_params *p, ds_node_params *out)
 {
     const ds_kernel_node *k = &p->ds_node_params_u.kernel;
     ds_kernel_node *o = &out->ds_node_params_u.kernel;
@@ -262,7 +68,7 @@ static int copy_params(const ds_node_params *p, ds_node_params *out)
     o->attrs.attrs_val = dup_bytes(k->attrs.attrs_val,
                                    k->attrs.attrs_len * sizeof(*k->attrs.attrs_val));
     if (o->params.params_val == NULL || o->attrs.attrs_val == NULL) {
-        free_params(out);
+        ds__gnode_free_params(out);
         out->kind = DS_NODE_EMPTY;
         return DS_ENOMEM;
     }
@@ -271,7 +77,7 @@ static int copy_params(const ds_node_params *p, ds_node_params *out)
 
 static void free_node(struct ds_vnode *n)
 {
-    free_params(&n->params);
+    ds__gnode_free_params(&n->params);
     free(n->deps);
     free(n);
 }
@@ -364,7 +170,7 @@ static struct ds_vnode *new_node(uint64_t graph, const ds_node_params *p, const 
     if (n == NULL)
         return NULL;
     n->graph = graph;
-    if (copy_params(p, &n->params) != 0 ||
+    if (ds__gnode_copy_params(p, &n->params) != 0 ||
         (ndeps > 0 && (n->deps = dup_bytes(deps, ndeps * sizeof(*deps))) == NULL)) {
         free_node(n);
         return NULL;
@@ -383,7 +189,7 @@ static CUresult copy_child(struct ds_tenant *t, uint64_t h, uint64_t *copy)
     ds_handle_res r;
     CUresult rc;
 
-    if ((rc = child_of(t, h, &g)) != CUDA_SUCCESS ||
+    if ((rc = ds__gnode_child_of(t, h, &g)) != CUDA_SUCCESS ||
         (rc = ds__ops_graph_clone(t, &h, &r)) != CUDA_SUCCESS)
         return rc;
     *copy = r.ds_handle_res_u.handle;
@@ -430,7 +236,7 @@ CUresult ds__gnode_add_described(struct ds_tenant *t, struct ds_vgraph *g, uint6
     else
         rc = ds_error_to_cu(t->ops->graph_add_node(t->be, g->real, d, real, ndeps, &n->real));
     free(real);
-    if (rc == CUDA_SUCCESS && (n->event = event_of(t, p)) != NULL)
+    if (rc == CUDA_SUCCESS && (n->event = ds__gnode_event_of(t, p)) != NULL)
         n->event->refs++;
     if (rc == CUDA_SUCCESS)
         return publish_node(t, g, n, out);
@@ -528,20 +334,14 @@ CUresult ds__ops_graph_create(struct ds_tenant *t, const ds_graph_create_args *a
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-CUresult ds__ops_graph_add_node(struct ds_tenant *t, const ds_graph_add_args *a,
-                                ds_handle_res *r)
+CUresult ds__gnode_add(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
+                       const uint64_t *deps, uint32_t ndeps, ds_handle *out)
 {
-    if (a->params.kind == DS_NODE_CHILD)
-        return add_child(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
-                         &r->ds_handle_res_u.handle);
-    if (a->params.kind == DS_NODE_COND)
-        return ds__gcond_add(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
-                        &r->ds_handle_res_u.handle);
-    if (a->params.kind == DS_NODE_MEM_ALLOC || a->params.kind == DS_NODE_MEM_FREE)
-        return add_mem(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
-                       &r->ds_handle_res_u.handle);
-    return add_node(t, a->graph, &a->params, a->deps.deps_val, a->deps.deps_len,
-                    &r->ds_handle_res_u.handle);
+    if (p->kind == DS_NODE_CHILD)
+        return add_child(t, gh, p, deps, ndeps, out);
+    if (p->kind == DS_NODE_MEM_ALLOC || p->kind == DS_NODE_MEM_FREE)
+        return add_mem(t, gh, p, deps, ndeps, out);
+    return add_node(t, gh, p, deps, ndeps, out);
 }
 
 /* Whether edge from -> to exists: from is among to's dependencies. */
@@ -687,7 +487,7 @@ CUresult ds__ops_graph_query(struct ds_tenant *t, const ds_graph_query_args *a,
     case DS_GQ_NODES:
     case DS_GQ_ROOTS:
     case DS_GQ_EDGES:
-        if ((rc = built_graph(t, a->of, &g)) != CUDA_SUCCESS)
+        if ((rc = ds__gnode_built(t, a->of, &g)) != CUDA_SUCCESS)
             return rc;
         return list_graph(t, g, a->what, l);
     case DS_GQ_DEPS:
@@ -705,125 +505,9 @@ CUresult ds__ops_graph_node_info(struct ds_tenant *t, const ds_handle *h, ds_nod
     if (n == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
     r->ds_node_info_res_u.info.graph = n->graph;
-    if (copy_params(&n->params, &r->ds_node_info_res_u.info.params) != 0)
+    if (ds__gnode_copy_params(&n->params, &r->ds_node_info_res_u.info.params) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     return CUDA_SUCCESS;
-}
-
-/* Whether a node of kind `kind` takes new parameters: in its graph (exec 0), or in an
- * instantiated graph (exec 1). */
-static int settable(ds_node_kind kind, int exec)
-{
-    switch (kind) {
-    case DS_NODE_KERNEL:
-    case DS_NODE_MEMSET:
-    case DS_NODE_MEMCPY:
-    case DS_NODE_EVENT_RECORD:
-    case DS_NODE_EVENT_WAIT:
-    case DS_NODE_HOST:
-    case DS_NODE_MEMOP:
-        return 1;
-    case DS_NODE_CHILD:
-        return exec;
-    default:
-        return 0;
-    }
-}
-
-/* New parameters p in instantiated graph e for node n.  Events set, and those of a new
- * child graph, are pinned by e before the backend may use them, whether the set
- * succeeds or not. */
-static CUresult set_in_exec(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
-                            struct ds_vgraph *e, const ds_node_params *p,
-                            const struct ds_gnode_desc *d)
-{
-    struct ds_vgraph *g = ds_handles_get(&t->h, n->graph, DS_H_GRAPH);
-    struct ds_vevent *ev = event_of(t, p);
-    CUresult rc = CUDA_SUCCESS;
-
-    if (ev != NULL)
-        rc = ds__ops_gexec_pin(e, ev);
-    if (rc == CUDA_SUCCESS && p->kind == DS_NODE_CHILD)
-        rc = ds__ops_gexec_pin_events(
-            t, ds_handles_get(&t->h, p->ds_node_params_u.child, DS_H_GRAPH), e);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (e->stages != NULL)
-        return ds__ops_gstage_set(t, e, nh, p, d);
-    /* A copy of the tenant's own memory would make e a staged graph. */
-    if (ds__gnode_in_tenant(p))
-        return CUDA_ERROR_INVALID_VALUE;
-    return ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, e->real, n->real, d));
-}
-
-/* New parameters p for node n in its graph; an event set moves the node's ref to it. */
-static CUresult set_in_graph(struct ds_tenant *t, struct ds_vnode *n, const ds_node_params *p,
-                             const struct ds_gnode_desc *d)
-{
-    struct ds_vevent *ev = event_of(t, p);
-    struct ds_vgraph *g;
-    ds_node_params copy;
-    CUresult rc;
-
-    if ((rc = ds__gnode_editable(t, n->graph, &g)) != CUDA_SUCCESS)
-        return rc;
-    /* The backend's node is a copy or an empty node by where the copy's host side is;
-     * it cannot turn from one into the other. */
-    if (ds__gnode_in_tenant(p) != ds__gnode_in_tenant(&n->params)) {
-        ds_warn("a copy node cannot move between pageable and device-reachable memory");
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
-    if (copy_params(p, &copy) != 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!ds__gnode_in_tenant(p))
-        rc = ds_error_to_cu(t->ops->graph_node_set(t->be, g->real, NULL, n->real, d));
-    if (rc != CUDA_SUCCESS) {
-        free_params(&copy);
-        return rc;
-    }
-    free_params(&n->params);
-    n->params = copy;
-    if (ev != NULL)
-        ev->refs++;
-    if (n->event != NULL)
-        ds__ops_event_release(t, n->event);
-    n->event = ev;
-    return CUDA_SUCCESS;
-}
-
-/* New parameters for node n (handle nh), of its kind, in its graph (e NULL) or in e. */
-static CUresult set_node(struct ds_tenant *t, struct ds_vnode *n, uint64_t nh,
-                         struct ds_vgraph *e, const ds_node_params *p)
-{
-    struct ds_gnode_scratch sc;
-    struct ds_gnode_desc d;
-    CUresult rc;
-
-    if (n->params.kind != p->kind || !settable(p->kind, e != NULL))
-        return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__ops_gnode_describe(t, p, &d, &sc)) != CUDA_SUCCESS)
-        return rc;
-    if (e != NULL)
-        return set_in_exec(t, n, nh, e, p, &d);
-    return set_in_graph(t, n, p, &d);
-}
-
-CUresult ds__ops_graph_node_set(struct ds_tenant *t, const ds_node_set_args *a, ds_void_res *r)
-{
-    struct ds_vnode *n = ds__gnode_of(t, a->node, 0);
-    struct ds_vgraph *e = NULL;
-
-    (void)r;
-    if (n == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (a->exec != 0) {
-        e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
-        if (e == NULL)
-            return CUDA_ERROR_INVALID_HANDLE;
-        if (e->graph != n->graph)
-            return CUDA_ERROR_INVALID_VALUE;
-    }
-    return set_node(t, n, a->node, e, &a->params);
 }
 
 /* Clone's second pass: the edges of every node of g, between the copies in c (whose
@@ -856,7 +540,7 @@ CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_
     ds_handle ch, node;
     CUresult rc;
 
-    if ((rc = built_graph(t, *h, &g)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_built(t, *h, &g)) != CUDA_SUCCESS)
         return rc;
     ca.ctx = g->ctx;
     if ((rc = ds__ops_graph_create(t, &ca, r)) != CUDA_SUCCESS)
@@ -940,7 +624,7 @@ CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone
     struct ds_vgraph *c;
     CUresult rc;
 
-    if ((rc = built_graph(t, a->clone, &c)) != CUDA_SUCCESS)
+    if ((rc = ds__gnode_built(t, a->clone, &c)) != CUDA_SUCCESS)
         return rc;
     if (ds__gnode_of(t, a->node, 0) == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -953,66 +637,6 @@ CUresult ds__ops_graph_find_in_clone(struct ds_tenant *t, const ds_find_in_clone
         }
     }
     return CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Whether node h is among e's disabled nodes; its index in *at. */
-static int is_off(const struct ds_vgraph *e, uint64_t h, uint32_t *at)
-{
-    for (*at = 0; *at < e->noff; (*at)++)
-        if (e->off[*at] == h)
-            return 1;
-    return 0;
-}
-
-/* Node n (handle nh) of instance e enabled or disabled in the backend. */
-static CUresult enable(struct ds_tenant *t, struct ds_vgraph *e, struct ds_vnode *n, uint64_t nh,
-                       int on)
-{
-    struct ds_gstage *s;
-    uint32_t i;
-
-    if (e->stages == NULL)
-        return ds_error_to_cu(t->ops->graph_node_enable(t->be, e->real, n->real, on));
-    /* A copy the tenant does is left out of its stage's calls while off (ops_gstage.c). */
-    if (ds__gnode_in_tenant(&n->params))
-        return CUDA_SUCCESS;
-    if ((s = ds__ops_gstage_find(e, nh, &i)) == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    return ds_error_to_cu(t->ops->graph_node_enable(t->be, s->e, s->real[i], on));
-}
-
-/* Kernel, memset and memcpy nodes can be disabled, as CUDA allows. */
-CUresult ds__ops_graph_node_enable(struct ds_tenant *t, const ds_node_enable_args *a,
-                                   ds_int_res *r)
-{
-    struct ds_vgraph *e = ds_handles_get(&t->h, a->exec, DS_H_GEXEC);
-    struct ds_vnode *n = ds__gnode_of(t, a->node, 0);
-    uint32_t at;
-    int off;
-    CUresult rc;
-
-    if (e == NULL || n == NULL)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (e->graph != n->graph || a->enable < -1 || a->enable > 1 ||
-        (n->params.kind != DS_NODE_KERNEL && n->params.kind != DS_NODE_MEMSET &&
-         n->params.kind != DS_NODE_MEMCPY))
-        return CUDA_ERROR_INVALID_VALUE;
-    off = is_off(e, a->node, &at);
-    r->ds_int_res_u.value = !off;
-    if (a->enable == -1 || a->enable == !off)
-        return CUDA_SUCCESS;
-    if (!off && ds__gnode_append_handle(&e->off, &e->noff, 0) != 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if ((rc = enable(t, e, n, a->node, a->enable)) != CUDA_SUCCESS) {
-        e->noff -= !off;
-        return rc;
-    }
-    if (off)
-        e->off[at] = e->off[--e->noff];
-    else
-        e->off[e->noff - 1] = a->node;
-    r->ds_int_res_u.value = a->enable;
-    return CUDA_SUCCESS;
 }
 
 CUresult ds__ops_gnode_add_captured(struct ds_tenant *t, uint64_t gh, uint64_t child,
