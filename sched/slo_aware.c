@@ -103,8 +103,7 @@ static const char *why_be(int lvl)
         "shrunk: latency-critical work slowed (1/2 of the SMs)",
         "shrunk: latency-critical work slowed (1/4 of the SMs)",
         "shrunk: latency-critical work slowed (1/8 of the SMs)",
-        "held while latency-critical work runs: its SLO is at risk, or it runs at half its "
-        "speed"
+        "held while latency-critical work runs: its SLO is at risk, or it runs at half its speed"
     };
 
     return why[lvl];
