@@ -209,8 +209,12 @@ Test(fault_domain, a_shared_fault_ends_shared_neighbours_only_and_names_its_culp
                               "\"isolation\":\"shared\""), "%s", obj);
     bad = start_fn(culprit);
     cr_assert_eq(exit_code(bad), OK, "the culprit did not see its own fault");
-    /* A tenant arriving while the victims are in their grace is served. */
+    /* A tenant arriving while the victims are in their grace waits for them to leave (MPS
+     * admits no new client before: recovery.h), and is then served. */
     cr_assert_eq(run_brief("late"), OK, "a tenant arriving after the fault was not served");
+    cr_assert(ds_test_log_has(&srv, "tenant late waits for its fault domain to recover"));
+    cr_assert(ds_test_log_has(&srv, "fault domain shared recovered (every executor of the "
+                                    "fault left"));
     cr_assert_eq(exit_code(v1), OK, "victim-1 (see %s/victim-1.err)", srv.dir);
     cr_assert_eq(exit_code(v2), OK, "victim-2 (see %s/victim-2.err)", srv.dir);
     cr_assert_eq(exit_code(solo), OK, "the tenant of a domain of its own lost its context");

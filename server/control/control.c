@@ -63,7 +63,9 @@ static unsigned fault_gen(const struct control *c)
 /* Keep cfg->warm executors of the shared domain waiting with the device open. */
 static void fill_pool(struct control *c)
 {
-    while (!c->stopping && c->nwarm < c->cfg->warm) {
+    /* While the shared domain recovers from a fault, MPS admits no new client: the pool
+     * is filled again once it has (recovery.c serves its waiting tenants, then here). */
+    while (!c->stopping && !c->recovery[0].active && c->nwarm < c->cfg->warm) {
         if (ds__control_spawn(c, &c->warm[c->nwarm], DS_ISO_SHARED, 0) != 0) {
             ds_warn("cannot start a warm executor: %s", strerror(errno));
             return;
@@ -72,6 +74,11 @@ static void fill_pool(struct control *c)
         c->warm_killed[c->nwarm] = 0;
         c->nwarm++;
     }
+}
+
+void ds__control_refill(struct control *c)
+{
+    fill_pool(c);
 }
 
 static void drop_warm(struct control *c, int i)
@@ -379,6 +386,10 @@ static void serve(struct listener *l, uv_stream_t *client, const char *name, int
 
     if (isolation == DS_ISO_GROUP && ds__group_wait(l->ctl, group, l, client, name, vouched))
         return;
+    if (isolation != DS_ISO_OWN &&
+        ds__recovery_wait(l->ctl, isolation == DS_ISO_GROUP ? group : 0, l, client, name,
+                          vouched, isolation))
+        return;
     ds__control_serve(l, client, name, vouched, isolation, group);
 }
 
@@ -493,6 +504,7 @@ static void close_all(struct control *c)
     uv_close((uv_handle_t *)&c->refill, NULL);
     ds__tracectl_close(c);
     uv_close((uv_handle_t *)&c->group_poll, NULL);
+    uv_close((uv_handle_t *)&c->recovery_timer, NULL);
 }
 
 static void on_refill(uv_timer_t *t)
@@ -548,15 +560,23 @@ static int reap_warm(struct control *c, pid_t pid, int status)
 static void device_fault(struct control *c)
 {
     atomic_fetch_add(&c->shm->faults, 1);
-    if (!c->mps_up || c->nwarm == 0)
-        return;
-    ds_info("replacing %d warm executor(s): under MPS their contexts ended with the fault",
-            c->nwarm);
+    if (c->mps_up)
+        ds__control_kill_warm(c);
+}
+
+void ds__control_kill_warm(struct control *c)
+{
+    int n = 0;
+
     for (int i = 0; i < c->nwarm; i++)
         if (!c->warm_killed[i]) {
             kill(c->warm[i].pid, SIGTERM);
             c->warm_killed[i] = 1;
+            n++;
         }
+    if (n > 0)
+        ds_info("replacing %d warm executor(s): under MPS their contexts ended with the "
+                "fault", n);
 }
 
 /* Whether the executors of the shared domain share their faults: they are clients of
@@ -649,8 +669,10 @@ static void on_sigchld(uv_signal_t *h, int signum)
             mps_daemon_exited(c, status);
         if (ds__group_reaped(c, pid, status))
             continue;
-        if (reap_warm(c, pid, status))
+        if (reap_warm(c, pid, status)) {
+            ds__recovery_reaped(c, pid);
             continue;
+        }
         for (int i = 0; i < DS_SHM_SLOTS; i++) {
             struct ds_shm_slot *s = &c->shm->slots[i];
 
@@ -660,7 +682,9 @@ static void on_sigchld(uv_signal_t *h, int signum)
              * tenant held when it died (the process's exit returned it to the driver). */
             const char *name = s->tenant[0] ? s->tenant : "before handshake";
             int lost = WIFEXITED(status) && WEXITSTATUS(status) == DS_EXEC_DEVICE_LOST;
-            int shared = atomic_load(&s->isolation) == DS_ISO_SHARED;
+            uint32_t iso = atomic_load(&s->isolation);
+            unsigned dom = iso == DS_ISO_GROUP ? atomic_load(&s->group) : 0;
+            int shared = iso == DS_ISO_SHARED;
 
             ds_info("tenant %llu (%s) left: %s; it still held %llu bytes of device memory",
                     (unsigned long long)s->id, name, exit_reason(status, buf, sizeof(buf)),
@@ -675,6 +699,9 @@ static void on_sigchld(uv_signal_t *h, int signum)
             c->live--;
             if (lost && shared)
                 device_fault(c);
+            if (lost && iso != DS_ISO_OWN && shares_faults(c))
+                ds__recovery_begin(c, dom);
+            ds__recovery_reaped(c, pid);
             if (!c->stopping)
                 ds__place_left(c, i);
         }
@@ -773,6 +800,7 @@ static void on_stop_signal(uv_signal_t *h, int signum)
     ds_auth_cancel_all(&c->authing, "the server is shutting down");
     ds__handover_forget_all(c);
     ds__group_cancel(c);
+    ds__recovery_cancel(c);
     /* Held tenants must be able to finish. */
     uv_timer_stop(&c->tick);
     for (int i = 0; i < c->ntenants; i++)
@@ -872,7 +900,8 @@ static int start_signals(struct control *c)
     uv_timer_init(c->loop, &c->watch);
     uv_timer_init(c->loop, &c->refill);
     uv_timer_init(c->loop, &c->group_poll);
-    c->refill.data = c->group_poll.data = c;
+    uv_timer_init(c->loop, &c->recovery_timer);
+    c->refill.data = c->group_poll.data = c->recovery_timer.data = c;
     c->sig_chld.data = c->sig_term.data = c->sig_int.data = c->sig_hup.data = c;
     c->grace.data = c->tick.data = c->watch.data = c;
     signal(SIGPIPE, SIG_IGN);

@@ -18,6 +18,7 @@
 #include "policy.h"
 #include "predict.h"
 #include "quota.h"
+#include "recovery.h"
 #include "shm.h"
 #include "throttle.h"
 #include "tracectl.h"
@@ -74,6 +75,8 @@ struct control {
     struct ds_traces *traces;    /* detshare-ctl trace's, once one was asked (trace.h) */
     struct ds_group groups[DS_SHM_GROUPS + 1]; /* named domains by index, [0] unused */
     uv_timer_t group_poll;       /* while a group's MPS daemon starts (group.c) */
+    struct ds_recovery recovery[DS_SHM_GROUPS + 1]; /* MPS domains after a fault */
+    uv_timer_t recovery_timer;   /* their deadline (recovery.c) */
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */
     unsigned refused_logged, refused_quiet;
@@ -106,6 +109,13 @@ int ds__control_take(struct control *c, uint32_t isolation, unsigned group,
  * server stops, no slot is free).  Closes client. */
 void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name, int vouched,
                        uint32_t isolation, unsigned group);
+
+/* The shared domain's MPS clients lost their contexts to a fault: its warm executors,
+ * which have no tenant to find out, leave (and are started again after). */
+void ds__control_kill_warm(struct control *c);
+
+/* Start warm executors of the shared domain until --warm of them wait. */
+void ds__control_refill(struct control *c);
 
 /* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
  * records who the tenant is (a new id, its peer, the name its hello must give), and the

@@ -216,6 +216,7 @@ static void on_tick(uv_timer_t *h)
     struct control *c = h->data;
     uint64_t now = ds_now_ns();
 
+    ds__recovery_watch(c);
     sample(c, now);
     if (c->policy->on_tick == NULL || now < c->next_tick_ns)
         return;
