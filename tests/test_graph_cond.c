@@ -244,8 +244,14 @@ Test(graph_cond, a_capture_fills_a_body)
     CU_OK(cuStreamBeginCaptureToGraph(s, c.bodies[0], NULL, NULL, 0,
                                       CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_OK(cuMemsetD32Async(c.buf, 30, N, s));
-    CU_OK(cuStreamEndCapture(s, &g));
+    /* Into a graph the caller holds, where to return it may be left out (the CUDA sample
+     * graphConditionalNodes does); a plain capture must say. */
+    CU_OK(cuStreamEndCapture(s, NULL));
     cr_assert_eq(run(&c), 0, "a loop that starts false runs nothing it captured");
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_IS(cuStreamEndCapture(s, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamEndCapture(s, &g));
+    CU_OK(cuGraphDestroy(g));
     /* A body runs any number of times: it cannot own graph memory. */
     CU_OK(cuStreamBeginCaptureToGraph(s, c.bodies[0], NULL, NULL, 0,
                                       CU_STREAM_CAPTURE_MODE_GLOBAL));
