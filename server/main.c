@@ -416,6 +416,9 @@ int main(int argc, char **argv)
         case 'I':
             insecure = 1;
             break;
+        case 'U':
+            cfg.unix_token = 1;
+            break;
         case 'a':
             if (set_admin(optarg, &cfg) != 0)
                 return 2;

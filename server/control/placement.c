@@ -1,6 +1,7 @@
 #include "control_int.h"
 
 #include "ds_clock.h"
+#include "ds_error.h"
 #include "ds_log.h"
 #include "status.h"
 
@@ -376,10 +377,39 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
     return NULL;
 }
 
+static const char *admin_token(void *ctx, const char *token, const char *prefix,
+                               size_t *count)
+{
+    struct control *c = ctx;
+    int rc;
+
+    if (c->minted == NULL)
+        return "the server had no memory for tokens at start";
+    rc = prefix != NULL ? ds_tokens_add(c->minted, token, prefix)
+                        : ds_tokens_revoke(c->minted, token);
+    *count = ds_tokens_count(c->minted);
+    if (rc == DS_EINVAL)
+        return "a token is 1 to 255 bytes, its \"name\" prefix printable and without spaces";
+    if (rc == DS_EBUSY)
+        return "the server holds as many added tokens as it may: revoke some first";
+    if (rc == DS_EHANDLE)
+        return "no such token (only tokens added through the admin socket can be revoked)";
+    if (rc != 0)
+        return ds_strerror(rc);
+    /* Never the token: logs are read by more people than may use the GPU. */
+    if (prefix != NULL)
+        ds_info("a token was added for tenant names beginning \"%s\" (%zu added)", prefix,
+                *count);
+    else
+        ds_info("a token was revoked (%zu added remain)", *count);
+    return NULL;
+}
+
 void ds__place_admin_hooks(struct control *c, struct ds_admin_hooks *h)
 {
     *h = (struct ds_admin_hooks){ .ctx = c, .pack_status = admin_status, .policy = admin_policy,
                                   .tenant_class = admin_tenant_class,
                                   .tenant_phase = admin_tenant_phase, .pack_quotas = admin_quotas,
-                                  .set_quota = admin_set_quota, .trace = ds__tracectl_admin };
+                                  .set_quota = admin_set_quota, .trace = ds__tracectl_admin,
+                                  .token = admin_token };
 }
