@@ -5,14 +5,15 @@
 #ifndef DS_ADMIN_CLIENT_H
 #define DS_ADMIN_CLIENT_H
 
-#include "ds_addr.h"
-
 #include <msgpack.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ds_addr.h is C's alone: declared here for C++ too. */
+#include "ds_addr.h"
 
 /* Send the packed request req (len bytes) to the admin socket at admin and wait at most
  * timeout_ms for the answer, one msgpack object, unpacked into out with u's memory (both
