@@ -95,14 +95,18 @@ std::string admin_status(const std::string &admin)
 }
 
 std::string admin_token_add(const std::string &admin, const std::string &token,
-                            const std::string &prefix)
+                            const std::string &prefix, const std::string &as)
 {
-    return ask(admin, 3, [&](msgpack_packer *pk) {
+    return ask(admin, as.empty() ? 3 : 4, [&](msgpack_packer *pk) {
         cmd(pk, "token");
         str(pk, DS_ADMIN_KEY_TOKEN);
         str(pk, token);
         str(pk, DS_ADMIN_KEY_NAME);
         str(pk, prefix);
+        if (!as.empty()) {
+            str(pk, DS_ADMIN_KEY_AS);
+            str(pk, as);
+        }
     });
 }
 

@@ -19,8 +19,10 @@ struct QuotaRule {
 // Each returns "" when the server answered ok, else why not (the server's error, or that
 // it could not be reached).
 std::string admin_status(const std::string &admin);
+// Add `token` for tenant names beginning with `prefix`, naming them `as` when not empty
+// (again for a token added before: its name changes).
 std::string admin_token_add(const std::string &admin, const std::string &token,
-                            const std::string &prefix);
+                            const std::string &prefix, const std::string &as = "");
 std::string admin_token_revoke(const std::string &admin, const std::string &token);
 // Set rule `name` to r exactly: what r leaves out is lifted (a rule with nothing goes).
 std::string admin_quota(const std::string &admin, const std::string &name, const QuotaRule &r);

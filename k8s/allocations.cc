@@ -50,6 +50,7 @@ std::string Allocations::create(size_t g, const std::vector<std::string> &replic
     a.token = token;
     // The name's trailing '-' keeps one allocation's prefix from being another's.
     a.tenant = "k8s-" + o_.gpus[g].name + "-" + id + "-";
+    a.name = a.tenant;
     a.gpu = g;
     a.replicas = replicas;
     a.made = std::chrono::steady_clock::now();
@@ -62,24 +63,37 @@ std::string Allocations::create(size_t g, const std::vector<std::string> &replic
     return "";
 }
 
-size_t Allocations::size() const
-{
-    std::lock_guard<std::mutex> l(lock_);
-
-    return v_.size();
-}
+// A tenant name holds DS_NAME_MAX (64) bytes; Kubernetes' names are longer at most.
+constexpr size_t kNameMax = 64;
 
 void Allocations::bind(Allocation &a, const std::string &pod)
 {
-    const std::string &admin = o_.gpus[a.gpu].admin;
-    std::map<std::string, std::string> ann;
-    std::string url = api_server_url(o_), why;
-    size_t slash = pod.find('/');
-    PodSettings s;
+    std::string why;
 
     a.pod = pod;
-    info("tenant " + a.tenant + " (" + join(a.replicas) + ") is pod " + pod);
-    if (url.empty())
+    // The token names the tenants after the pod from now on: logs, status and metrics
+    // say which pod a tenant is.  Tenants connected before keep their name.
+    why = admin_token_add(o_.gpus[a.gpu].admin, a.token, a.tenant, pod.substr(0, kNameMax));
+    if (!why.empty()) {
+        warn("tenant " + a.tenant + " is pod " + pod + ", but its server would not name it "
+             "so: " + why);
+    } else {
+        a.name = pod.substr(0, kNameMax);
+        info("tenant " + a.tenant + " (" + join(a.replicas) + ") is pod " + pod +
+             (pod.size() > kNameMax ? ", named " + a.name : ""));
+    }
+    apply_annotations(a);
+}
+
+void Allocations::apply_annotations(Allocation &a)
+{
+    const std::string &pod = a.pod;
+    std::map<std::string, std::string> ann;
+    size_t slash = pod.find('/');
+    std::string why;
+    PodSettings s;
+
+    if (api_server_url(o_).empty())
         return;
     why = fetch_annotations(o_, pod.substr(0, slash), pod.substr(slash + 1), ann);
     if (!why.empty()) {
@@ -91,27 +105,30 @@ void Allocations::bind(Allocation &a, const std::string &pod)
         warn("pod " + pod + ": annotation refused, the default applies: " + p);
     if (!s.any())
         return;
-    // The rule names the allocation's tenants: the token admits no other name.
-    why = admin_quota(admin, a.tenant + "*", s.rule);
+    // The rule names the allocation's tenants: the token admits them under no other name.
+    why = admin_quota(o_.gpus[a.gpu].admin, a.name, s.rule);
     if (!why.empty()) {
         warn("pod " + pod + ": its quota rule was refused, defaults apply: " + why);
         return;
     }
     a.has_rule = true;
-    a.latency = s.rule.klass == "latency";
     a.slo_ms = s.slo_ms;
-    info("pod " + pod + ": quota rule " + a.tenant + "* set from its annotations");
+    info("pod " + pod + ": quota rule " + a.name + " set from its annotations");
 }
 
-void Allocations::free_one(const Allocation &a)
+void Allocations::free_one(const Allocation &a, const std::vector<Allocation> &kept)
 {
     const std::string &admin = o_.gpus[a.gpu].admin;
     std::string why = admin_token_revoke(admin, a.token);
+    bool shared = false;
 
     if (!why.empty())
         warn("tenant " + a.tenant + ": its token could not be revoked: " + why);
-    if (a.has_rule && !(why = admin_quota(admin, a.tenant + "*", QuotaRule{})).empty())
-        warn("tenant " + a.tenant + ": its quota rule could not be lifted: " + why);
+    // Another container of the pod on this GPU keeps the pod's rule.
+    for (const Allocation &k : kept)
+        shared |= k.gpu == a.gpu && k.name == a.name;
+    if (a.has_rule && !shared && !(why = admin_quota(admin, a.name, QuotaRule{})).empty())
+        warn("tenant " + a.name + ": its quota rule could not be lifted: " + why);
     info("freed " + join(a.replicas) + " (tenant " + a.tenant +
          (a.pod.empty() ? "" : ", pod " + a.pod) + "): its token is revoked");
 }
@@ -120,7 +137,7 @@ void Allocations::reconcile(const Holders &holders)
 {
     std::lock_guard<std::mutex> l(lock_);
     auto now = std::chrono::steady_clock::now();
-    std::vector<Allocation> kept;
+    std::vector<Allocation> kept, freed;
 
     for (Allocation &a : v_) {
         std::string pod;
@@ -133,14 +150,16 @@ void Allocations::reconcile(const Holders &holders)
         if (!pod.empty() && pod != a.pod)
             bind(a, pod);
         if (!pod.empty() || now - a.made < std::chrono::milliseconds(o_.grace_ms)) {
-            // A class is the tenant's once it has connected: given again each round.
+            // An SLO is given to tenants connected: again each round, for those new.
             if (a.slo_ms)
-                admin_tenant(o_.gpus[a.gpu].admin, a.tenant, "latency", a.slo_ms);
+                admin_tenant(o_.gpus[a.gpu].admin, a.name, "latency", a.slo_ms);
             kept.push_back(a);
             continue;
         }
-        free_one(a);
+        freed.push_back(a);
     }
+    for (const Allocation &a : freed)
+        free_one(a, kept);
     v_.swap(kept);
 }
 

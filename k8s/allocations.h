@@ -21,9 +21,9 @@ struct Allocation {
     std::vector<std::string> replicas;
     std::chrono::steady_clock::time_point made;
     std::string pod;    // NAMESPACE/NAME once PodResources names it
-    bool has_rule = false; // a quota rule was set for tenant
-    bool latency = false;  // tenant class to give connected tenants, with slo_ms
-    unsigned slo_ms = 0;
+    std::string name;   // what its tenants are called: the pod, once known, else tenant
+    bool has_rule = false; // a quota rule was set for name
+    unsigned slo_ms = 0;   // the SLO its connected tenants are given (0: none)
 };
 
 // Which pod ("NAMESPACE/NAME") holds each replica ID, as PodResources says.
@@ -41,12 +41,11 @@ public:
     // free those no pod has held for o.grace_ms.
     void reconcile(const Holders &holders);
 
-    // The tenant names of the allocations, for tests and logs.
-    size_t size() const;
-
 private:
     void bind(Allocation &a, const std::string &pod);
-    void free_one(const Allocation &a);
+    // Revoke a's token and lift its rule, unless one of `kept` shares the rule.
+    void free_one(const Allocation &a, const std::vector<Allocation> &kept);
+    void apply_annotations(Allocation &a);
     const Options &o_;
     mutable std::mutex lock_;
     std::vector<Allocation> v_;

@@ -13,12 +13,14 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 from concurrent import futures
 
 sys.path.insert(0, os.environ["DSK_PY"])
@@ -185,9 +187,14 @@ class DevicePluginTest(unittest.TestCase):
 
     @classmethod
     def start_server(cls):
+        if not hasattr(cls, "metrics_port"):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                cls.metrics_port = s.getsockname()[1]
         cls.server = subprocess.Popen(
             [os.environ["DS_SERVER_BIN"], "--device", "sim", "--mps", "off", "--warm", "0",
-             "--listen", "unix:" + cls.sock, "--unix-token"],
+             "--listen", "unix:" + cls.sock, "--unix-token",
+             "--metrics", "tcp:127.0.0.1:%d" % cls.metrics_port],
             stdout=subprocess.DEVNULL, stderr=cls.open_log(cls.server_log, "a"))
         wait_for(lambda: os.path.exists(cls.sock + ".admin"), 20, "the server's admin socket")
 
@@ -326,11 +333,41 @@ class DevicePluginTest(unittest.TestCase):
         other = self.allocate(["gpu0-r1"])
         self.assertNotEqual(other.envs["DETSHARE_TOKEN"], c.envs["DETSHARE_TOKEN"])
 
+    def metrics(self):
+        url = "http://127.0.0.1:%d/metrics" % self.metrics_port
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.read().decode()
+
+    def quota_line(self, name):
+        lines = [l for l in self.ctl("quota").stdout.splitlines()
+                 if l.strip().startswith(name + ":")]
+        return lines[0] if lines else None
+
     def test_f_the_token_serves_its_pod_until_the_replica_is_freed(self):
         c = self.allocate(["gpu0-r2"])
         self.podres.set({"ns1/pod-a": ["gpu0-r2"]})
+        wait_for(lambda: self.plugin_log_has("is pod ns1/pod-a"), 5, "the pod bound")
         r = self.run_tenant(c)
         self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.server_log) as f:
+            self.assertIn("[ns1/pod-a] info: joined", f.read())
+        if os.environ.get("DSK_SOAK"):
+            # A tenant that stays: status and the metrics name it after its pod.
+            ready, stop = os.path.join(self.dir, "ready"), os.path.join(self.dir, "stop")
+            soak = subprocess.Popen([os.environ["DSK_SOAK"], "good", ready, stop],
+                                    env=self.tenant_env(c), stdout=subprocess.DEVNULL,
+                                    stderr=self.open_log(os.path.join(self.dir, "soak.err"), "w"))
+            try:
+                wait_for(lambda: os.path.exists(ready) or soak.poll() is not None, 60,
+                         "the tenant at work")
+                self.assertIsNone(soak.poll(), "the tenant failed: see soak.err")
+                status = self.ctl("status").stdout
+                self.assertIn(" ns1/pod-a (", status)
+                self.assertNotIn(c.envs["DETSHARE_TENANT"], status)
+                self.assertIn('tenant="ns1/pod-a"', self.metrics())
+            finally:
+                open(stop, "w").close()
+                soak.wait(timeout=60)
         # Without the token the server refuses the same program.
         env = self.tenant_env(c)
         del env["DETSHARE_TOKEN"]
@@ -338,7 +375,6 @@ class DevicePluginTest(unittest.TestCase):
                            timeout=60)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no token given", r.stderr)
-        wait_for(lambda: self.plugin_log_has("is pod ns1/pod-a"), 5, "the pod bound")
         self.podres.set({})
         wait_for(lambda: self.plugin_log_has("freed gpu0-r2"), 10, "the replica freed")
         r = self.run_tenant(c)
@@ -350,12 +386,9 @@ class DevicePluginTest(unittest.TestCase):
             "detshare.io/class": "latency", "detshare.io/slo-ms": "20",
             "detshare.io/memory": "1Gi", "detshare.io/sm-share": "50",
             "detshare.io/kernel-time": "80", "other.io/x": "y"}
-        c = self.allocate(["gpu0-r0"])
-        tenant = c.envs["DETSHARE_TENANT"]
+        self.allocate(["gpu0-r0"])
         self.podres.set({"ns2/llm": ["gpu0-r0"]})
-        wait_for(lambda: tenant + "*" in self.ctl("quota").stdout, 10, "the pod's quota rule")
-        out = self.ctl("quota").stdout
-        line = [l for l in out.splitlines() if tenant + "*" in l][0]
+        line = wait_for(lambda: self.quota_line("ns2/llm"), 10, "the pod's quota rule")
         self.assertIn("memory 1 GiB", line)
         self.assertIn("sm-share 50%", line)
         self.assertIn("kernel-time 80%", line)
@@ -363,22 +396,20 @@ class DevicePluginTest(unittest.TestCase):
         self.assertIn("/api/v1/namespaces/ns2/pods/llm", FakeApi.asked)
         # Freed with its pod: the rule goes too.
         self.podres.set({})
-        wait_for(lambda: tenant + "*" not in self.ctl("quota").stdout, 10, "the rule lifted")
+        wait_for(lambda: self.quota_line("ns2/llm") is None, 10, "the rule lifted")
 
     def test_h_malformed_annotations_are_refused_with_the_pods_name(self):
         FakeApi.annotations["ns3/bad"] = {
             "detshare.io/memory": "lots", "detshare.io/sm-share": "150",
             "detshare.io/class": "best-effort"}
-        c = self.allocate(["gpu0-r1"])
-        tenant = c.envs["DETSHARE_TENANT"]
+        self.allocate(["gpu0-r1"])
         self.podres.set({"ns3/bad": ["gpu0-r1"]})
         wait_for(lambda: self.plugin_log_has("pod ns3/bad: annotation refused, the default "
                                              "applies: detshare.io/memory=lots"), 10,
                  "the refusal logged")
         self.assertTrue(self.plugin_log_has("detshare.io/sm-share=150: a percentage"))
         # What was well-formed applies.
-        wait_for(lambda: tenant + "*" in self.ctl("quota").stdout, 10, "the pod's quota rule")
-        line = [l for l in self.ctl("quota").stdout.splitlines() if tenant + "*" in l][0]
+        line = wait_for(lambda: self.quota_line("ns3/bad"), 10, "the pod's quota rule")
         self.assertIn("memory no limit", line)
         self.assertIn("class best-effort", line)
         self.assertIsNone(self.plugin.poll(), "the plugin died")

@@ -454,13 +454,13 @@ static void start_unix_token(void)
     ds_test_server_start(&srv, 0, "--unix-token");
 }
 
-/* Mint a token for prefix through detshare-ctl into tok (its last line of output). */
-static void mint(const char *prefix, char *tok, size_t len)
+/* Mint a token through `detshare-ctl token add ARGS` into tok (its last line of output). */
+static void mint(const char *args_, char *tok, size_t len)
 {
     char args[128], out[1024], *last;
     size_t n;
 
-    snprintf(args, sizeof(args), "token add '%s'", prefix);
+    snprintf(args, sizeof(args), "token add %s", args_);
     cr_assert_eq(ds_test_ctl(&srv, args, out, sizeof(out)), 0, "%s", out);
     n = strlen(out);
     while (n > 0 && out[n - 1] == '\n')
@@ -537,4 +537,45 @@ Test(token_start, unix_tenants_need_no_token_by_default)
     cr_assert_eq(o.rc, CUDA_SUCCESS, "-> %s; the tenant said: %s", ds_test_cu_name(o.rc), o.err);
     ds_test_server_stop(&srv);
     ds_test_remove_tree(dir);
+}
+
+/* A token minted with a name names its tenants, whatever their own name: the name
+ * status shows and quota rules match. */
+Test(token_minted, a_token_with_a_name_names_its_tenants)
+{
+    struct tenant t = { .name = "k8s-gpu0-1234-", .server = srv.unix_addr };
+    char tok[64], out[8192] = "";
+    pid_t pid;
+    int p[2];
+
+    mint("k8s-gpu0-1234- as ns1/pod-a", tok, sizeof(tok));
+    t.token = tok;
+    cr_assert(ds_test_log_has(&srv, "naming them ns1/pod-a"));
+    expect_served(&t);
+    cr_assert(ds_test_log_has(&srv, "token accepted for ns1/pod-a"));
+    cr_assert(ds_test_log_has(&srv, "[ns1/pod-a] info: joined"));
+    /* While it is connected, status names it so. */
+    cr_assert_eq(pipe(p), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char b;
+
+        close(p[1]);
+        setenv("DETSHARE_SERVER", srv.unix_addr, 1);
+        setenv("DETSHARE_TOKEN", tok, 1);
+        setenv("DETSHARE_TENANT", "k8s-gpu0-1234-", 1);
+        if (ds_test_connect() != CUDA_SUCCESS)
+            _exit(1);
+        _exit(read(p[0], &b, 1) >= 0 ? 0 : 1);
+    }
+    close(p[0]);
+    for (int i = 0; i < 250 && strstr(out, " ns1/pod-a (") == NULL; i++) {
+        usleep(20000);
+        ds_test_ctl(&srv, "status", out, sizeof(out));
+    }
+    cr_assert_not_null(strstr(out, " ns1/pod-a ("), "%s", out);
+    cr_assert_null(strstr(out, "k8s-gpu0-1234-"), "%s", out);
+    close(p[1]);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
 }

@@ -373,7 +373,7 @@ static void pack_trace(struct ds_admin *a, const msgpack_object *req, msgpack_pa
 /* Add a token for a tenant-name prefix, or revoke one added so. */
 static void pack_token(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
-    char token[DS_TOKEN_MAX + 1], prefix[DS_NAME_MAX + 1];
+    char token[DS_TOKEN_MAX + 1], prefix[DS_NAME_MAX + 1], as[DS_NAME_MAX + 1] = "";
     const msgpack_object *revoke = lookup(req, DS_ADMIN_KEY_REVOKE);
     int revoking = revoke != NULL && revoke->type == MSGPACK_OBJECT_BOOLEAN && revoke->via.boolean;
     int has_prefix = get_str(req, DS_ADMIN_KEY_NAME, prefix, sizeof(prefix)) != NULL;
@@ -381,13 +381,16 @@ static void pack_token(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     size_t count = 0;
 
     if (get_str(req, DS_ADMIN_KEY_TOKEN, token, sizeof(token)) == NULL ||
-        (revoke != NULL && revoke->type != MSGPACK_OBJECT_BOOLEAN) || revoking == has_prefix) {
+        (revoke != NULL && revoke->type != MSGPACK_OBJECT_BOOLEAN) || revoking == has_prefix ||
+        (lookup(req, DS_ADMIN_KEY_AS) != NULL &&
+         (revoking || get_str(req, DS_ADMIN_KEY_AS, as, sizeof(as)) == NULL))) {
         pack_error(pk, "a token request needs a \"token\" (a string of at most 255 bytes) "
-                       "and either a tenant-name prefix \"name\" (\"\" for any) to add it "
-                       "or \"revoke\": true");
+                       "and either a tenant-name prefix \"name\" (\"\" for any), and "
+                       "optionally the name \"as\" its tenants get, to add it, or "
+                       "\"revoke\": true");
         return;
     }
-    why = a->hooks.token(a->hooks.ctx, token, revoking ? NULL : prefix, &count);
+    why = a->hooks.token(a->hooks.ctx, token, revoking ? NULL : prefix, as, &count);
     explicit_bzero(token, sizeof(token));
     if (why != NULL) {
         pack_error(pk, why);

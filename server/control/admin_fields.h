@@ -7,6 +7,7 @@
 #ifndef DS_ADMIN_FIELDS_H
 #define DS_ADMIN_FIELDS_H
 
+#define DS_ADMIN_KEY_AS                "as"
 #define DS_ADMIN_KEY_BACKEND           "backend"
 #define DS_ADMIN_KEY_CAPACITY           "capacity"
 #define DS_ADMIN_KEY_CLASS             "class"

@@ -61,15 +61,18 @@ static void decided(struct ds_auth *a)
     int any = l->tokens != NULL || ds_tokens_count(l->minted) > 0;
     int check = a->check_tokens == DS_AUTH_TOKEN_ALWAYS ||
                 (a->check_tokens == DS_AUTH_TOKEN_IF_ANY && any);
-    char name[DS_NAME_MAX + 1];
+    char name[DS_NAME_MAX + 1], as[DS_NAME_MAX + 1] = "";
     struct ds_preface p;
     const char *why = NULL;
 
     ds_preface_decode(a->buf, &p);
     if (check)
-        why = ds_tokens_check(l->tokens, l->minted, &p);
+        why = ds_tokens_check(l->tokens, l->minted, &p, as);
     ds_name_clean(name, p.name, p.name_len);
-    finish(a, why == NULL ? name : NULL, check, why);
+    if (why == NULL && as[0] != '\0')
+        finish(a, as, DS_AUTH_NAMED, NULL);
+    else
+        finish(a, why == NULL ? name : NULL, check ? DS_AUTH_VOUCHED : DS_AUTH_UNCHECKED, why);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)

@@ -37,10 +37,17 @@ enum ds_auth_tokens {
     DS_AUTH_TOKEN_ALWAYS,  /* a known token, always (--unix-token) */
 };
 
+/* What ds_auth_done's `vouched` says of the name. */
+enum ds_auth_vouched {
+    DS_AUTH_UNCHECKED, /* no token was checked */
+    DS_AUTH_VOUCHED,   /* a token was checked for that name */
+    DS_AUTH_NAMED,     /* the token named the tenant (ds_tokens_add's `as`): that name */
+};
+
 /* Called once per connection given to ds_auth_start.  `why` is NULL when the preface was
- * accepted, `name` then being the tenant name it gave (ds_name_clean's form) and
- * `vouched` 1 when a token was checked for that name (0: tokens NULL, or a connection
- * that shows none); else `why` is the reason, for the log and the tenant.  The stream is
+ * accepted, `name` then being the tenant's name (the one its preface gave, in
+ * ds_name_clean's form, or the one its token gives it) and `vouched` saying which (enum
+ * ds_auth_vouched); else `why` is the reason, for the log and the tenant.  The stream is
  * the callee's from then on (not reading), to answer (ds_auth_answer) and close. */
 typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name, int vouched,
                              const char *why);

@@ -305,6 +305,7 @@ static void assign(struct listener *l, const struct ds_spawned *e, int warm, uv_
         snprintf(who, sizeof(who), ", from process %d of uid %u", (int)s->peer_pid,
                  (unsigned)s->peer_uid);
     snprintf(s->granted, sizeof(s->granted), "%s", name);
+    s->named = vouched == DS_AUTH_NAMED;
     ds_info("tenant %llu (%s) connected on %s (executor pid %d, %s, %s domain)%s%s%s",
             (unsigned long long)s->id, name, where, (int)e->pid,
             warm ? "started ahead" : "started for it",

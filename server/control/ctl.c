@@ -37,10 +37,10 @@ static int usage(FILE *f)
             "  trace NAME --seconds N       record what tenants NAME run on the device for N\n"
             "                               seconds (1-3600) and print it as a Chrome/Perfetto\n"
             "                               trace (JSON) on stdout\n"
-            "  token add PREFIX             mint a token for tenant names beginning with\n"
+            "  token add PREFIX [as NAME]   mint a token for tenant names beginning with\n"
             "                               PREFIX (\"\" for any) and print it; with\n"
             "                               --unix-token or TCP, tenants show it\n"
-            "                               (DETSHARE_TOKEN)\n"
+            "                               (DETSHARE_TOKEN); with as, they are named NAME\n"
             "  token revoke TOKEN           forget a token added so: tenants showing it are\n"
             "                               refused from now on\n"
             "  -h, --help                   this text\n\n"
@@ -74,6 +74,7 @@ static void pack_str(msgpack_packer *pk, const char *s)
 struct request {
     const char *cmd, *name, *klass, *phase, *isolation;
     const char *token; /* token: the one to add or revoke */
+    const char *as;    /* token add: the name its tenants get */
     int revoke;
     unsigned long slo_ms;
     unsigned long seconds; /* trace: how long; 0 with stop */
@@ -95,7 +96,7 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
     msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
-                             !!q->seconds + !!q->stop + !!q->token + !!q->revoke +
+                             !!q->seconds + !!q->stop + !!q->token + !!q->revoke + !!q->as +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
     pack_str(pk, DS_ADMIN_KEY_CMD);
@@ -135,6 +136,10 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
     if (q->revoke) {
         pack_str(pk, DS_ADMIN_KEY_REVOKE);
         msgpack_pack_true(pk);
+    }
+    if (q->as) {
+        pack_str(pk, DS_ADMIN_KEY_AS);
+        pack_str(pk, q->as);
     }
     if (q->limits & DS_QUOTA_MEMORY)
         pack_limit(pk, DS_ADMIN_KEY_MEMORY, q->quota.memory);
@@ -506,8 +511,8 @@ static int parse_tenant(int argc, char **argv, int *i, struct request *q)
     return 0;
 }
 
-/* token add PREFIX (a new token into minted, printed once accepted) or token revoke
- * TOKEN, from argv[*i] on. */
+/* token add PREFIX [as NAME] (a new token into minted, printed once accepted) or token
+ * revoke TOKEN, from argv[*i] on. */
 static int parse_token(int argc, char **argv, int *i, struct request *q, char *minted,
                        size_t len)
 {
@@ -527,6 +532,10 @@ static int parse_token(int argc, char **argv, int *i, struct request *q, char *m
         explicit_bzero(raw, sizeof(raw));
         q->token = minted;
         q->name = argv[*i + 1];
+        if (*i + 4 <= argc && strcmp(argv[*i + 2], "as") == 0) {
+            q->as = argv[*i + 3];
+            *i += 2;
+        }
     } else {
         return -1;
     }

@@ -378,18 +378,19 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
 }
 
 static const char *admin_token(void *ctx, const char *token, const char *prefix,
-                               size_t *count)
+                               const char *as, size_t *count)
 {
     struct control *c = ctx;
     int rc;
 
     if (c->minted == NULL)
         return "the server had no memory for tokens at start";
-    rc = prefix != NULL ? ds_tokens_add(c->minted, token, prefix)
+    rc = prefix != NULL ? ds_tokens_add(c->minted, token, prefix, as)
                         : ds_tokens_revoke(c->minted, token);
     *count = ds_tokens_count(c->minted);
     if (rc == DS_EINVAL)
-        return "a token is 1 to 255 bytes, its \"name\" prefix printable and without spaces";
+        return "a token is 1 to 255 bytes, its \"name\" prefix and \"as\" name printable and "
+               "without spaces";
     if (rc == DS_EBUSY)
         return "the server holds as many added tokens as it may: revoke some first";
     if (rc == DS_EHANDLE)
@@ -398,8 +399,8 @@ static const char *admin_token(void *ctx, const char *token, const char *prefix,
         return ds_strerror(rc);
     /* Never the token: logs are read by more people than may use the GPU. */
     if (prefix != NULL)
-        ds_info("a token was added for tenant names beginning \"%s\" (%zu added)", prefix,
-                *count);
+        ds_info("a token is in force for tenant names beginning \"%s\"%s%s (%zu added)", prefix,
+                as[0] ? ", naming them " : "", as, *count);
     else
         ds_info("a token was revoked (%zu added remain)", *count);
     return NULL;

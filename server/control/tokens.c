@@ -18,6 +18,7 @@ struct token {
     unsigned char bytes[DS_TOKEN_MAX]; /* zero-padded, so every comparison is as long */
     size_t len;
     char prefix[DS_NAME_MAX + 1]; /* empty: any tenant name */
+    char as[DS_NAME_MAX + 1];     /* the name its tenants get; empty: their own */
 };
 
 struct ds_tokens {
@@ -197,12 +198,30 @@ static int name_ok(const struct ds_preface *p)
     return 1;
 }
 
+/* The name a tenant accepted with token k gets when k names its tenants: k's name, then
+ * what the preface's name has after k's prefix, cut at DS_NAME_MAX; else "". */
+static void rename_to(const struct token *k, const struct ds_preface *p, char *as)
+{
+    size_t plen = strlen(k->prefix), alen = strlen(k->as);
+    size_t rest = p->name_len - plen;
+
+    as[0] = '\0';
+    if (alen == 0)
+        return;
+    if (rest > DS_NAME_MAX - alen)
+        rest = DS_NAME_MAX - alen;
+    memcpy(as, k->as, alen);
+    memcpy(as + alen, p->name + plen, rest);
+    as[alen + rest] = '\0';
+}
+
 const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_tokens *minted,
-                            const struct ds_preface *p)
+                            const struct ds_preface *p, char *as)
 {
     const struct token *hit = NULL;
     size_t i, k, plen;
 
+    as[0] = '\0';
     if (p->token_len == 0)
         return "no token given (the tenant sets DETSHARE_TOKEN or DETSHARE_TOKEN_FILE)";
     /* Both sets are searched whatever the first answers: the time says nothing. */
@@ -219,6 +238,7 @@ const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_tokens *m
     plen = strlen(hit->prefix);
     if (plen > p->name_len || memcmp(p->name, hit->prefix, plen) != 0)
         return "this token is not for this tenant name (DETSHARE_TENANT)";
+    rename_to(hit, p, as);
     return NULL;
 }
 
@@ -256,20 +276,23 @@ static int prefix_ok(const char *prefix)
     return 1;
 }
 
-int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix)
+int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix, const char *as)
 {
     size_t len = strlen(token), i;
+    int rc;
 
-    if (len == 0 || len > DS_TOKEN_MAX || !prefix_ok(prefix))
+    if (len == 0 || len > DS_TOKEN_MAX || !prefix_ok(prefix) || !prefix_ok(as))
         return DS_EINVAL;
     i = index_of(t, token);
-    if (i < t->n) {
-        snprintf(t->v[i].prefix, sizeof(t->v[i].prefix), "%s", prefix);
-        return 0;
+    if (i == t->n) {
+        if (t->n >= DS_TOKENS_MINTED_MAX)
+            return DS_EBUSY;
+        if ((rc = add(t, token, prefix)) != 0)
+            return rc;
     }
-    if (t->n >= DS_TOKENS_MINTED_MAX)
-        return DS_EBUSY;
-    return add(t, token, prefix);
+    snprintf(t->v[i].prefix, sizeof(t->v[i].prefix), "%s", prefix);
+    snprintf(t->v[i].as, sizeof(t->v[i].as), "%s", as);
+    return 0;
 }
 
 int ds_tokens_revoke(struct ds_tokens *t, const char *token)

@@ -29,20 +29,24 @@ struct ds_tokens *ds_tokens_new(void);
 size_t ds_tokens_count(const struct ds_tokens *t);
 
 /* Add `token` (1 to DS_TOKEN_MAX bytes) for tenant names beginning with `prefix` ("" for
- * any), or change the prefix of that token when t has it already.  Returns 0, DS_EINVAL
- * for a token or prefix out of bounds (the prefix: a tenant name's characters), DS_EBUSY
- * when t holds DS_TOKENS_MINTED_MAX, DS_ENOMEM. */
+ * any), or change the prefix of that token when t has it already.  With `as` not empty,
+ * the tenants it admits are named `as` instead, followed by what their own name has
+ * after the prefix: the device plugin names a pod's tenants after the pod (NS/POD) once
+ * it knows it, though their DETSHARE_TENANT was fixed before.  Returns 0, DS_EINVAL for a
+ * token, prefix or name out of bounds (a tenant name's characters), DS_EBUSY when t holds
+ * DS_TOKENS_MINTED_MAX, DS_ENOMEM. */
 #define DS_TOKENS_MINTED_MAX 4096
-int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix);
+int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix, const char *as);
 
 /* Remove `token` from t.  Returns 0, or DS_EHANDLE when t does not hold it. */
 int ds_tokens_revoke(struct ds_tokens *t, const char *token);
 
 /* Check preface p: its token against every token of t and of minted (either may be
  * NULL), in time that depends on neither the token given nor which one it matches, then
- * its tenant name against the matching token's prefix.  Returns NULL when accepted, else
- * the reason (static text, safe to send to the tenant). */
+ * its tenant name against the matching token's prefix.  Returns NULL when accepted, with
+ * `as` (DS_NAME_MAX + 1 bytes) the name the token gives the tenant ("" for its own: see
+ * ds_tokens_add), else the reason (static text, safe to send to the tenant). */
 const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_tokens *minted,
-                            const struct ds_preface *p);
+                            const struct ds_preface *p, char *as);
 
 #endif
