@@ -20,12 +20,19 @@ bool name_ok(const std::string &n)
     return true;
 }
 
+std::string dir_of(const std::string &path)
+{
+    size_t slash = path.rfind('/');
+
+    return slash == 0 || slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
 std::string unix_path(const std::string &addr)
 {
     return addr.rfind("unix:", 0) == 0 && addr.size() > 5 ? addr.substr(5) : std::string();
 }
 
-// NAME=unix:SOCKET[,admin=unix:PATH]
+// NAME=unix:SOCKET,admin=unix:PATH
 std::string parse_gpu(const char *arg, Options &o)
 {
     std::string s(arg), rest;
@@ -33,24 +40,24 @@ std::string parse_gpu(const char *arg, Options &o)
     Gpu g;
 
     if (eq == std::string::npos)
-        return "--server takes NAME=unix:SOCKET[,admin=unix:PATH]";
+        return "--server takes NAME=unix:SOCKET,admin=unix:PATH";
     g.name = s.substr(0, eq);
     rest = s.substr(eq + 1);
     comma = rest.find(',');
     g.socket = unix_path(rest.substr(0, comma));
-    if (comma != std::string::npos) {
-        std::string admin = rest.substr(comma + 1);
-
-        if (admin.rfind("admin=", 0) != 0)
-            return "--server " + s + ": after the socket only admin=unix:PATH may follow";
-        g.admin = unix_path(admin.substr(6));
-    } else {
-        g.admin = g.socket + ".admin";
-    }
+    if (comma == std::string::npos || rest.compare(comma + 1, 6, "admin=") != 0)
+        return "--server " + s + ": the socket is followed by ,admin=unix:PATH";
+    g.admin = unix_path(rest.substr(comma + 7));
     if (!name_ok(g.name))
         return "--server " + s + ": NAME is 1 to 24 of a-z, 0-9 and '-'";
     if (g.socket.empty() || g.admin.empty() || g.socket[0] != '/' || g.admin[0] != '/')
         return "--server " + s + ": the sockets are unix:/ABSOLUTE/PATH";
+    // Containers get the tenant socket's directory: an admin socket there would be
+    // theirs too, and a container's root may use any socket it sees.
+    if (g.admin.rfind(dir_of(g.socket) + "/", 0) == 0)
+        return "--server " + s + ": the admin socket must be outside " + dir_of(g.socket) +
+               ", which containers are given (e.g. admin=unix:/run/detshare/admin/" + g.name +
+               ".sock, and the server's --admin the same)";
     for (const Gpu &other : o.gpus)
         if (other.name == g.name)
             return "--server " + g.name + " given twice";
@@ -151,13 +158,14 @@ std::string parse_options(int argc, char **argv, Options &o)
 
 std::string usage()
 {
-    return "usage: detshare-device-plugin --server NAME=unix:SOCKET[,admin=unix:PATH]... "
+    return "usage: detshare-device-plugin --server NAME=unix:SOCKET,admin=unix:PATH... "
            "--lib-dir DIR [options]\n"
            "A kubelet device plugin advertising detshare.io/gpu: --replicas per GPU that a\n"
            "detshare-server serves (docs/device-plugin.md).\n\n"
-           "  --server NAME=unix:SOCKET[,admin=unix:PATH]\n"
-           "                           a GPU: its server's tenant socket (and admin socket,\n"
-           "                           default SOCKET.admin); repeatable\n"
+           "  --server NAME=unix:SOCKET,admin=unix:PATH\n"
+           "                           a GPU: its server's tenant socket and admin socket,\n"
+           "                           in another directory (containers get SOCKET's);\n"
+           "                           repeatable\n"
            "  --replicas N             replicas advertised per GPU (default 4)\n"
            "  --resource NAME          the extended resource (default detshare.io/gpu)\n"
            "  --lib-dir DIR            the host directory of detshare's libcuda.so.1\n"

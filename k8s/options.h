@@ -7,11 +7,11 @@
 
 namespace dsk {
 
-// One GPU a detshare-server serves: --server NAME=unix:SOCKET[,admin=unix:PATH].
+// One GPU a detshare-server serves: --server NAME=unix:SOCKET,admin=unix:PATH.
 struct Gpu {
     std::string name;   // in replica IDs and tenant names: [a-z0-9-], e.g. gpu0
     std::string socket; // the tenant socket's path on the host
-    std::string admin;  // the admin socket's path (default: socket + ".admin")
+    std::string admin;  // the admin socket's path, outside the socket's directory
 };
 
 struct Options {

@@ -115,6 +115,9 @@ class DevicePluginTest(unittest.TestCase):
         cls.sock_dir = os.path.join(cls.dir, "gpu0")
         os.makedirs(cls.sock_dir)
         cls.sock = os.path.join(cls.sock_dir, "ds.sock")
+        # Not beside the tenant socket: containers are given that directory.
+        os.makedirs(os.path.join(cls.dir, "admin"))
+        cls.admin = os.path.join(cls.dir, "admin", "gpu0.sock")
         cls.server_log = os.path.join(cls.dir, "server.log")
         cls.plugin_log = os.path.join(cls.dir, "plugin.log")
         sa = os.path.join(cls.dir, "sa")
@@ -134,9 +137,10 @@ class DevicePluginTest(unittest.TestCase):
         cls.server = None
         cls.start_server()
         cls.plugin = subprocess.Popen(
-            [os.environ["DSK_PLUGIN"], "--server", "gpu0=unix:" + cls.sock,
+            [os.environ["DSK_PLUGIN"], "--server", "gpu0=unix:%s,admin=unix:%s" % (cls.sock, cls.admin),
              # gpu1 has no server: its replicas stay unhealthy.
-             "--server", "gpu1=unix:" + os.path.join(cls.dir, "gpu1", "ds.sock"),
+             "--server", "gpu1=unix:%s,admin=unix:%s" % (os.path.join(cls.dir, "gpu1", "ds.sock"),
+                                                      os.path.join(cls.dir, "admin", "gpu1.sock")),
              "--replicas", "3", "--kubelet-dir", cls.kubelet_dir,
              "--pod-resources", "unix:" + cls.podres_sock,
              "--lib-dir", os.environ["DSK_LIB_DIR"],
@@ -193,10 +197,10 @@ class DevicePluginTest(unittest.TestCase):
                 cls.metrics_port = s.getsockname()[1]
         cls.server = subprocess.Popen(
             [os.environ["DS_SERVER_BIN"], "--device", "sim", "--mps", "off", "--warm", "0",
-             "--listen", "unix:" + cls.sock, "--unix-token",
+             "--listen", "unix:" + cls.sock, "--admin", "unix:" + cls.admin, "--unix-token",
              "--metrics", "tcp:127.0.0.1:%d" % cls.metrics_port],
             stdout=subprocess.DEVNULL, stderr=cls.open_log(cls.server_log, "a"))
-        wait_for(lambda: os.path.exists(cls.sock + ".admin"), 20, "the server's admin socket")
+        wait_for(lambda: os.path.exists(cls.admin), 20, "the server's admin socket")
 
     @classmethod
     def stop_server(cls):
@@ -243,7 +247,7 @@ class DevicePluginTest(unittest.TestCase):
         self.fail("no list with %s %s within %.1f s" % (gpu, health, timeout))
 
     def ctl(self, *args):
-        return subprocess.run([os.environ["DS_CTL_BIN"], "--admin", "unix:" + self.sock + ".admin"]
+        return subprocess.run([os.environ["DS_CTL_BIN"], "--admin", "unix:" + self.admin]
                               + list(args), capture_output=True, text=True, timeout=30)
 
     def allocate(self, ids):
@@ -305,6 +309,18 @@ class DevicePluginTest(unittest.TestCase):
         self.wait_health(lists, "gpu0", "Healthy", 10)
         stream.cancel()
 
+    def test_a_an_admin_socket_containers_would_see_is_refused(self):
+        r = subprocess.run([os.environ["DSK_PLUGIN"], "--lib-dir", "/x", "--server",
+                            "gpu0=unix:/run/ds/gpu0/ds.sock,admin=unix:/run/ds/gpu0/ds.sock.admin"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("the admin socket must be outside /run/ds/gpu0", r.stderr)
+        r = subprocess.run([os.environ["DSK_PLUGIN"], "--lib-dir", "/x", "--server",
+                            "gpu0=unix:/run/ds/gpu0/ds.sock"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("followed by ,admin=unix:PATH", r.stderr)
+
     def test_d_preferred_allocation_packs_on_one_gpu(self):
         res = self.stub().GetPreferredAllocation(dp.PreferredAllocationRequest(container_requests=[
             dp.ContainerPreferredAllocationRequest(
@@ -325,6 +341,8 @@ class DevicePluginTest(unittest.TestCase):
         mounts = {m.container_path: (m.host_path, m.read_only) for m in c.mounts}
         self.assertEqual(mounts[os.environ["DSK_LIB_DIR"]], (os.environ["DSK_LIB_DIR"], True))
         self.assertEqual(mounts[self.sock_dir], (self.sock_dir, True))
+        for host, _ in mounts.values():
+            self.assertFalse(self.admin.startswith(host + "/"), "the admin socket is mounted")
         self.assertEqual(c.envs["LD_LIBRARY_PATH"], os.environ["DSK_LIB_DIR"])
         self.assertEqual(c.envs["DETSHARE_SERVER"], "unix:" + self.sock)
         self.assertEqual(len(c.envs["DETSHARE_TOKEN"]), 48)
