@@ -7,6 +7,7 @@ from the environment (tests/CMakeLists.txt): DSK_PY (the generated stubs), DSK_P
 DS_SERVER_BIN, DS_CTL_BIN, DSK_TENANT (hello_tenant), DSK_SOAK (soak_tenant, may be
 empty), DSK_LIB_DIR (the directory of detshare's libcuda.so.1).
 """
+import contextlib
 import http.server
 import json
 import os
@@ -356,6 +357,25 @@ class DevicePluginTest(unittest.TestCase):
         with urllib.request.urlopen(url, timeout=10) as r:
             return r.read().decode()
 
+    @contextlib.contextmanager
+    def staying_tenant(self, c):
+        """A tenant with Allocate's answer c that stays connected while the block runs."""
+        ready, stop = os.path.join(self.dir, "ready"), os.path.join(self.dir, "stop")
+        for f in (ready, stop):
+            if os.path.exists(f):
+                os.unlink(f)
+        soak = subprocess.Popen([os.environ["DSK_SOAK"], "good", ready, stop],
+                                env=self.tenant_env(c), stdout=subprocess.DEVNULL,
+                                stderr=self.open_log(os.path.join(self.dir, "soak.err"), "w"))
+        try:
+            wait_for(lambda: os.path.exists(ready) or soak.poll() is not None, 60,
+                     "the tenant at work")
+            self.assertIsNone(soak.poll(), "the tenant failed: see soak.err")
+            yield
+        finally:
+            open(stop, "w").close()
+            soak.wait(timeout=60)
+
     def quota_line(self, name):
         lines = [l for l in self.ctl("quota").stdout.splitlines()
                  if l.strip().startswith(name + ":")]
@@ -371,21 +391,11 @@ class DevicePluginTest(unittest.TestCase):
             self.assertIn("[ns1/pod-a] info: joined", f.read())
         if os.environ.get("DSK_SOAK"):
             # A tenant that stays: status and the metrics name it after its pod.
-            ready, stop = os.path.join(self.dir, "ready"), os.path.join(self.dir, "stop")
-            soak = subprocess.Popen([os.environ["DSK_SOAK"], "good", ready, stop],
-                                    env=self.tenant_env(c), stdout=subprocess.DEVNULL,
-                                    stderr=self.open_log(os.path.join(self.dir, "soak.err"), "w"))
-            try:
-                wait_for(lambda: os.path.exists(ready) or soak.poll() is not None, 60,
-                         "the tenant at work")
-                self.assertIsNone(soak.poll(), "the tenant failed: see soak.err")
+            with self.staying_tenant(c):
                 status = self.ctl("status").stdout
                 self.assertIn(" ns1/pod-a (", status)
                 self.assertNotIn(c.envs["DETSHARE_TENANT"], status)
                 self.assertIn('tenant="ns1/pod-a"', self.metrics())
-            finally:
-                open(stop, "w").close()
-                soak.wait(timeout=60)
         # Without the token the server refuses the same program.
         env = self.tenant_env(c)
         del env["DETSHARE_TOKEN"]
@@ -404,7 +414,7 @@ class DevicePluginTest(unittest.TestCase):
             "detshare.io/class": "latency", "detshare.io/slo-ms": "20",
             "detshare.io/memory": "1Gi", "detshare.io/sm-share": "50",
             "detshare.io/kernel-time": "80", "other.io/x": "y"}
-        self.allocate(["gpu0-r0"])
+        c = self.allocate(["gpu0-r0"])
         self.podres.set({"ns2/llm": ["gpu0-r0"]})
         line = wait_for(lambda: self.quota_line("ns2/llm"), 10, "the pod's quota rule")
         self.assertIn("memory 1 GiB", line)
@@ -412,6 +422,16 @@ class DevicePluginTest(unittest.TestCase):
         self.assertIn("kernel-time 80%", line)
         self.assertIn("class latency", line)
         self.assertIn("/api/v1/namespaces/ns2/pods/llm", FakeApi.asked)
+        if os.environ.get("DSK_SOAK"):
+            # The SLO reaches the pod's tenants once they are connected.
+            with self.staying_tenant(c):
+                wait_for(lambda: "SLO 20 ms" in self.ctl("status").stdout, 10, "the SLO")
+                status = self.ctl("status").stdout
+                self.assertIn(" ns2/llm (latency", status)
+                # Five more rounds of --sync-ms give it again: the server says it once.
+                time.sleep(1)
+            with open(self.server_log) as f:
+                self.assertEqual(f.read().count("(ns2/llm) is now latency-critical, SLO 20"), 1)
         # Freed with its pod: the rule goes too.
         self.podres.set({})
         wait_for(lambda: self.quota_line("ns2/llm") is None, 10, "the rule lifted")

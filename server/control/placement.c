@@ -281,11 +281,15 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
 
         if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
             continue;
+        n++;
+        /* The device plugin says it again every round for tenants that came since: a
+         * line only for a change. */
+        if (atomic_load(&s->klass) == klass && atomic_load(&s->slo_ms) == slo_ms)
+            continue;
         atomic_store(&s->klass, klass);
         atomic_store(&s->slo_ms, slo_ms);
         ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
                 klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
-        n++;
     }
     return n;
 }
