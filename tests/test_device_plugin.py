@@ -439,16 +439,23 @@ class DevicePluginTest(unittest.TestCase):
     def test_h_malformed_annotations_are_refused_with_the_pods_name(self):
         FakeApi.annotations["ns3/bad"] = {
             "detshare.io/memory": "lots", "detshare.io/sm-share": "150",
-            "detshare.io/class": "best-effort"}
+            "detshare.io/class": "best-effort", "detshare.io/slo-ms": "20",
+            "detshare.io/kernel-time": "50", "detshare.io/colour": "blue"}
         self.allocate(["gpu0-r1"])
         self.podres.set({"ns3/bad": ["gpu0-r1"]})
         wait_for(lambda: self.plugin_log_has("pod ns3/bad: annotation refused, the default "
                                              "applies: detshare.io/memory=lots"), 10,
                  "the refusal logged")
         self.assertTrue(self.plugin_log_has("detshare.io/sm-share=150: a percentage"))
+        self.assertTrue(self.plugin_log_has("pod ns3/bad: annotation refused, the default "
+                                            "applies: detshare.io/slo-ms: a best-effort pod "
+                                            "has no SLO"))
+        self.assertTrue(self.plugin_log_has("detshare.io/colour: not a detshare annotation"))
         # What was well-formed applies.
         line = wait_for(lambda: self.quota_line("ns3/bad"), 10, "the pod's quota rule")
         self.assertIn("memory no limit", line)
+        self.assertIn("sm-share no limit", line)
+        self.assertIn("kernel-time 50%", line)
         self.assertIn("class best-effort", line)
         self.assertIsNone(self.plugin.poll(), "the plugin died")
         self.podres.set({})
