@@ -6,6 +6,10 @@ own, and calls the plugin's DevicePlugin service as the kubelet would.  The path
 from the environment (tests/CMakeLists.txt): DSK_PY (the generated stubs), DSK_PLUGIN,
 DS_SERVER_BIN, DS_CTL_BIN, DSK_TENANT (hello_tenant), DSK_SOAK (soak_tenant, may be
 empty), DSK_LIB_DIR (the directory of detshare's libcuda.so.1).
+
+On a GPU, DSK_DEVICE=cuda runs the server on the GPU instead of the sim, and DSK_TORCH (a
+command line, e.g. "python3 bench/torch_determinism.py resnet") adds a check that a
+PyTorch tenant given exactly Allocate's environment prints what it prints natively.
 """
 import contextlib
 import http.server
@@ -197,7 +201,8 @@ class DevicePluginTest(unittest.TestCase):
                 s.bind(("127.0.0.1", 0))
                 cls.metrics_port = s.getsockname()[1]
         cls.server = subprocess.Popen(
-            [os.environ["DS_SERVER_BIN"], "--device", "sim", "--mps", "off", "--warm", "0",
+            [os.environ["DS_SERVER_BIN"], "--device", os.environ.get("DSK_DEVICE", "sim"),
+             "--mps", "off", "--warm", "0",
              "--listen", "unix:" + cls.sock, "--admin", "unix:" + cls.admin, "--unix-token",
              "--metrics", "tcp:127.0.0.1:%d" % cls.metrics_port],
             stdout=subprocess.DEVNULL, stderr=cls.open_log(cls.server_log, "a"))
@@ -458,6 +463,36 @@ class DevicePluginTest(unittest.TestCase):
         self.assertIn("kernel-time 50%", line)
         self.assertIn("class best-effort", line)
         self.assertIsNone(self.plugin.poll(), "the plugin died")
+        self.podres.set({})
+
+    @unittest.skipUnless(os.environ.get("DSK_TORCH"), "DSK_TORCH names no PyTorch program")
+    def test_i_pytorch_with_allocates_environment_matches_native(self):
+        cmd = os.environ["DSK_TORCH"].split()
+        c = self.allocate(["gpu0-r0"])
+        self.podres.set({"ml/train-0": ["gpu0-r0"]})
+        wait_for(lambda: self.plugin_log_has("is pod ml/train-0"), 5, "the pod bound")
+        native_env = {k: v for k, v in os.environ.items() if not k.startswith("DETSHARE_")}
+        native_env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        env = self.tenant_env(c)
+        env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        native = subprocess.run(cmd, env=native_env, capture_output=True, text=True, timeout=580)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        # The pod's tenant in the metrics while it runs.
+        seen = False
+        while proc.poll() is None and not seen:
+            seen = 'tenant="ml/train-0"' in self.metrics()
+            time.sleep(0.5)
+        out, err = proc.communicate(timeout=580)
+        shared = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        self.assertTrue(seen, "no series of tenant ml/train-0 while it ran")
+        self.assertEqual(native.returncode, 0, native.stderr[-2000:])
+        self.assertEqual(shared.returncode, 0, shared.stderr[-2000:])
+        losses = [l for l in native.stdout.splitlines() if "0x" in l]
+        self.assertTrue(losses, native.stdout)
+        self.assertEqual(losses, [l for l in shared.stdout.splitlines() if "0x" in l])
+        with open(self.server_log) as f:
+            self.assertIn("[ml/train-0] info: joined", f.read())
         self.podres.set({})
 
 
