@@ -3,7 +3,8 @@
 # The CUDA toolkit itself is expected to be installed already (/usr/local/cuda).
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config rpcsvc-proto libtirpc-dev libuv1-dev libzstd-dev libcriterion-dev libmsgpack-dev procps jq
-    python3-numpy)
+    python3-numpy g++ libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+    libcurl4-openssl-dev python3-grpcio python3-protobuf)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

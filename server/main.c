@@ -423,6 +423,9 @@ static int option_value(int c, const char *arg, struct ds_server_config *cfg,
     case 'I':
         cl->insecure = 1;
         break;
+    case 'U':
+        cfg->unix_token = 1;
+        break;
     case 'a':
         if (set_admin(arg, cfg) != 0)
             return 2;

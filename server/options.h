@@ -28,6 +28,10 @@
       "allow TCP listeners without a token file: anyone who\n"                                \
       "can reach one (on loopback, every local user) can use\n"                               \
       "the GPU; traffic is never encrypted")                                                  \
+    X("unix-token", 'U', 0, no_argument, NULL,                                               \
+      "Unix tenants must show a token too, from --token-file\n"                              \
+      "or added through the admin socket (detshare-ctl token;\n"                              \
+      "the Kubernetes device plugin mints one per pod)")                                      \
     X("sim-sms", 's', 0, required_argument, "N", "sim device: SM count (default 132)")        \
     X("sim-memory", 'm', 0, required_argument, "SIZE",                                        \
       "sim device: memory, e.g. 80G or 512MiB (default 80G)")                                 \

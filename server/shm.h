@@ -145,6 +145,9 @@ struct ds_shm_slot {
      * its hello must give the same name.  Empty when no token was checked (a Unix
      * tenant, or a server started with --insecure and no token file). */
     char granted[DS_NAME_MAX + 1];
+    /* 1 when granted is the name the tenant's token gives it (tokens.h, `as`): its hello
+     * may give any name and gets this one. */
+    uint32_t named;
     /* Entries of the slot's IPC table ever used (server/ipcreg.h): clearing stops there. */
     atomic_uint ipc_used;
     /* For metrics, by procedure number (ds_procs.h), written by the executor alone:

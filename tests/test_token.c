@@ -443,3 +443,139 @@ Test(token_start, insecure_serves_tcp_without_a_token)
     ds_test_server_stop(&srv);
     ds_test_remove_tree(dir);
 }
+
+/* ---- Tokens added at run time, and Unix tenants that must show one (--unix-token) ---- */
+
+#define UNIX_REFUSED "refusing a tenant on unix:"
+
+static void start_unix_token(void)
+{
+    make_dir();
+    ds_test_server_start(&srv, 0, "--unix-token");
+}
+
+/* Mint a token through `detshare-ctl token add ARGS` into tok (its last line of output). */
+static void mint(const char *args_, char *tok, size_t len)
+{
+    char args[128], out[1024], *last;
+    size_t n;
+
+    snprintf(args, sizeof(args), "token add %s", args_);
+    cr_assert_eq(ds_test_ctl(&srv, args, out, sizeof(out)), 0, "%s", out);
+    n = strlen(out);
+    while (n > 0 && out[n - 1] == '\n')
+        out[--n] = '\0';
+    last = strrchr(out, '\n');
+    cr_assert_not_null(last, "%s", out);
+    snprintf(tok, len, "%s", last + 1);
+    cr_assert_eq(strlen(tok), 48, "not a minted token: %s", tok);
+}
+
+/* A Unix tenant that must be refused for `reason`, with no executor started. */
+static void expect_unix_refused(const struct tenant *t, const char *reason)
+{
+    int executors = ds_test_log_count(&srv, EXECUTORS);
+    int refused = ds_test_log_count(&srv, UNIX_REFUSED);
+    struct outcome o;
+
+    run_tenant(t, &o);
+    cr_assert_eq(o.rc, CUDA_ERROR_NO_DEVICE, "cuInit -> %s", ds_test_cu_name(o.rc));
+    cr_assert_not_null(strstr(o.err, reason), "the tenant said: %s", o.err);
+    cr_assert_eq(ds_test_log_count(&srv, UNIX_REFUSED), refused + 1);
+    cr_assert_eq(ds_test_log_count(&srv, EXECUTORS), executors, "an executor was started");
+}
+
+TestSuite(token_minted, .init = start_unix_token, .fini = stop, .timeout = 60);
+
+Test(token_minted, a_unix_tenant_without_a_token_is_refused)
+{
+    struct tenant t = { .name = "pod-1", .server = srv.unix_addr };
+
+    expect_unix_refused(&t, "no token given");
+}
+
+Test(token_minted, a_minted_token_serves_its_prefix_until_revoked)
+{
+    struct tenant t = { .name = "pod-a-1", .server = srv.unix_addr };
+    struct tenant other = { .name = "pod-b-1", .server = srv.unix_addr };
+    char tok[64], args[128], out[1024];
+
+    mint("pod-a-", tok, sizeof(tok));
+    t.token = other.token = tok;
+    expect_served(&t);
+    cr_assert(ds_test_log_has(&srv, "token accepted for pod-a-1"));
+    cr_assert_not(ds_test_log_has(&srv, tok), "the log holds the token");
+    expect_unix_refused(&other, "this token is not for this tenant name");
+    snprintf(args, sizeof(args), "token revoke %s", tok);
+    cr_assert_eq(ds_test_ctl(&srv, args, out, sizeof(out)), 0, "%s", out);
+    cr_assert_not_null(strstr(out, "tokens added in force: 0"), "%s", out);
+    expect_unix_refused(&t, "unknown token");
+    cr_assert_eq(ds_test_ctl(&srv, args, out, sizeof(out)), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "no such token"), "%s", out);
+}
+
+Test(token_minted, token_requests_are_checked)
+{
+    char out[1024];
+
+    cr_assert_eq(ds_test_ctl(&srv, "token add 'a b'", out, sizeof(out)), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "printable and without spaces"), "%s", out);
+    cr_assert_eq(ds_test_ctl(&srv, "token frob x", out, sizeof(out)), 2, "%s", out);
+}
+
+/* Without --unix-token a Unix tenant shows no token, whatever tokens were added. */
+Test(token_start, unix_tenants_need_no_token_by_default)
+{
+    struct tenant t = { .name = "pod-1" };
+    char tok[64];
+    struct outcome o;
+
+    ds_test_server_start(&srv, 0, NULL);
+    t.server = srv.unix_addr;
+    mint("pod-a-", tok, sizeof(tok));
+    run_tenant(&t, &o);
+    cr_assert_eq(o.rc, CUDA_SUCCESS, "-> %s; the tenant said: %s", ds_test_cu_name(o.rc), o.err);
+    ds_test_server_stop(&srv);
+    ds_test_remove_tree(dir);
+}
+
+/* A token minted with a name names its tenants, whatever their own name: the name
+ * status shows and quota rules match. */
+Test(token_minted, a_token_with_a_name_names_its_tenants)
+{
+    struct tenant t = { .name = "k8s-gpu0-1234-", .server = srv.unix_addr };
+    char tok[64], out[8192] = "";
+    pid_t pid;
+    int p[2];
+
+    mint("k8s-gpu0-1234- as ns1/pod-a", tok, sizeof(tok));
+    t.token = tok;
+    cr_assert(ds_test_log_has(&srv, "naming them ns1/pod-a"));
+    expect_served(&t);
+    cr_assert(ds_test_log_has(&srv, "token accepted for ns1/pod-a"));
+    cr_assert(ds_test_log_has(&srv, "[ns1/pod-a] info: joined"));
+    /* While it is connected, status names it so. */
+    cr_assert_eq(pipe(p), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char b;
+
+        close(p[1]);
+        setenv("DETSHARE_SERVER", srv.unix_addr, 1);
+        setenv("DETSHARE_TOKEN", tok, 1);
+        setenv("DETSHARE_TENANT", "k8s-gpu0-1234-", 1);
+        if (ds_test_connect() != CUDA_SUCCESS)
+            _exit(1);
+        _exit(read(p[0], &b, 1) >= 0 ? 0 : 1);
+    }
+    close(p[0]);
+    for (int i = 0; i < 250 && strstr(out, " ns1/pod-a (") == NULL; i++) {
+        usleep(20000);
+        ds_test_ctl(&srv, "status", out, sizeof(out));
+    }
+    cr_assert_not_null(strstr(out, " ns1/pod-a ("), "%s", out);
+    cr_assert_null(strstr(out, "k8s-gpu0-1234-"), "%s", out);
+    close(p[1]);
+    cr_assert_eq(waitpid(pid, NULL, 0), pid);
+}

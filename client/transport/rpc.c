@@ -578,7 +578,7 @@ static CUresult connect_once(void)
         return CUDA_ERROR_NO_DEVICE;
     }
     tenant_identity(name, sizeof(name), &klass);
-    if (ds__token_present(fd, conn.where, name, a.kind != DS_ADDR_UNIX) != CUDA_SUCCESS) {
+    if (ds__token_present(fd, conn.where, name) != CUDA_SUCCESS) {
         close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }

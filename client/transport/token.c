@@ -56,12 +56,12 @@ static int find_token(char *buf, size_t len)
     return 0;
 }
 
-CUresult ds__token_present(int sock, const char *where, const char *name, int with_token)
+CUresult ds__token_present(int sock, const char *where, const char *name)
 {
     char token[DS_TOKEN_MAX + 1] = "", why[DS_PREFACE_REASON_MAX + 1];
     int rc;
 
-    if (with_token && find_token(token, sizeof(token)) != 0)
+    if (find_token(token, sizeof(token)) != 0)
         return CUDA_ERROR_NO_DEVICE;
     rc = ds_preface_send(sock, token, strlen(token), name);
     explicit_bzero(token, sizeof(token));

@@ -2,6 +2,7 @@
 
 #include "admin_fields.h"
 #include "detshare.h"
+#include "ds_preface.h"
 #include "ds_log.h"
 #include "policy.h"
 #include "quota.h"
@@ -370,6 +371,39 @@ static void pack_trace(struct ds_admin *a, const msgpack_object *req, msgpack_pa
     a->hooks.trace(a->hooks.ctx, name, stopping, (unsigned)seconds, pk);
 }
 
+/* Add a token for a tenant-name prefix, or revoke one added so. */
+static void pack_token(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
+{
+    char token[DS_TOKEN_MAX + 1], prefix[DS_NAME_MAX + 1], as[DS_NAME_MAX + 1] = "";
+    const msgpack_object *revoke = lookup(req, DS_ADMIN_KEY_REVOKE);
+    int revoking = revoke != NULL && revoke->type == MSGPACK_OBJECT_BOOLEAN && revoke->via.boolean;
+    int has_prefix = get_str(req, DS_ADMIN_KEY_NAME, prefix, sizeof(prefix)) != NULL;
+    const char *why;
+    size_t count = 0;
+
+    if (get_str(req, DS_ADMIN_KEY_TOKEN, token, sizeof(token)) == NULL ||
+        (revoke != NULL && revoke->type != MSGPACK_OBJECT_BOOLEAN) || revoking == has_prefix ||
+        (lookup(req, DS_ADMIN_KEY_AS) != NULL &&
+         (revoking || get_str(req, DS_ADMIN_KEY_AS, as, sizeof(as)) == NULL))) {
+        pack_error(pk, "a token request needs a \"token\" (a string of at most 255 bytes) "
+                       "and either a tenant-name prefix \"name\" (\"\" for any), and "
+                       "optionally the name \"as\" its tenants get, to add it, or "
+                       "\"revoke\": true");
+        return;
+    }
+    why = a->hooks.token(a->hooks.ctx, token, revoking ? NULL : prefix, as, &count);
+    explicit_bzero(token, sizeof(token));
+    if (why != NULL) {
+        pack_error(pk, why);
+        return;
+    }
+    msgpack_pack_map(pk, 2);
+    pack_str(pk, DS_ADMIN_KEY_OK);
+    msgpack_pack_true(pk);
+    pack_str(pk, DS_ADMIN_KEY_TOKENS);
+    msgpack_pack_uint64(pk, count);
+}
+
 static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk)
 {
     /* A policy's name may be a file's path; a tenant's is at most DS_NAME_MAX. */
@@ -397,6 +431,8 @@ static void answer(struct ds_admin *a, const msgpack_object *req, msgpack_packer
         pack_quota(a, req, pk, tenant);
     } else if (strcmp(cmd, "trace") == 0) {
         pack_trace(a, req, pk, tenant);
+    } else if (strcmp(cmd, "token") == 0) {
+        pack_token(a, req, pk);
     } else {
         pack_error(pk, "unknown command");
     }

@@ -20,6 +20,9 @@
  *                                     -> {"ok": true, "tenants": HOW_MANY, "seconds": N}
  *   {"cmd": "trace", "name": NAME, "stop": true}
  *                                     -> {"ok": true, "trace": {...}} (docs/admin.md)
+ *   {"cmd": "token", "token": T, "name": PREFIX, "as": NAME}   ("as" optional)
+ *   {"cmd": "token", "token": T, "revoke": true}
+ *                                     -> {"ok": true, "tokens": HOW_MANY_ADDED}
  * and {"ok": false, "error": TEXT} for anything else.  A connection has a deadline to send
  * its request and take the answer, and only so many may be open at once (admin.c says why
  * and how long); more are refused with an error map, logged now and then.
@@ -60,6 +63,11 @@ struct ds_admin_hooks {
      * or with stop != 0 end it and hand it over: packs the whole answer
      * (server/control/tracectl.h). */
     void (*trace)(void *ctx, const char *name, int stop, unsigned seconds, msgpack_packer *pk);
+    /* Add `token` for tenant names beginning with `prefix`, naming them `as` ("": their
+     * own name), or with prefix NULL revoke it (tokens.h).  Returns NULL with *count the
+     * tokens added that remain, or why it was refused. */
+    const char *(*token)(void *ctx, const char *token, const char *prefix, const char *as,
+                         size_t *count);
 };
 
 /* Listen on `path` in `loop`: mode 0600, or with `group` other than (gid_t)-1, 0660 and

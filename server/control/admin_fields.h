@@ -7,6 +7,7 @@
 #ifndef DS_ADMIN_FIELDS_H
 #define DS_ADMIN_FIELDS_H
 
+#define DS_ADMIN_KEY_AS                "as"
 #define DS_ADMIN_KEY_BACKEND           "backend"
 #define DS_ADMIN_KEY_CAPACITY           "capacity"
 #define DS_ADMIN_KEY_CLASS             "class"
@@ -53,6 +54,7 @@
 #define DS_ADMIN_KEY_QUARANTINED       "quarantined"
 #define DS_ADMIN_KEY_QUOTA_RULE        "quota_rule"
 #define DS_ADMIN_KEY_QUOTAS            "quotas"
+#define DS_ADMIN_KEY_REVOKE            "revoke"
 #define DS_ADMIN_KEY_SECONDS            "seconds"
 #define DS_ADMIN_KEY_SECONDS_LEFT      "seconds_left"
 #define DS_ADMIN_KEY_SLO_MS            "slo_ms"
@@ -66,6 +68,8 @@
 #define DS_ADMIN_KEY_STOP               "stop"
 #define DS_ADMIN_KEY_TENANTS           "tenants"
 #define DS_ADMIN_KEY_THROTTLED         "throttled"
+#define DS_ADMIN_KEY_TOKEN             "token"
+#define DS_ADMIN_KEY_TOKENS            "tokens"
 #define DS_ADMIN_KEY_TRACE              "trace"
 #define DS_ADMIN_KEY_UID               "uid"
 #define DS_ADMIN_KEY_VMM               "vmm"

@@ -57,17 +57,22 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 
 static void decided(struct ds_auth *a)
 {
-    const struct ds_tokens *tokens = a->list->tokens;
-    char name[DS_NAME_MAX + 1];
+    const struct ds_auth_list *l = a->list;
+    int any = l->tokens != NULL || ds_tokens_count(l->minted) > 0;
+    int check = a->check_tokens == DS_AUTH_TOKEN_ALWAYS ||
+                (a->check_tokens == DS_AUTH_TOKEN_IF_ANY && any);
+    char name[DS_NAME_MAX + 1], as[DS_NAME_MAX + 1] = "";
     struct ds_preface p;
-    const char *why;
+    const char *why = NULL;
 
     ds_preface_decode(a->buf, &p);
-    if (!a->check_tokens)
-        tokens = NULL;
-    why = tokens != NULL ? ds_tokens_check(tokens, &p) : NULL;
+    if (check)
+        why = ds_tokens_check(l->tokens, l->minted, &p, as);
     ds_name_clean(name, p.name, p.name_len);
-    finish(a, why == NULL ? name : NULL, tokens != NULL, why);
+    if (why == NULL && as[0] != '\0')
+        finish(a, as, DS_AUTH_NAMED, NULL);
+    else
+        finish(a, why == NULL ? name : NULL, check ? DS_AUTH_VOUCHED : DS_AUTH_UNCHECKED, why);
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)

@@ -21,23 +21,38 @@
 struct ds_auth;
 
 /* Connections whose preface is awaited; zero-initialised by its owner, who sets tokens
- * and may replace them at any time (SIGHUP): each preface is checked against the set in
- * force when it has arrived (NULL: accept any token). */
+ * and may replace them at any time (SIGHUP), and minted, the tokens the admin API adds
+ * and revokes: each preface is checked against the sets in force when it has arrived. */
 struct ds_auth_list {
     struct ds_auth *head;
     int n;
     const struct ds_tokens *tokens;
+    const struct ds_tokens *minted;
+};
+
+/* What ds_auth_start checks of a preface's token. */
+enum ds_auth_tokens {
+    DS_AUTH_NO_TOKEN,      /* nothing (a Unix tenant, whose uid the kernel vouches for) */
+    DS_AUTH_TOKEN_IF_ANY,  /* a known token, when the server has any (TCP; none: --insecure) */
+    DS_AUTH_TOKEN_ALWAYS,  /* a known token, always (--unix-token) */
+};
+
+/* What ds_auth_done's `vouched` says of the name. */
+enum ds_auth_vouched {
+    DS_AUTH_UNCHECKED, /* no token was checked */
+    DS_AUTH_VOUCHED,   /* a token was checked for that name */
+    DS_AUTH_NAMED,     /* the token named the tenant (ds_tokens_add's `as`): that name */
 };
 
 /* Called once per connection given to ds_auth_start.  `why` is NULL when the preface was
- * accepted, `name` then being the tenant name it gave (ds_name_clean's form) and
- * `vouched` 1 when a token was checked for that name (0: tokens NULL, or a connection
- * that shows none); else `why` is the reason, for the log and the tenant.  The stream is
+ * accepted, `name` then being the tenant's name (the one its preface gave, in
+ * ds_name_clean's form, or the one its token gives it) and `vouched` saying which (enum
+ * ds_auth_vouched); else `why` is the reason, for the log and the tenant.  The stream is
  * the callee's from then on (not reading), to answer (ds_auth_answer) and close. */
 typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name, int vouched,
                              const char *why);
 
-/* Read client's preface; when check_tokens, check it against l's tokens.  `peer` names
+/* Read client's preface and check its token as check_tokens (enum ds_auth_tokens) says.  `peer` names
  * who connected (for the per-peer bound).  Returns 0, or a libuv error (the stream is
  * then still the caller's): UV_EBUSY when DS_AUTH_MAX are waiting already, UV_EAGAIN
  * when DS_AUTH_PER_PEER of them are peer's. */

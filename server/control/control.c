@@ -296,6 +296,7 @@ void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm
         snprintf(who, sizeof(who), ", from process %d of uid %u", (int)s->peer_pid,
                  (unsigned)s->peer_uid);
     snprintf(s->granted, sizeof(s->granted), "%s", name);
+    s->named = vouched == DS_AUTH_NAMED;
     ds_info("tenant %llu (%s) connected on %s (executor pid %d, %s, %s domain)%s%s%s",
             (unsigned long long)s->id, name, where, (int)e->pid,
             warm ? "started ahead" : "started for it",
@@ -454,7 +455,11 @@ static void on_connection(uv_stream_t *server, int status)
      * domain is chosen from the name, and a connection that never sends one costs no
      * executor. */
     peer_key(l, client, peer, sizeof(peer));
-    rc = ds_auth_start(&c->authing, client, peer, l->addr.kind != DS_ADDR_UNIX, authed, l);
+    rc = ds_auth_start(&c->authing, client, peer,
+                       l->addr.kind != DS_ADDR_UNIX ? DS_AUTH_TOKEN_IF_ANY
+                       : c->cfg->unix_token         ? DS_AUTH_TOKEN_ALWAYS
+                                                    : DS_AUTH_NO_TOKEN,
+                       authed, l);
     if (rc != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                rc == UV_EBUSY    ? "too many connections are presenting prefaces"
@@ -947,6 +952,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->sm_groups = cfg->sm.count;
     c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;
     c.authing.tokens = cfg->tokens;
+    /* Tokens the admin API adds; without memory for an empty set, it adds none. */
+    c.authing.minted = c.minted = ds_tokens_new();
     c.domains.fallback = cfg->isolation;
     memcpy(c.domains.fallback_group, cfg->isolation_group, sizeof(c.domains.fallback_group));
     c.domains.quarantine_ns = cfg->quarantine_ns;
@@ -978,6 +985,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     ds_shm_unmap(c.shm);
     close(c.shm_fd);
     ds_tokens_free(c.reloaded);
+    ds_tokens_free(c.minted);
     if (!failed)
         ds_info("stopped");
     return failed;

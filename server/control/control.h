@@ -46,6 +46,9 @@ struct ds_server_config {
      * again (NULL: none). */
     const struct ds_tokens *tokens;
     const char *token_file;
+    /* --unix-token: Unix tenants show a known token too (a pod's socket is shared by
+     * every pod of the node, whose uids say nothing). */
+    int unix_token;
     /* The quota rules at start, from the config file (config.h), which SIGHUP reads
      * again (NULL: none). */
     const char *config;

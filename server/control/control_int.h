@@ -80,6 +80,7 @@ struct control {
     uint64_t next_id;            /* the last tenant id given (shm.h, slot id) */
     uint64_t refused_window_ns;  /* refusals logged in the second that began then */
     unsigned refused_logged, refused_quiet;
+    struct ds_tokens *minted;    /* added through the admin API (tokens.h) */
     struct ds_tokens *reloaded;  /* the tokens read on SIGHUP, once any were */
     struct ds_shm_quota rules[DS_SHM_QUOTAS]; /* the quotas in force, as published */
     unsigned nrules;

@@ -1,4 +1,5 @@
 /* detshare-ctl: the admin API's command-line client (server/admin.h, docs/admin.md). */
+#include "admin_client.h"
 #include "admin_fields.h"
 #include "ctl_trace.h"
 #include "ds_addr.h"
@@ -6,10 +7,10 @@
 
 #include <errno.h>
 #include <msgpack.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,12 @@ static int usage(FILE *f)
             "  trace NAME --seconds N       record what tenants NAME run on the device for N\n"
             "                               seconds (1-3600) and print it as a Chrome/Perfetto\n"
             "                               trace (JSON) on stdout\n"
+            "  token add PREFIX [as NAME]   mint a token for tenant names beginning with\n"
+            "                               PREFIX (\"\" for any) and print it; with\n"
+            "                               --unix-token or TCP, tenants show it\n"
+            "                               (DETSHARE_TOKEN); with as, they are named NAME\n"
+            "  token revoke TOKEN           forget a token added so: tenants showing it are\n"
+            "                               refused from now on\n"
             "  -h, --help                   this text\n\n"
             "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
             "server's default one) with .admin added; the service's is\n"
@@ -66,6 +73,9 @@ static void pack_str(msgpack_packer *pk, const char *s)
  * the quota's limits it gave. */
 struct request {
     const char *cmd, *name, *klass, *phase, *isolation;
+    const char *token; /* token: the one to add or revoke */
+    const char *as;    /* token add: the name its tenants get */
+    int revoke;
     unsigned long slo_ms;
     unsigned long seconds; /* trace: how long; 0 with stop */
     int stop;              /* trace: end it and fetch it */
@@ -86,7 +96,7 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
     msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
-                             !!q->seconds + !!q->stop +
+                             !!q->seconds + !!q->stop + !!q->token + !!q->revoke + !!q->as +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
     pack_str(pk, DS_ADMIN_KEY_CMD);
@@ -119,6 +129,18 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
         pack_str(pk, DS_ADMIN_KEY_STOP);
         msgpack_pack_true(pk);
     }
+    if (q->token) {
+        pack_str(pk, DS_ADMIN_KEY_TOKEN);
+        pack_str(pk, q->token);
+    }
+    if (q->revoke) {
+        pack_str(pk, DS_ADMIN_KEY_REVOKE);
+        msgpack_pack_true(pk);
+    }
+    if (q->as) {
+        pack_str(pk, DS_ADMIN_KEY_AS);
+        pack_str(pk, q->as);
+    }
     if (q->limits & DS_QUOTA_MEMORY)
         pack_limit(pk, DS_ADMIN_KEY_MEMORY, q->quota.memory);
     if (q->limits & DS_QUOTA_SM_SHARE)
@@ -140,37 +162,16 @@ static int ask(const struct ds_addr *admin, const struct request *q, msgpack_unp
 {
     msgpack_sbuffer buf;
     msgpack_packer pk;
-    int fd = ds_addr_connect(admin), rc = -1;
+    char why[400];
+    int rc;
 
-    if (fd < 0) {
-        fprintf(stderr, "detshare-ctl: cannot reach the admin socket %s: %s\n", admin->path,
-                strerror(errno));
-        return -1;
-    }
     msgpack_sbuffer_init(&buf);
     msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
     pack_request(&pk, q);
-    if (write(fd, buf.data, buf.size) == (ssize_t)buf.size) {
-        for (;;) {
-            struct pollfd p = { .fd = fd, .events = POLLIN };
-            ssize_t n;
-
-            if (poll(&p, 1, REPLY_TIMEOUT_MS) != 1 || !msgpack_unpacker_reserve_buffer(u, 4096))
-                break;
-            n = read(fd, msgpack_unpacker_buffer(u), msgpack_unpacker_buffer_capacity(u));
-            if (n <= 0)
-                break;
-            msgpack_unpacker_buffer_consumed(u, (size_t)n);
-            if (msgpack_unpacker_next(u, out) == MSGPACK_UNPACK_SUCCESS) {
-                rc = 0;
-                break;
-            }
-        }
-    }
+    rc = ds_admin_ask(admin, buf.data, buf.size, REPLY_TIMEOUT_MS, u, out, why, sizeof(why));
     if (rc != 0)
-        fprintf(stderr, "detshare-ctl: no answer from %s\n", admin->path);
+        fprintf(stderr, "detshare-ctl: %s\n", why);
     msgpack_sbuffer_destroy(&buf);
-    close(fd);
     return rc;
 }
 
@@ -417,6 +418,8 @@ static int show(const msgpack_object *reply, const char *cmd, int as_json)
     }
     if (strcmp(cmd, "tenant") == 0)
         field("tenants changed: ", reply, DS_ADMIN_KEY_TENANTS);
+    else if (strcmp(cmd, "token") == 0)
+        field("tokens added in force: ", reply, DS_ADMIN_KEY_TOKENS);
     else if (strcmp(cmd, "quota") == 0)
         print_quotas(reply);
     else if (strcmp(cmd, "status") != 0)
@@ -508,6 +511,38 @@ static int parse_tenant(int argc, char **argv, int *i, struct request *q)
     return 0;
 }
 
+/* token add PREFIX [as NAME] (a new token into minted, printed once accepted) or token
+ * revoke TOKEN, from argv[*i] on. */
+static int parse_token(int argc, char **argv, int *i, struct request *q, char *minted,
+                       size_t len)
+{
+    unsigned char raw[24];
+
+    if (*i + 2 > argc)
+        return -1;
+    if (strcmp(argv[*i], "revoke") == 0) {
+        q->token = argv[*i + 1];
+        q->revoke = 1;
+    } else if (strcmp(argv[*i], "add") == 0) {
+        /* 192 random bits, as hex: no guessing, and safe in any file or environment. */
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw) || len < 2 * sizeof(raw) + 1)
+            return -1;
+        for (size_t k = 0; k < sizeof(raw); k++)
+            snprintf(minted + 2 * k, 3, "%02x", raw[k]);
+        explicit_bzero(raw, sizeof(raw));
+        q->token = minted;
+        q->name = argv[*i + 1];
+        if (*i + 4 <= argc && strcmp(argv[*i + 2], "as") == 0) {
+            q->as = argv[*i + 3];
+            *i += 2;
+        }
+    } else {
+        return -1;
+    }
+    *i += 2;
+    return 0;
+}
+
 /* quota [NAME k=v...], from argv[*i] on. */
 static int parse_quota(int argc, char **argv, int *i, struct request *q)
 {
@@ -542,6 +577,7 @@ int main(int argc, char **argv)
     msgpack_unpacker u;
     msgpack_unpacked r;
     struct request q = { 0 };
+    char minted[64] = "";
     int i = 1, as_json = 0, rc;
 
     default_admin(&admin);
@@ -567,9 +603,12 @@ int main(int argc, char **argv)
         return usage(stderr);
     else if (strcmp(q.cmd, "trace") == 0 && parse_trace(argc, argv, &i, &q) != 0)
         return usage(stderr);
+    else if (strcmp(q.cmd, "token") == 0 &&
+             parse_token(argc, argv, &i, &q, minted, sizeof(minted)) != 0)
+        return usage(stderr);
     else if (strcmp(q.cmd, "status") != 0 && strcmp(q.cmd, "policy") != 0 &&
              strcmp(q.cmd, "tenant") != 0 && strcmp(q.cmd, "quota") != 0 &&
-             strcmp(q.cmd, "trace") != 0)
+             strcmp(q.cmd, "trace") != 0 && strcmp(q.cmd, "token") != 0)
         return usage(stderr);
     if (i != argc)
         return usage(stderr);
@@ -579,6 +618,10 @@ int main(int argc, char **argv)
         return 1;
     msgpack_unpacked_init(&r);
     rc = ask(&admin, &q, &u, &r) == 0 ? show(&r.data, q.cmd, as_json) : 1;
+    /* The new token, alone on the last line, for scripts to take. */
+    if (rc == 0 && minted[0] != '\0')
+        printf("%s\n", minted);
+    explicit_bzero(minted, sizeof(minted));
     msgpack_unpacked_destroy(&r);
     msgpack_unpacker_destroy(&u);
     return rc;

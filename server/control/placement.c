@@ -1,6 +1,7 @@
 #include "control_int.h"
 
 #include "ds_clock.h"
+#include "ds_error.h"
 #include "ds_groups.h"
 #include "ds_log.h"
 #include "status.h"
@@ -282,11 +283,15 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
 
         if (s->tenant[0] == '\0' || strcmp(s->tenant, name) != 0)
             continue;
+        n++;
+        /* The device plugin says it again every round for tenants that came since: a
+         * line only for a change. */
+        if (atomic_load(&s->klass) == klass && atomic_load(&s->slo_ms) == slo_ms)
+            continue;
         atomic_store(&s->klass, klass);
         atomic_store(&s->slo_ms, slo_ms);
         ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
                 klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
-        n++;
     }
     return n;
 }
@@ -385,10 +390,40 @@ static const char *admin_set_quota(void *ctx, const struct ds_shm_quota *q, unsi
     return NULL;
 }
 
+static const char *admin_token(void *ctx, const char *token, const char *prefix,
+                               const char *as, size_t *count)
+{
+    struct control *c = ctx;
+    int rc;
+
+    if (c->minted == NULL)
+        return "the server had no memory for tokens at start";
+    rc = prefix != NULL ? ds_tokens_add(c->minted, token, prefix, as)
+                        : ds_tokens_revoke(c->minted, token);
+    *count = ds_tokens_count(c->minted);
+    if (rc == DS_EINVAL)
+        return "a token is 1 to 255 bytes, its \"name\" prefix and \"as\" name printable and "
+               "without spaces";
+    if (rc == DS_EBUSY)
+        return "the server holds as many added tokens as it may: revoke some first";
+    if (rc == DS_EHANDLE)
+        return "no such token (only tokens added through the admin socket can be revoked)";
+    if (rc != 0)
+        return ds_strerror(rc);
+    /* Never the token: logs are read by more people than may use the GPU. */
+    if (prefix != NULL)
+        ds_info("a token is in force for tenant names beginning \"%s\"%s%s (%zu added)", prefix,
+                as[0] ? ", naming them " : "", as, *count);
+    else
+        ds_info("a token was revoked (%zu added remain)", *count);
+    return NULL;
+}
+
 void ds__place_admin_hooks(struct control *c, struct ds_admin_hooks *h)
 {
     *h = (struct ds_admin_hooks){ .ctx = c, .pack_status = admin_status, .policy = admin_policy,
                                   .tenant_class = admin_tenant_class,
                                   .tenant_phase = admin_tenant_phase, .pack_quotas = admin_quotas,
-                                  .set_quota = admin_set_quota, .trace = ds__tracectl_admin };
+                                  .set_quota = admin_set_quota, .trace = ds__tracectl_admin,
+                                  .token = admin_token };
 }

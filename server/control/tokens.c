@@ -18,6 +18,7 @@ struct token {
     unsigned char bytes[DS_TOKEN_MAX]; /* zero-padded, so every comparison is as long */
     size_t len;
     char prefix[DS_NAME_MAX + 1]; /* empty: any tenant name */
+    char as[DS_NAME_MAX + 1];     /* the name its tenants get; empty: their own */
 };
 
 struct ds_tokens {
@@ -159,13 +160,17 @@ static size_t is_zero(unsigned x)
     return (size_t)(((uint64_t)x - 1) >> 63);
 }
 
-/* The index of the token equal to `given`, or t->n.  Every byte of every token is
- * compared whatever matches, so the time taken says nothing about the tokens. */
+/* The index of the token equal to `given`, or t->n (also for a NULL t).  Every byte of
+ * every token is compared whatever matches, so the time taken says nothing about the
+ * tokens. */
 static size_t find(const struct ds_tokens *t, const unsigned char *given, size_t len)
 {
     unsigned char padded[DS_TOKEN_MAX] = { 0 };
-    size_t hit = t->n, found = 0;
+    size_t hit, found = 0;
 
+    if (t == NULL)
+        return 0;
+    hit = t->n;
     memcpy(padded, given, len);
     for (size_t i = 0; i < t->n; i++) {
         unsigned d = (unsigned)(t->v[i].len ^ len);
@@ -193,19 +198,111 @@ static int name_ok(const struct ds_preface *p)
     return 1;
 }
 
-const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_preface *p)
+/* The name a tenant accepted with token k gets when k names its tenants: k's name, then
+ * what the preface's name has after k's prefix, cut at DS_NAME_MAX; else "". */
+static void rename_to(const struct token *k, const struct ds_preface *p, char *as)
 {
-    size_t i, plen;
+    size_t plen = strlen(k->prefix), alen = strlen(k->as);
+    size_t rest = p->name_len - plen;
 
+    as[0] = '\0';
+    if (alen == 0)
+        return;
+    if (rest > DS_NAME_MAX - alen)
+        rest = DS_NAME_MAX - alen;
+    memcpy(as, k->as, alen);
+    memcpy(as + alen, p->name + plen, rest);
+    as[alen + rest] = '\0';
+}
+
+const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_tokens *minted,
+                            const struct ds_preface *p, char *as)
+{
+    const struct token *hit = NULL;
+    size_t i, k, plen;
+
+    as[0] = '\0';
     if (p->token_len == 0)
         return "no token given (the tenant sets DETSHARE_TOKEN or DETSHARE_TOKEN_FILE)";
+    /* Both sets are searched whatever the first answers: the time says nothing. */
     i = find(t, p->token, p->token_len);
-    if (i == t->n)
+    k = find(minted, p->token, p->token_len);
+    if (t != NULL && i < t->n)
+        hit = &t->v[i];
+    else if (minted != NULL && k < minted->n)
+        hit = &minted->v[k];
+    if (hit == NULL)
         return "unknown token";
     if (!name_ok(p))
         return "the tenant name (DETSHARE_TENANT) must be printable, without spaces";
-    plen = strlen(t->v[i].prefix);
-    if (plen > p->name_len || memcmp(p->name, t->v[i].prefix, plen) != 0)
+    plen = strlen(hit->prefix);
+    if (plen > p->name_len || memcmp(p->name, hit->prefix, plen) != 0)
         return "this token is not for this tenant name (DETSHARE_TENANT)";
+    rename_to(hit, p, as);
     return NULL;
+}
+
+struct ds_tokens *ds_tokens_new(void)
+{
+    return calloc(1, sizeof(struct ds_tokens));
+}
+
+size_t ds_tokens_count(const struct ds_tokens *t)
+{
+    return t != NULL ? t->n : 0;
+}
+
+/* The index of `token` in t, or t->n.  Only the admin API asks, so time may vary. */
+static size_t index_of(const struct ds_tokens *t, const char *token)
+{
+    size_t len = strlen(token), i;
+
+    for (i = 0; i < t->n; i++)
+        if (t->v[i].len == len && memcmp(t->v[i].bytes, token, len) == 0)
+            break;
+    return i;
+}
+
+/* A prefix a tenant name could begin with: what name_ok keeps, at most DS_NAME_MAX. */
+static int prefix_ok(const char *prefix)
+{
+    size_t n = strlen(prefix);
+
+    if (n > DS_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (prefix[i] <= 32 || prefix[i] >= 127)
+            return 0;
+    return 1;
+}
+
+int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix, const char *as)
+{
+    size_t len = strlen(token), i;
+    int rc;
+
+    if (len == 0 || len > DS_TOKEN_MAX || !prefix_ok(prefix) || !prefix_ok(as))
+        return DS_EINVAL;
+    i = index_of(t, token);
+    if (i == t->n) {
+        if (t->n >= DS_TOKENS_MINTED_MAX)
+            return DS_EBUSY;
+        if ((rc = add(t, token, prefix)) != 0)
+            return rc;
+    }
+    snprintf(t->v[i].prefix, sizeof(t->v[i].prefix), "%s", prefix);
+    snprintf(t->v[i].as, sizeof(t->v[i].as), "%s", as);
+    return 0;
+}
+
+int ds_tokens_revoke(struct ds_tokens *t, const char *token)
+{
+    size_t i = index_of(t, token);
+
+    if (i == t->n)
+        return DS_EHANDLE;
+    t->v[i] = t->v[t->n - 1];
+    explicit_bzero(&t->v[t->n - 1], sizeof(t->v[0]));
+    t->n--;
+    return 0;
 }

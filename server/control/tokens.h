@@ -20,10 +20,33 @@ struct ds_tokens *ds_tokens_load(const char *path);
 
 void ds_tokens_free(struct ds_tokens *t);
 
-/* Check preface p: its token against every token of t, in time that depends on neither
- * the token given nor which one it matches, then its tenant name against the matching
- * token's prefix.  Returns NULL when accepted, else the reason (static text, safe to
- * send to the tenant). */
-const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_preface *p);
+/* An empty set, for the tokens the admin API adds at run time (docs/admin.md, "token"):
+ * a device plugin mints one per allocation and revokes it when the allocation ends.  They
+ * live beside the file's, so SIGHUP leaves them alone.  NULL when out of memory. */
+struct ds_tokens *ds_tokens_new(void);
+
+/* How many tokens t holds (0 for NULL). */
+size_t ds_tokens_count(const struct ds_tokens *t);
+
+/* Add `token` (1 to DS_TOKEN_MAX bytes) for tenant names beginning with `prefix` ("" for
+ * any), or change the prefix of that token when t has it already.  With `as` not empty,
+ * the tenants it admits are named `as` instead, followed by what their own name has
+ * after the prefix: the device plugin names a pod's tenants after the pod (NS/POD) once
+ * it knows it, though their DETSHARE_TENANT was fixed before.  Returns 0, DS_EINVAL for a
+ * token, prefix or name out of bounds (a tenant name's characters), DS_EBUSY when t holds
+ * DS_TOKENS_MINTED_MAX, DS_ENOMEM. */
+#define DS_TOKENS_MINTED_MAX 4096
+int ds_tokens_add(struct ds_tokens *t, const char *token, const char *prefix, const char *as);
+
+/* Remove `token` from t.  Returns 0, or DS_EHANDLE when t does not hold it. */
+int ds_tokens_revoke(struct ds_tokens *t, const char *token);
+
+/* Check preface p: its token against every token of t and of minted (either may be
+ * NULL), in time that depends on neither the token given nor which one it matches, then
+ * its tenant name against the matching token's prefix.  Returns NULL when accepted, with
+ * `as` (DS_NAME_MAX + 1 bytes) the name the token gives the tenant ("" for its own: see
+ * ds_tokens_add), else the reason (static text, safe to send to the tenant). */
+const char *ds_tokens_check(const struct ds_tokens *t, const struct ds_tokens *minted,
+                            const struct ds_preface *p, char *as);
 
 #endif

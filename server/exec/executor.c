@@ -88,13 +88,18 @@ static void on_term(int sig)
 
 /* The control process chose the tenant's fault domain (and, over TCP, checked its
  * token) for the name its preface gave: its hello may not claim another.  name is the
- * hello's, as ds_name_clean keeps it. */
-static int name_granted(const struct ds_tenant *t, const char *name)
+ * hello's, as ds_name_clean keeps it; a tenant whose token names it gets that name in
+ * name instead, whatever its hello says. */
+static int name_granted(const struct ds_tenant *t, char *name)
 {
     const char *granted = t->shm->slots[t->slot].granted;
 
     if (granted[0] == '\0')
         return 1;
+    if (t->shm->slots[t->slot].named) {
+        snprintf(name, DS_NAME_MAX + 1, "%s", granted);
+        return 1;
+    }
     if (strcmp(name, granted) == 0)
         return 1;
     ds_warn("refusing the hello of %s: its preface (and token, if any) named tenant %s", name,
