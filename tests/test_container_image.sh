@@ -6,7 +6,7 @@
 # start-servers.sh serving the sim, which probe.sh and detshare-ctl reach, stopped by
 # SIGTERM.  Slow (a Debian root from the network, a full build): label `image`.
 # Skipped (77) without root, mmdebstrap or umoci.
-# usage: test_image.sh SOURCE_DIR BUILD_DIR
+# usage: test_container_image.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
 for t in mmdebstrap umoci unshare chroot; do
@@ -24,8 +24,9 @@ tar -C "$tmp/layout" -xf "$tmp/detshare.oci.tar"
 tag=$(dpkg-deb -f "$build"/image-build/detshare_*.deb Version)
 umoci unpack --image "$tmp/layout:$tag" "$tmp/bundle" >/dev/null || fail "umoci unpack of tag $tag"
 root=$tmp/bundle/rootfs
-grep -q '"args":\["/usr/bin/detshare-server"\]' "$tmp/bundle/config.json" ||
-    fail "the image's command: $(cat "$tmp/bundle/config.json")"
+args=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["process"]["args"])' \
+    "$tmp/bundle/config.json")
+[ "$args" = "['/usr/bin/detshare-server']" ] || fail "the image's command: $args"
 for f in usr/bin/detshare-server usr/bin/detshare-ctl usr/lib/detshare/libcuda.so.1 \
         usr/lib/detshare/libnvidia-ml.so.1 usr/bin/bash usr/bin/awk usr/bin/ldd; do
     [ -e "$root/$f" ] || fail "the image lacks /$f"
