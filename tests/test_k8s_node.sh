@@ -5,6 +5,7 @@
 # probe.sh sees them; a killed server is started again alone (the other keeps its
 # pid); a changed detshare.conf reaches every server (SIGHUP); start-plugin.sh runs
 # the plugin with one --server per GPU; SIGTERM stops every server.
+# The servers run with the base's detshare.conf and node.env's options.
 # usage: test_k8s_node.sh SOURCE_DIR SERVER CTL LIBCUDA LIBNVML HELLO_TENANT
 set -euo pipefail
 src=$1 server=$2 ctl=$3 libcuda=$4 libnvml=$5 hello=$6
@@ -40,9 +41,11 @@ for f in libcuda.so.1 libnvidia-ml.so.1 libcuda.so libtirpc.so.3; do
 done
 [ ! -e "$tmp/client/libc.so.6" ] || fail "install-client.sh copied glibc"
 
-echo 'quota first memory=1GiB' >"$tmp/etc/detshare.conf"
+# The servers run with the base's own quota rules and options (node.env), on the sim.
+cp "$src/deploy/kubernetes/base/detshare.conf" "$tmp/etc/detshare.conf"
+opts=$(sed -n 's/^DETSHARE_OPTS=//p' "$src/deploy/kubernetes/base/node.env")
 port=$((20000 + RANDOM % 20000))
-DETSHARE_GPUS="0 1" DETSHARE_OPTS="--device sim --warm 0" DETSHARE_METRICS_PORT=$port \
+DETSHARE_GPUS="0 1" DETSHARE_OPTS="$opts --device sim" DETSHARE_METRICS_PORT=$port \
     DETSHARE_METRICS_HOST=127.0.0.1 DETSHARE_CONFIG=$tmp/etc/detshare.conf DETSHARE_POLL_S=0.2 \
     bash "$node/start-servers.sh" 2>"$tmp/sup.log" &
 sup=$!
@@ -50,6 +53,8 @@ until_ok sh "$node/probe.sh" all >/dev/null || fail "probe.sh all never passed"
 [ "$(cat "$tmp/run/gpus")" = "0 1" ] || fail "gpus file: $(cat "$tmp/run/gpus")"
 [ "$(stat -c %a "$tmp/run/gpu0")" = 755 ] || fail "socket directory mode $(stat -c %a "$tmp/run/gpu0")"
 grep -q '^gpu1: ' "$tmp/sup.log" || fail "server logs lack their GPU prefix"
+q=$(detshare-ctl --admin "unix:$tmp/run/gpu1/detshare.sock.admin" quota)
+case $q in *ml-training/*) ;; *) fail "the base's detshare.conf not in force: $q" ;; esac
 curl_ok() { exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 &&
     grep -q detshare_tenants <&3; }
 ( curl_ok $((port + 1)) ) || fail "GPU 1's metrics are not on port $((port + 1))"
