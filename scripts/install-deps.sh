@@ -5,6 +5,11 @@ set -euo pipefail
 pkgs=(cmake gcc make pkg-config rpcsvc-proto libtirpc-dev libuv1-dev libzstd-dev libcriterion-dev libmsgpack-dev procps jq
     python3-numpy g++ libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
     libcurl4-openssl-dev python3-grpcio python3-protobuf)
+# deploy/kubernetes's checks (scripts/check-k8s-manifests.sh) and the container image
+# (packaging/container/build.sh).  kubectl, which renders the manifests, is not among
+# them: Debian's kubernetes-client (1.20) is too old for them, so the check uses the
+# machine's own kubectl or kustomize and reports itself skipped without one.
+pkgs+=(yamllint shellcheck python3-yaml python3-venv dpkg-dev mmdebstrap umoci)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -39,4 +44,14 @@ name = next(n for n in z.namelist() if n.endswith("/include/nvml.h"))
 sys.stdout.buffer.write(z.read(name))' "$tmp" > "$tmp/nvml.h"
     $sudo install -m 644 "$tmp/nvml.h" /usr/local/include/nvml.h
     rm -rf "$tmp"
+fi
+# kubernetes-validate (Kubernetes' schemas, 1.25 to 1.37) in a virtual environment of
+# its own, where scripts/check-k8s-manifests.sh looks for it.
+tools=${DETSHARE_TOOLS:-/opt/detshare-tools}
+if [ ! -x "$tools/bin/kubernetes-validate" ]; then
+    echo "installing kubernetes-validate==1.37.0 in $tools"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo python3 -m venv "$tools"
+    $sudo "$tools/bin/pip" install -q kubernetes-validate==1.37.0
 fi
