@@ -21,6 +21,7 @@
 #include "gnode.h"
 #include "graph.h"
 #include "mem.h"
+#include "quiet.h"
 #include "rpc.h"
 #include "staging.h"
 #include "stream.h"
@@ -231,7 +232,7 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
     rc = dtoh_inband(dst, src, n, ds__stream_of(s));
     /* The executor answered once the stream's earlier work and this copy were done. */
     if (rc == CUDA_SUCCESS)
-        ds__stream_quiet(ds__stream_of(s), 0);
+        ds__quiet_mark(ds__stream_of(s), 0);
     return rc;
 }
 
