@@ -20,6 +20,7 @@
 #include "copy.h"
 #include "gnode.h"
 #include "graph.h"
+#include "hostreg.h"
 #include "mem.h"
 #include "quiet.h"
 #include "rpc.h"
@@ -91,7 +92,7 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
         return CUDA_SUCCESS;
     if (src == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ds__mem_arena_offset(src, n, &offset))
+    if (ds__hostreg_arena_offset(src, n, &offset))
         return arena_copy(1, dst, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_htod(dst, src, n, s, wait);
@@ -225,7 +226,7 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
         return CUDA_SUCCESS;
     if (dst == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ds__mem_arena_offset(dst, n, &offset))
+    if (ds__hostreg_arena_offset(dst, n, &offset))
         return arena_copy(0, src, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_dtoh(dst, src, n, s);

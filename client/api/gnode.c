@@ -15,6 +15,7 @@
 
 #include "copy.h"
 #include "ctx.h"
+#include "hostreg.h"
 #include "launch.h"
 #include "mem.h"
 #include "module.h"
@@ -179,7 +180,7 @@ int ds__gnode_device_view(const void *host, size_t n, uint64_t *out)
         *out = (uint64_t)(uintptr_t)host;
         return 1;
     }
-    if (!ds__mem_arena_offset(host, n, &offset) ||
+    if (!ds__hostreg_arena_offset(host, n, &offset) ||
         cuMemHostGetDevicePointer_v2(&d, (void *)host, 0) != CUDA_SUCCESS)
         return 0;
     *out = d;

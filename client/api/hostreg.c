@@ -335,3 +335,12 @@ CUresult cuMemHostUnregister(void *p)
     free(g);
     return CUDA_SUCCESS;
 }
+
+int ds__hostreg_arena_offset(const void *p, size_t n, uint64_t *offset)
+{
+    void *on_arena;
+
+    if (ds__arena_base() != 0 && !ds__arena_holds(p) && ds__hostreg_arena(p, n, &on_arena))
+        p = on_arena;
+    return ds__arena_offset(p, n, offset);
+}

@@ -15,6 +15,7 @@
 #include "ctx.h"
 #include "ds_box.h"
 #include "graph.h"
+#include "hostreg.h"
 #include "mem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -188,7 +189,7 @@ static int bounce_worth(const struct box *b, uint64_t dfirst, uint64_t sext)
     uint64_t offset, bytes = b->width * b->height * b->depth;
 
     return b->src_dev && !b->dst_dev && b->height * b->depth > 1 && sext / 2 <= bytes &&
-           !ds__mem_arena_offset((void *)(uintptr_t)dfirst, 1, &offset);
+           !ds__hostreg_arena_offset((void *)(uintptr_t)dfirst, 1, &offset);
 }
 
 static CUresult bounce(const struct box *b, uint64_t dfirst, uint64_t sfirst, uint64_t sext,
