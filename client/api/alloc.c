@@ -145,6 +145,19 @@ static void map_now(void *p)
 /* Page-locked host memory comes from the arena shared with the executor when there is
  * one (local tenants), so that the device can be given it (cuMemHostGetDevicePointer);
  * otherwise it is the tenant's own, and copies from it travel like any host copy. */
+/* 1 when p lies in a cuMemHostAlloc allocation, with *flags its flags. */
+static int pinned_flags(const void *p, unsigned *flags)
+{
+    const struct ds_memtab_entry *e;
+
+    pthread_mutex_lock(&lock);
+    e = pinned(p);
+    if (e != NULL)
+        *flags = (unsigned)e->owner;
+    pthread_mutex_unlock(&lock);
+    return e != NULL;
+}
+
 CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
 {
     struct ds_memtab_entry e = { .size = size, .owner = flags };
@@ -166,6 +179,7 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
             mlock(p, size); /* best effort: RLIMIT_MEMLOCK may forbid it */
     }
     e.base = (uint64_t)(uintptr_t)p;
+    ds__hostreg_on_pinned(pinned_flags);
     pthread_mutex_lock(&lock);
     rc = p == NULL || ds_memtab_insert(&host_mem, &e) != 0 ? CUDA_ERROR_OUT_OF_MEMORY
                                                            : CUDA_SUCCESS;
@@ -265,22 +279,11 @@ CUresult cuMemFreeHost(void *p)
 
 CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 {
-    const struct ds_memtab_entry *e;
-    CUresult rc = CUDA_ERROR_INVALID_VALUE;
-
     DS_NEED_INIT();
     if (flags == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&lock);
-    e = pinned(p);
-    if (e != NULL) {
-        *flags = (unsigned)e->owner;
-        rc = CUDA_SUCCESS;
-    }
-    pthread_mutex_unlock(&lock);
-    if (e == NULL && ds__hostreg_flags(p, flags))
-        rc = CUDA_SUCCESS;
-    return rc;
+    return pinned_flags(p, flags) || ds__hostreg_flags(p, flags) ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- pointer attributes, answered from what this process allocated ---- */

@@ -35,4 +35,10 @@ int ds__hostreg_flags(const void *p, unsigned *flags);
  * the bytes.  0 otherwise. */
 int ds__hostreg_arena_offset(const void *p, size_t n, uint64_t *offset);
 
+/* fn answers whether p lies in memory cuMemHostAlloc made (with its flags): such memory
+ * is registered already.  Set by the allocations (alloc.c) at their first, since they
+ * lie above registrations and ask them of every pointer. */
+typedef int (*ds_hostreg_pinned_fn)(const void *p, unsigned *flags);
+void ds__hostreg_on_pinned(ds_hostreg_pinned_fn fn);
+
 #endif
