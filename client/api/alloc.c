@@ -2,12 +2,12 @@
 #include "cuda_api.h"
 
 #include "arena.h"
+#include "capture.h"
 #include "ctx.h"
-#include "graph.h"
-#include "hostreg.h"
-#include "managed.h"
 #include "ds_error.h"
 #include "ds_memtab.h"
+#include "hostreg.h"
+#include "managed.h"
 #include "mem.h"
 #include "rpc.h"
 #include "unsupported.h"
@@ -23,7 +23,7 @@ static struct ds_memtab host_mem;
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-    ds_alloc_args a = { .size = size, .capture_mode = ds__graph_thread_mode() };
+    ds_alloc_args a = { .size = size, .capture_mode = ds__capture_thread_mode() };
     ds_alloc_res r;
     CUresult rc;
 
