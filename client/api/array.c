@@ -14,9 +14,9 @@
 #include "cuda_api.h"
 
 #include "array.h"
+#include "capture.h"
 #include "ctx.h"
 #include "ds_box.h"
-#include "graph.h"
 #include "mem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -355,7 +355,7 @@ static CUresult host_box(const struct side *dst, const struct side *src, uint64_
         return CUDA_ERROR_INVALID_VALUE;
     if (ds_box_span(&b, width, height, depth, &first, &extent) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (h == dst)
         return read_box(dst, src, (unsigned char *)(uintptr_t)first, width, height, depth, s);

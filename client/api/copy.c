@@ -18,9 +18,10 @@
  */
 #include "cuda_api.h"
 #include "copy.h"
-#include "gnode.h"
-#include "graph.h"
+#include "capture.h"
+#include "hostreg.h"
 #include "mem.h"
+#include "quiet.h"
 #include "rpc.h"
 #include "staging.h"
 #include "stream.h"
@@ -55,11 +56,11 @@ static CUresult captured_host_copy(int to_device, CUdeviceptr dev, const void *h
     CUresult rc;
 
     *done = 0;
-    if (wait || n == 0 || host == NULL || !ds__graph_capturing_any())
+    if (wait || n == 0 || host == NULL || !ds__capture_capturing_any())
         return CUDA_SUCCESS;
     rc = ds_rpc_capture_host_copy(&a, &r);
     if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        ds__graph_refuse_host_work(s);
+        ds__capture_refuse_host_work(s);
     *done = rc == CUDA_SUCCESS && r.ds_int_res_u.value == 1;
     return rc;
 }
@@ -68,8 +69,8 @@ static CUresult captured_host_copy(int to_device, CUdeviceptr dev, const void *h
  * knows): an asynchronous copy of host memory the device reaches is a device copy. */
 static int captured_view(const void *host, size_t n, int wait, uint64_t *view)
 {
-    return !wait && n > 0 && host != NULL && ds__graph_capturing_any() &&
-           ds__gnode_device_view(host, n, view);
+    return !wait && n > 0 && host != NULL && ds__capture_capturing_any() &&
+           ds__copy_device_view(host, n, view);
 }
 
 CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait)
@@ -84,13 +85,13 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
         return ds__copy_dtod(dst, offset, n, s, 0);
     if ((rc = captured_host_copy(1, dst, src, n, s, wait, &done)) != CUDA_SUCCESS || done)
         return rc;
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
     if (src == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ds__mem_arena_offset(src, n, &offset))
+    if (ds__hostreg_arena_offset(src, n, &offset))
         return arena_copy(1, dst, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_htod(dst, src, n, s, wait);
@@ -218,20 +219,20 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
         return ds__copy_dtod(offset, src, n, s, 0);
     if ((rc = captured_host_copy(0, src, dst, n, s, wait, &done)) != CUDA_SUCCESS || done)
         return rc;
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
     if (dst == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ds__mem_arena_offset(dst, n, &offset))
+    if (ds__hostreg_arena_offset(dst, n, &offset))
         return arena_copy(0, src, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_dtoh(dst, src, n, s);
     rc = dtoh_inband(dst, src, n, ds__stream_of(s));
     /* The executor answered once the stream's earlier work and this copy were done. */
     if (rc == CUDA_SUCCESS)
-        ds__stream_quiet(ds__stream_of(s), 0);
+        ds__quiet_mark(ds__stream_of(s), 0);
     return rc;
 }
 
@@ -379,4 +380,41 @@ CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t 
                             CUstream s)
 {
     return fill(d, pitch, v, 4, w, h, s, 0);
+}
+
+int ds__copy_device_view(const void *host, size_t n, uint64_t *out)
+{
+    uint64_t offset;
+    CUdeviceptr d;
+
+    /* Managed memory is a device address as it is. */
+    if (ds__mem_is_device((uint64_t)(uintptr_t)host)) {
+        *out = (uint64_t)(uintptr_t)host;
+        return 1;
+    }
+    if (!ds__hostreg_arena_offset(host, n, &offset) ||
+        cuMemHostGetDevicePointer_v2(&d, (void *)host, 0) != CUDA_SUCCESS)
+        return 0;
+    *out = d;
+    return 1;
+}
+
+/* A device-to-host copy is complete when ds__copy_dtoh returns; one to the device is in
+ * stream order before whatever the next stage launches. */
+CUresult ds__copy_node_here(const ds_memcpy_node *c, CUstream s)
+{
+    void *dst = (void *)(uintptr_t)c->dst;
+    const void *src = (const void *)(uintptr_t)c->src;
+
+    switch (c->host) {
+    case DS_COPY_SRC_HOST | DS_COPY_DST_HOST:
+        memmove(dst, src, c->size);
+        return CUDA_SUCCESS;
+    case DS_COPY_SRC_HOST:
+        return ds__copy_htod(c->dst, src, c->size, s, 0);
+    case DS_COPY_DST_HOST:
+        return ds__copy_dtoh(dst, c->src, c->size, s, 0);
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
 }

@@ -7,15 +7,15 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "ctxlocal.h"
+#include "quiet.h"
 #include "rpc.h"
-#include "stream.h"
 
 #define CTX_STACK_MAX 64
 
 /* This process's references to the primary context, mirroring the executor's count so
  * that the client knows when the context ends (context-local storage goes with it). */
 static atomic_uint primary_refs;
+static _Atomic(ds_ctx_end_fn) end_hook;
 
 static _Thread_local CUcontext stack[CTX_STACK_MAX];
 static _Thread_local int depth;
@@ -85,6 +85,20 @@ static void known_info_put(uint64_t h, const ds_ctx_info *info)
 static uint64_t handle_of(CUcontext c)
 {
     return (uint64_t)(uintptr_t)c;
+}
+
+void ds__ctx_on_end(ds_ctx_end_fn fn)
+{
+    atomic_store(&end_hook, fn);
+}
+
+/* Context h has ended: what was kept for it goes. */
+static void ended(uint64_t h)
+{
+    ds_ctx_end_fn fn = atomic_load(&end_hook);
+
+    if (fn != NULL)
+        fn(h);
 }
 
 CUresult ds__ctx_current(uint64_t *h)
@@ -198,7 +212,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
     rc = ds_rpc_ctx_destroy(&h, &r);
     known_forget();
     if (rc == CUDA_SUCCESS) {
-        ds__ctxlocal_gone(h);
+        ended(h);
         forget(ctx);
         /* A destroyed context that was current is popped, as in CUDA. */
         while (depth > 0 && stack[depth - 1] == NULL)
@@ -216,11 +230,11 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     DS_NEED_INIT();
     if (ctx == NULL && (rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
         return rc;
-    if (ds__stream_all_quiet())
+    if (ds__quiet_all())
         return CUDA_SUCCESS;
     rc = ds_rpc_ctx_synchronize(&h, &r);
     if (rc == CUDA_SUCCESS)
-        ds__stream_quiet(0, 1);
+        ds__quiet_mark(0, 1);
     return rc;
 }
 
@@ -390,7 +404,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     rc = ds_rpc_primary_release(&d, &r);
     known_forget();
     if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs, 1) == 1)
-        ds__ctxlocal_gone(ds__rpc_primary());
+        ended(ds__rpc_primary());
     return rc;
 }
 
@@ -467,7 +481,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     known_forget();
     if (rc == CUDA_SUCCESS) {
         atomic_store(&primary_refs, 0);
-        ds__ctxlocal_gone(ds__rpc_primary());
+        ended(ds__rpc_primary());
     }
     return rc;
 }

@@ -8,4 +8,10 @@
 /* The current context's handle in *h; CUDA_ERROR_INVALID_CONTEXT when there is none. */
 CUresult ds__ctx_current(uint64_t *h);
 
+/* fn is called with a context's handle when the context ends (destroyed, reset, or
+ * released for the last time).  One hook: context-local storage sets it on first use,
+ * since it lies above contexts and keeps values that must go with them. */
+typedef void (*ds_ctx_end_fn)(uint64_t ctx);
+void ds__ctx_on_end(ds_ctx_end_fn fn);
+
 #endif

@@ -36,6 +36,8 @@ static struct cls_entry **cls_find(uint64_t ctx, void *key)
     return p;
 }
 
+static void ctx_ended(uint64_t ctx);
+
 CUresult ds__ctxlocal_put(CUcontext ctx, void *key, void *value, ds_ctxlocal_dtor dtor)
 {
     struct cls_entry **p;
@@ -44,6 +46,7 @@ CUresult ds__ctxlocal_put(CUcontext ctx, void *key, void *value, ds_ctxlocal_dto
 
     if (rc != CUDA_SUCCESS)
         return rc;
+    ds__ctx_on_end(ctx_ended);
     pthread_mutex_lock(&cls_lock);
     p = cls_find(c, key);
     if (*p == NULL && (*p = calloc(1, sizeof(**p))) == NULL) {
@@ -92,7 +95,8 @@ CUresult ds__ctxlocal_get(void **value, CUcontext ctx, void *key)
     return e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-void ds__ctxlocal_gone(uint64_t ctx)
+/* Context ctx has ended: run and forget its entries, each destructor outside any lock. */
+static void ctx_ended(uint64_t ctx)
 {
     struct cls_entry *gone = NULL, **p, *e;
 

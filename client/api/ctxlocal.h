@@ -1,8 +1,8 @@
 /*
  * Context-local storage: values cudart keeps per context under its own keys, with a
  * destructor run when the context ends.  cudart reaches it through an export table
- * (compat/export.c, CONTEXT_LOCAL_STORAGE_INTERFACE_V0301); the context calls
- * ds__ctxlocal_gone as it ends.  Thread-safe.
+ * (compat/export.c, CONTEXT_LOCAL_STORAGE_INTERFACE_V0301); its entries go when their
+ * context ends (ds__ctx_on_end).  Thread-safe.
  */
 #ifndef DS_CTXLOCAL_H
 #define DS_CTXLOCAL_H
@@ -23,9 +23,5 @@ CUresult ds__ctxlocal_del(CUcontext ctx, void *key);
 
 /* Key's value into *value (when not NULL).  Returns as ds__ctxlocal_del. */
 CUresult ds__ctxlocal_get(void **value, CUcontext ctx, void *key);
-
-/* Run and forget the entries of context ctx (its end: destroy, reset, last release),
- * calling each destructor outside any lock. */
-void ds__ctxlocal_gone(uint64_t ctx);
 
 #endif

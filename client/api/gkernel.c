@@ -66,9 +66,20 @@ static void forget(uint64_t node, uint64_t graph)
     }
 }
 
-void ds__gkernel_node_gone(uint64_t node)
+/* Node `node` is destroyed. */
+static void node_gone(uint64_t node)
 {
     forget(node, 0);
+}
+
+/* Keep c until its node or graph is destroyed. */
+static void add(struct kept *c)
+{
+    ds__gnode_on_destroy(node_gone);
+    pthread_mutex_lock(&lock);
+    c->next = kept;
+    kept = c;
+    pthread_mutex_unlock(&lock);
 }
 
 void ds__gkernel_graph_gone(uint64_t graph)
@@ -89,10 +100,7 @@ CUgraph *ds__gkernel_keep_bodies(uint64_t node, uint64_t graph, const uint64_t *
         c->bodies[i] = (CUgraph)(uintptr_t)bodies[i];
     c->node = node;
     c->graph = graph;
-    pthread_mutex_lock(&lock);
-    c->next = kept;
-    kept = c;
-    pthread_mutex_unlock(&lock);
+    add(c);
     return c->bodies;
 }
 
@@ -155,10 +163,7 @@ CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS
             .kernelParams = c->ptrs,
         };
         forget((uint64_t)(uintptr_t)node, 0);
-        pthread_mutex_lock(&lock);
-        c->next = kept;
-        kept = c;
-        pthread_mutex_unlock(&lock);
+        add(c);
     }
     xdr_free((xdrproc_t)xdr_ds_node_info_res, (char *)&r);
     return rc;

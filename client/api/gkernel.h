@@ -11,8 +11,8 @@
 CUgraph *ds__gkernel_keep_bodies(uint64_t node, uint64_t graph, const uint64_t *bodies,
                                  unsigned n);
 
-/* Node `node`, or every node of graph `graph`, is destroyed. */
-void ds__gkernel_node_gone(uint64_t node);
+/* Every node of graph `graph` is destroyed (a node destroyed alone is learnt through
+ * ds__gnode_on_destroy). */
 void ds__gkernel_graph_gone(uint64_t graph);
 
 #endif

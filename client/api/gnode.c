@@ -10,11 +10,11 @@
  * through its own staging at the node's turn.
  */
 #include "cuda_api.h"
-#include "gkernel.h"
 #include "gnode.h"
 
 #include "copy.h"
 #include "ctx.h"
+#include "hostreg.h"
 #include "launch.h"
 #include "mem.h"
 #include "module.h"
@@ -22,8 +22,11 @@
 #include "unsupported.h"
 #include "userobj.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+static _Atomic(ds_gnode_end_fn) end_hook;
 
 static ds_handle hv(const void *p)
 {
@@ -169,23 +172,6 @@ CUresult cuGraphAddMemsetNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
     return ds__gnode_add(node, graph, deps, ndeps, &p);
 }
 
-int ds__gnode_device_view(const void *host, size_t n, uint64_t *out)
-{
-    uint64_t offset;
-    CUdeviceptr d;
-
-    /* Managed memory is a device address as it is. */
-    if (ds__mem_is_device((uint64_t)(uintptr_t)host)) {
-        *out = (uint64_t)(uintptr_t)host;
-        return 1;
-    }
-    if (!ds__mem_arena_offset(host, n, &offset) ||
-        cuMemHostGetDevicePointer_v2(&d, (void *)host, 0) != CUDA_SUCCESS)
-        return 0;
-    *out = d;
-    return 1;
-}
-
 /* Where one side of a copy starts, for n bytes: device memory as it is, host memory the
  * device reaches at its device address; other host memory as this process's address,
  * with `side` (DS_COPY_*_HOST) added to *host_sides. */
@@ -205,7 +191,7 @@ static CUresult copy_end(CUmemorytype type, const void *host, CUdeviceptr dev, s
         return ds__unsupported("cuGraphAddMemcpyNode with arrays", &arrays);
     if (host == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!ds__gnode_device_view(host, n, out)) {
+    if (!ds__copy_device_view(host, n, out)) {
         *out = (uint64_t)(uintptr_t)host;
         *host_sides |= side;
     }
@@ -243,26 +229,6 @@ CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c)
     c->dst += start(cp->dstXInBytes, cp->dstY, cp->dstZ, cp->dstPitch, cp->dstHeight);
     c->size = n;
     return rc;
-}
-
-/* A device-to-host copy is complete when ds__copy_dtoh returns; one to the device is in
- * stream order before whatever the next stage launches. */
-CUresult ds__gnode_copy_here(const ds_memcpy_node *c, CUstream s)
-{
-    void *dst = (void *)(uintptr_t)c->dst;
-    const void *src = (const void *)(uintptr_t)c->src;
-
-    switch (c->host) {
-    case DS_COPY_SRC_HOST | DS_COPY_DST_HOST:
-        memmove(dst, src, c->size);
-        return CUDA_SUCCESS;
-    case DS_COPY_SRC_HOST:
-        return ds__copy_htod(c->dst, src, c->size, s, 0);
-    case DS_COPY_DST_HOST:
-        return ds__copy_dtoh(dst, c->src, c->size, s, 0);
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
-    }
 }
 
 CUresult cuGraphAddMemcpyNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
@@ -339,6 +305,19 @@ CUresult cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode *from,
     return edges(graph, from, to, data, n, 1);
 }
 
+void ds__gnode_on_destroy(ds_gnode_end_fn fn)
+{
+    atomic_store(&end_hook, fn);
+}
+
+static void node_destroyed(uint64_t node)
+{
+    ds_gnode_end_fn fn = atomic_load(&end_hook);
+
+    if (fn != NULL)
+        fn(node);
+}
+
 CUresult cuGraphDestroyNode(CUgraphNode node)
 {
     ds_handle h = hv(node);
@@ -347,7 +326,7 @@ CUresult cuGraphDestroyNode(CUgraphNode node)
 
     DS_NEED_INIT();
     if ((rc = ds_rpc_graph_node_destroy(&h, &r)) == CUDA_SUCCESS)
-        ds__gkernel_node_gone(h);
+        node_destroyed(h);
     return rc;
 }
 
@@ -671,6 +650,16 @@ CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node, CU
     return set_event(exec, node, event, DS_NODE_EVENT_WAIT);
 }
 
+/* A clone that failed to become the caller's: what cuGraphDestroy does for it, short of
+ * its kernel nodes' keepings, which a clone has none of yet. */
+static void drop_clone(ds_handle clone)
+{
+    ds_void_res r;
+
+    ds_rpc_graph_destroy(&clone, &r);
+    ds__userobj_drop(clone, 0);
+}
+
 CUresult cuGraphClone(CUgraph *clone, CUgraph graph)
 {
     ds_handle h = hv(graph);
@@ -683,7 +672,7 @@ CUresult cuGraphClone(CUgraph *clone, CUgraph graph)
     if ((rc = ds_rpc_graph_clone(&h, &r)) != CUDA_SUCCESS)
         return rc;
     if ((rc = ds__userobj_share(h, r.ds_handle_res_u.handle)) != CUDA_SUCCESS) {
-        cuGraphDestroy((CUgraph)(uintptr_t)r.ds_handle_res_u.handle);
+        drop_clone(r.ds_handle_res_u.handle);
         return rc;
     }
     *clone = (CUgraph)(uintptr_t)r.ds_handle_res_u.handle;

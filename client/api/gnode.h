@@ -25,12 +25,10 @@ CUresult ds__gnode_fill(const CUDA_MEMSET_NODE_PARAMS *mp, ds_node_params *p);
  * c->host: the copy is done here at the node's turn (graph.c). */
 CUresult ds__gnode_copy(const CUDA_MEMCPY3D *cp, ds_memcpy_node *c);
 
-/* 1 when the n bytes at host are host memory the device reaches (page-locked, registered
- * or managed memory of the shared arena), their device address in *out; 0 otherwise. */
-int ds__gnode_device_view(const void *host, size_t n, uint64_t *out);
-
-/* Do a copy node's copy whose host side is this process's memory (c->host), in stream
- * order on s, complete when this returns. */
-CUresult ds__gnode_copy_here(const ds_memcpy_node *c, CUstream s);
+/* fn is called with a node's handle when cuGraphDestroyNode destroys it.  One hook: kernel
+ * nodes' keepings (gkernel.c) set it once they keep something, since they lie above
+ * nodes and must go with the node. */
+typedef void (*ds_gnode_end_fn)(uint64_t node);
+void ds__gnode_on_destroy(ds_gnode_end_fn fn);
 
 #endif

@@ -8,10 +8,10 @@
  * at once and runs the function on a thread of its own), so a function that waits for
  * something its caller does only after enqueueing it would never return; and a function
  * may call CUDA, which CUDA forbids.  A capturing stream refuses it
- * (ds__graph_refuse_host_work).
+ * (ds__capture_refuse_host_work).
  */
 #include "cuda_api.h"
-#include "graph.h"
+#include "capture.h"
 #include "rpc.h"
 
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
@@ -21,7 +21,7 @@ CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
     DS_NEED_INIT();
     if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if ((rc = cuStreamSynchronize(s)) != CUDA_SUCCESS)
         return rc;
@@ -37,7 +37,7 @@ CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data, unsign
     DS_NEED_INIT();
     if (cb == NULL || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     rc = cuStreamSynchronize(s);
     if (rc == CUDA_ERROR_INVALID_HANDLE)

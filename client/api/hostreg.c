@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,6 +42,7 @@ struct reg {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab regs;  /* the ranges as given: data = struct reg */
 static struct ds_memtab pages; /* the same, by whole pages */
+static _Atomic(ds_hostreg_pinned_fn) pinned_hook;
 
 #define ALL_FLAGS                                                                        \
     (CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |                        \
@@ -184,15 +186,23 @@ static CUresult move_in(struct reg *g)
     return CUDA_SUCCESS;
 }
 
+void ds__hostreg_on_pinned(ds_hostreg_pinned_fn fn)
+{
+    atomic_store(&pinned_hook, fn);
+}
+
 /* Pages of the arena, pinned and managed memory, are registered already. */
 static int registered_already(uint64_t start, uint64_t len)
 {
     uint64_t base = ds__arena_base();
+    ds_hostreg_pinned_fn is_pinned;
     unsigned flags;
 
     if (base != 0 && start < base + DS_ARENA_SIZE && base < start + len)
         return 1;
-    return cuMemHostGetFlags(&flags, (void *)(uintptr_t)start) == CUDA_SUCCESS;
+    is_pinned = atomic_load(&pinned_hook);
+    return (is_pinned != NULL && is_pinned((void *)(uintptr_t)start, &flags)) ||
+           ds__hostreg_flags((void *)(uintptr_t)start, &flags);
 }
 
 static CUresult add(uint64_t p, uint64_t size, struct reg *g)
@@ -334,4 +344,13 @@ CUresult cuMemHostUnregister(void *p)
     pthread_mutex_unlock(&lock);
     free(g);
     return CUDA_SUCCESS;
+}
+
+int ds__hostreg_arena_offset(const void *p, size_t n, uint64_t *offset)
+{
+    void *on_arena;
+
+    if (ds__arena_base() != 0 && !ds__arena_holds(p) && ds__hostreg_arena(p, n, &on_arena))
+        p = on_arena;
+    return ds__arena_offset(p, n, offset);
 }

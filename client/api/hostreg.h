@@ -29,4 +29,16 @@ int ds__hostreg_device(const void *p, uint64_t *dev, CUresult *rc);
 /* 1 when p lies in a registered range, with *flags its registration's flags. */
 int ds__hostreg_flags(const void *p, unsigned *flags);
 
+/* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
+ * executor (transport/arena.h): pinned, managed, or a registered range, whose pages the
+ * arena holds, with *offset its place in the arena: copies to or from it need not carry
+ * the bytes.  0 otherwise. */
+int ds__hostreg_arena_offset(const void *p, size_t n, uint64_t *offset);
+
+/* fn answers whether p lies in memory cuMemHostAlloc made (with its flags): such memory
+ * is registered already.  Set by the allocations (alloc.c) at their first, since they
+ * lie above registrations and ask them of every pointer. */
+typedef int (*ds_hostreg_pinned_fn)(const void *p, unsigned *flags);
+void ds__hostreg_on_pinned(ds_hostreg_pinned_fn fn);
+
 #endif

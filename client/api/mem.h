@@ -6,7 +6,6 @@
 #ifndef DS_MEM_H
 #define DS_MEM_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 /* 1 when p lies in device memory this client allocated and has not freed. */
@@ -30,10 +29,13 @@ void ds__mem_drop(uint64_t base);
 /* Forget every device range that overlaps [base, base+size) (VMM mappings unmapped). */
 void ds__mem_forget(uint64_t base, uint64_t size);
 
-/* 1 when [p, p+n) lies inside one page-locked allocation on the arena shared with the
- * executor (transport/arena.h): pinned, managed, or a registered range, whose pages the
- * arena holds, with *offset its place in the arena: copies to or from it need not carry
- * the bytes.  0 otherwise. */
-int ds__mem_arena_offset(const void *p, size_t n, uint64_t *offset);
+/* 1 when p lies in a device range, with *base and *size the range, *pool its memory pool
+ * (0 when none) and *sync_memops what cuPointerSetAttribute last set on it. */
+int ds__mem_range(uint64_t p, uint64_t *base, uint64_t *size, uint64_t *pool,
+                  unsigned *sync_memops);
+
+/* Set (on != 0) or clear CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the device range holding p;
+ * 0 when p lies in none. */
+int ds__mem_set_sync_memops(uint64_t p, int on);
 
 #endif

@@ -11,10 +11,11 @@
 #include "cuda_api.h"
 
 #include "array.h"
+#include "capture.h"
 #include "copy.h"
 #include "ctx.h"
 #include "ds_box.h"
-#include "graph.h"
+#include "hostreg.h"
 #include "mem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -26,7 +27,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size
                             unsigned int elem_size)
 {
     ds_alloc_pitch_args a = { .width = width, .height = height, .elem_size = elem_size,
-                              .capture_mode = ds__graph_thread_mode() };
+                              .capture_mode = ds__capture_thread_mode() };
     ds_alloc_pitch_res r;
     CUresult rc;
 
@@ -188,7 +189,7 @@ static int bounce_worth(const struct box *b, uint64_t dfirst, uint64_t sext)
     uint64_t offset, bytes = b->width * b->height * b->depth;
 
     return b->src_dev && !b->dst_dev && b->height * b->depth > 1 && sext / 2 <= bytes &&
-           !ds__mem_arena_offset((void *)(uintptr_t)dfirst, 1, &offset);
+           !ds__hostreg_arena_offset((void *)(uintptr_t)dfirst, 1, &offset);
 }
 
 static CUresult bounce(const struct box *b, uint64_t dfirst, uint64_t sfirst, uint64_t sext,
@@ -215,7 +216,7 @@ static CUresult host_box(const struct box *b, uint64_t dfirst, uint64_t dext, ui
 {
     CUresult rc;
 
-    if ((rc = ds__graph_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
         return rc;
     if ((b->dst_dev && ds__mem_runs_past(dfirst, dext)) ||
         (b->src_dev && ds__mem_runs_past(sfirst, sext)))

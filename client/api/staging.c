@@ -1,6 +1,7 @@
 #include "staging.h"
 
 #include "ds_log.h"
+#include "hostreg.h"
 #include "mem.h"
 #include "rpc.h"
 #include "stream.h"
@@ -112,7 +113,7 @@ static int make_ring(void)
 
     if (cuMemHostAlloc(&p, size, 0) != CUDA_SUCCESS)
         return -1;
-    if (!ds__mem_arena_offset(p, size, &ring.offset)) {
+    if (!ds__hostreg_arena_offset(p, size, &ring.offset)) {
         cuMemFreeHost(p);
         return -1;
     }

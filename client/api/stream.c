@@ -4,51 +4,18 @@
 
 #include "ctx.h"
 #include "ipc.h"
+#include "quiet.h"
 #include "rpc.h"
-#include "streamattr.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+
+static _Atomic(ds_stream_end_fn) end_hook;
 
 static ds_handle hv(const void *p)
 {
     return (ds_handle)(uintptr_t)p;
-}
-
-/*
- * Streams known to have nothing in flight, from the last call that waited for them until
- * the next call of any kind.  PyTorch's .item() is a copy to the host (which waits for
- * its stream) and then a stream synchronize: the second needs no round trip.
- */
-static struct {
-    pthread_mutex_t lock;
-    uint64_t at; /* ds__rpc_calls() when it was true */
-    ds_handle stream;
-    int all;
-} quiet = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-void ds__stream_quiet(ds_handle h, int all)
-{
-    pthread_mutex_lock(&quiet.lock);
-    quiet.at = ds__rpc_my_last();
-    quiet.stream = h;
-    quiet.all = all;
-    pthread_mutex_unlock(&quiet.lock);
-}
-
-static int is_quiet(ds_handle h, int all)
-{
-    int q;
-
-    pthread_mutex_lock(&quiet.lock);
-    q = quiet.at != 0 && quiet.at == ds__rpc_calls() && (quiet.all || (!all && quiet.stream == h));
-    pthread_mutex_unlock(&quiet.lock);
-    return q;
-}
-
-int ds__stream_all_quiet(void)
-{
-    return is_quiet(0, 1);
 }
 
 /* A stream's flags, priority, context and id never change: each is asked once.  The
@@ -165,6 +132,19 @@ CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
     return cuStreamCreateWithPriority(ps, flags, 0);
 }
 
+void ds__stream_on_destroy(ds_stream_end_fn fn)
+{
+    atomic_store(&end_hook, fn);
+}
+
+static void ended(ds_handle h)
+{
+    ds_stream_end_fn fn = atomic_load(&end_hook);
+
+    if (fn != NULL)
+        fn(h);
+}
+
 CUresult cuStreamDestroy_v2(CUstream s)
 {
     ds_handle h = hv(s);
@@ -172,7 +152,7 @@ CUresult cuStreamDestroy_v2(CUstream s)
 
     DS_NEED_INIT();
     info_forget(h);
-    ds__streamattr_forget(h);
+    ended(h);
     return ds_rpc_stream_destroy(&h, &r);
 }
 
@@ -184,11 +164,11 @@ CUresult cuStreamSynchronize(CUstream s)
 
     DS_NEED_INIT();
     h = ds__stream_of(s);
-    if (is_quiet(h, 0))
+    if (ds__quiet_is(h, 0))
         return CUDA_SUCCESS;
     rc = ds_rpc_stream_synchronize(&h, &r);
     if (rc == CUDA_SUCCESS)
-        ds__stream_quiet(h, 0);
+        ds__quiet_mark(h, 0);
     return rc;
 }
 
@@ -199,7 +179,7 @@ CUresult cuStreamQuery(CUstream s)
 
     DS_NEED_INIT();
     h = ds__stream_of(s);
-    if (is_quiet(h, 0))
+    if (ds__quiet_is(h, 0))
         return CUDA_SUCCESS;
     return ds_rpc_stream_query(&h, &r);
 }

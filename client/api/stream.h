@@ -13,12 +13,10 @@
  * which the executor serves as the legacy stream. */
 ds_handle ds__stream_of(CUstream s);
 
-/* Record that the call this thread just made waited for all work of stream h (or, with
- * all != 0, of every stream): until the next call of any kind, synchronising or querying
- * it needs no round trip. */
-void ds__stream_quiet(ds_handle h, int all);
-
-/* 1 when every stream is known to be idle (see ds__stream_quiet). */
-int ds__stream_all_quiet(void);
+/* fn is called with a stream's handle when the stream is destroyed.  One hook: stream
+ * attributes set it once some stream has any, since they lie above streams (launches
+ * read them) and must go with the stream. */
+typedef void (*ds_stream_end_fn)(ds_handle h);
+void ds__stream_on_destroy(ds_stream_end_fn fn);
 
 #endif

@@ -33,6 +33,8 @@ static int stream_attr(CUstreamAttrID id)
            id == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
 }
 
+static void forget(ds_handle h);
+
 /* Under tab.lock: h's entry, made when make != 0 and there is room; else NULL. */
 static struct attrs *entry(ds_handle h, int make)
 {
@@ -41,13 +43,15 @@ static struct attrs *entry(ds_handle h, int make)
             return &tab.e[i];
     if (!make || tab.n == STREAMS)
         return NULL;
+    ds__stream_on_destroy(forget);
     memset(&tab.e[tab.n], 0, sizeof(tab.e[tab.n]));
     tab.e[tab.n].h = h;
     atomic_store_explicit(&tab.kept, tab.n + 1, memory_order_release);
     return &tab.e[tab.n++];
 }
 
-void ds__streamattr_forget(ds_handle h)
+/* Stream h is gone: its attributes with it. */
+static void forget(ds_handle h)
 {
     struct attrs *a;
 

@@ -13,7 +13,4 @@
 ds_launch_attr *ds__streamattr_merge(ds_handle h, ds_launch_attr *given,
                                      unsigned *n, ds_launch_attr *room, unsigned max);
 
-/* Stream h is gone: its attributes with it. */
-void ds__streamattr_forget(ds_handle h);
-
 #endif

@@ -121,9 +121,10 @@ static CUresult hold(uint64_t owner, struct uobj *u, unsigned count)
 /* A graph that the executor knows: its node count answers for it. */
 static CUresult graph_exists(CUgraph graph)
 {
-    size_t n;
+    ds_handle h = (ds_handle)(uintptr_t)graph;
+    ds_hyper_res r;
 
-    return cuGraphGetNodes(graph, NULL, &n);
+    return ds_rpc_graph_node_count(&h, &r);
 }
 
 CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject o, unsigned int count,

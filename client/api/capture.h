@@ -1,6 +1,6 @@
 /* What the rest of the client needs to know about stream capture. */
-#ifndef DS_GRAPH_H
-#define DS_GRAPH_H
+#ifndef DS_CAPTURE_H
+#define DS_CAPTURE_H
 
 #include <cuda.h>
 
@@ -9,12 +9,12 @@
  * a host function runs in this process.  Such work on a capturing stream is refused, and
  * invalidates the capture as CUDA does.  Returns CUDA_SUCCESS when s is not capturing,
  * else CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
-CUresult ds__graph_refuse_host_work(CUstream s);
+CUresult ds__capture_refuse_host_work(CUstream s);
 
 /* Whether some stream of this process is being captured (cheap: one atomic load). */
-int ds__graph_capturing_any(void);
+int ds__capture_capturing_any(void);
 
 /* The calling thread's stream capture mode (cuThreadExchangeStreamCaptureMode). */
-CUstreamCaptureMode ds__graph_thread_mode(void);
+CUstreamCaptureMode ds__capture_thread_mode(void);
 
 #endif
