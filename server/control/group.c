@@ -1,6 +1,7 @@
 #include "group.h"
 
 #include "control_int.h"
+#include "waiters.h"
 
 #include "ds_clock.h"
 #include "ds_log.h"
@@ -17,14 +18,6 @@
 #define READY_NS 10000000000ull
 
 enum { GROUP_DOWN, GROUP_STARTING, GROUP_UP };
-
-struct ds_group_waiter {
-    struct listener *l;
-    uv_stream_t *client;
-    char name[DS_NAME_MAX + 1];
-    int vouched;
-    struct ds_group_waiter *next;
-};
 
 unsigned ds__group_index(struct control *c, const char *name)
 {
@@ -43,21 +36,11 @@ unsigned ds__group_index(struct control *c, const char *name)
     return 0;
 }
 
-/* Group g's daemon took clients (isolation DS_ISO_GROUP) or failed to (DS_ISO_OWN): its
- * waiting tenants are served so. */
-static void release(struct control *c, unsigned g, uint32_t isolation)
+/* Group g's daemon took clients (ok) or failed to: its waiting tenants are served in the
+ * group, or in domains of their own. */
+static void release(struct control *c, unsigned g, int ok)
 {
-    struct ds_group_waiter *w = c->groups[g].waiting;
-
-    c->groups[g].waiting = NULL;
-    while (w != NULL) {
-        struct ds_group_waiter *next = w->next;
-
-        ds__control_serve(w->l, w->client, w->name, w->vouched, isolation,
-                          isolation == DS_ISO_GROUP ? g : 0);
-        free(w);
-        w = next;
-    }
+    ds__waiters_serve(&c->groups[g].waiting, !ok);
 }
 
 static void failed(struct control *c, unsigned g, const char *why)
@@ -67,7 +50,7 @@ static void failed(struct control *c, unsigned g, const char *why)
     ds_error("MPS: the control daemon of group %s %s: its waiting tenants run in domains "
              "of their own; the group's next tenant starts it again", gr->name, why);
     gr->state = GROUP_DOWN;
-    release(c, g, DS_ISO_OWN);
+    release(c, g, 0);
 }
 
 static void on_poll(uv_timer_t *t)
@@ -85,7 +68,7 @@ static void on_poll(uv_timer_t *t)
             gr->state = GROUP_UP;
             ds_info("MPS: the control daemon of group %s takes clients (%.0f ms after it "
                     "was started)", gr->name, (double)(now - gr->since_ns) / 1e6);
-            release(c, g, DS_ISO_GROUP);
+            release(c, g, 1);
         } else if (now - gr->since_ns > READY_NS) {
             kill(gr->mps.daemon, SIGKILL);
             failed(c, g, "took no client in 10 s (killed)");
@@ -114,24 +97,15 @@ int ds__group_wait(struct control *c, unsigned g, struct listener *l, uv_stream_
                    const char *name, int vouched)
 {
     struct ds_group *gr = &c->groups[g];
-    struct ds_group_waiter *w, **end;
 
-    if (c->cfg->mps_dir[0] == '\0' || gr->state == GROUP_UP)
+    if (c->cfg->mps_dir[0] == '\0' || gr->state == GROUP_UP ||
+        ds__waiters_add(&gr->waiting, l, client, name, vouched, DS_ISO_GROUP, g) != 0)
         return 0;
-    if ((w = calloc(1, sizeof(*w))) == NULL)
-        return 0;
+    /* A daemon that cannot be started serves its waiters, this one too, apart. */
     if (gr->state == GROUP_DOWN && start(c, g) != 0) {
-        free(w);
         failed(c, g, "could not be started");
-        return 0;
+        return 1;
     }
-    w->l = l;
-    w->client = client;
-    w->vouched = vouched;
-    snprintf(w->name, sizeof(w->name), "%s", name);
-    for (end = &gr->waiting; *end != NULL; end = &(*end)->next)
-        ;
-    *end = w;
     ds_info("tenant %s waits for the MPS daemon of its group %s to take clients", name,
             gr->name);
     return 1;
@@ -170,7 +144,7 @@ int ds__group_reaped(struct control *c, pid_t pid, int status)
 void ds__group_cancel(struct control *c)
 {
     for (unsigned g = 1; g <= DS_SHM_GROUPS; g++)
-        release(c, g, DS_ISO_OWN);
+        release(c, g, 0);
 }
 
 void ds__group_stop_all(struct control *c)

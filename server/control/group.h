@@ -19,14 +19,14 @@
 
 struct control;
 struct listener;
-struct ds_group_waiter;
+struct ds_waiter;
 
 struct ds_group {
     char name[DS_GROUP_MAX + 1]; /* "" while the entry is free */
     int state;                   /* enum in group.c: no daemon, starting, up */
     uint64_t since_ns;           /* when its daemon was started */
     struct ds_mps_group mps;
-    struct ds_group_waiter *waiting; /* tenants waiting for its daemon, oldest first */
+    struct ds_waiter *waiting;     /* tenants waiting for its daemon, oldest first */
 };
 
 /* The index of group `name`, made when new (its name published in the control block),

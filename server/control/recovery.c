@@ -1,6 +1,7 @@
 #include "recovery.h"
 
 #include "control_int.h"
+#include "waiters.h"
 
 #include "ds_clock.h"
 #include "ds_log.h"
@@ -12,15 +13,6 @@
 /* As long as an executor gets to see its own context fail and leave (a second's grace,
  * exec/executor.c) and more: past it, tenants are served whatever the daemon says. */
 #define RECOVERY_WAIT_MS 10000
-
-struct ds_recovery_waiter {
-    struct listener *l;
-    uv_stream_t *client;
-    char name[DS_NAME_MAX + 1];
-    int vouched;
-    uint32_t isolation;
-    struct ds_recovery_waiter *next;
-};
 
 static unsigned domain_of(const struct ds_shm_slot *s)
 {
@@ -40,19 +32,11 @@ static void note(struct ds_recovery *r, pid_t pid)
 static void release(struct control *c, unsigned dom, const char *how)
 {
     struct ds_recovery *r = &c->recovery[dom];
-    struct ds_recovery_waiter *w = r->waiting;
-    int n = 0;
+    int n;
 
     r->active = 0;
     r->npids = 0;
-    r->waiting = NULL;
-    for (; w != NULL; n++) {
-        struct ds_recovery_waiter *next = w->next;
-
-        ds__control_serve(w->l, w->client, w->name, w->vouched, w->isolation, dom);
-        free(w);
-        w = next;
-    }
+    n = ds__waiters_serve(&r->waiting, 0);
     ds_info("fault domain %s recovered (%s, %.0f ms after the fault): %d waiting tenant(s) "
             "served", dom == 0 ? "shared" : c->groups[dom].name, how,
             (double)(ds_now_ns() - r->since_ns) / 1e6, n);
@@ -98,18 +82,10 @@ int ds__recovery_wait(struct control *c, unsigned dom, struct listener *l,
                       uv_stream_t *client, const char *name, int vouched, uint32_t isolation)
 {
     struct ds_recovery *r = &c->recovery[dom];
-    struct ds_recovery_waiter *w, **end;
 
-    if (dom > DS_SHM_GROUPS || !r->active || (w = calloc(1, sizeof(*w))) == NULL)
+    if (dom > DS_SHM_GROUPS || !r->active ||
+        ds__waiters_add(&r->waiting, l, client, name, vouched, isolation, dom) != 0)
         return 0;
-    w->l = l;
-    w->client = client;
-    w->vouched = vouched;
-    w->isolation = isolation;
-    snprintf(w->name, sizeof(w->name), "%s", name);
-    for (end = &r->waiting; *end != NULL; end = &(*end)->next)
-        ;
-    *end = w;
     ds_info("tenant %s waits for its fault domain to recover: %d executor(s) that lost "
             "their contexts are still leaving", name, r->npids);
     return 1;

@@ -12,21 +12,24 @@
 #ifndef DS_CONTROL_RECOVERY_H
 #define DS_CONTROL_RECOVERY_H
 
+#include "control.h"
+#include "shm.h"
+
 #include <sys/types.h>
 #include <uv.h>
 
 struct control;
 struct listener;
-struct ds_recovery_waiter;
+struct ds_waiter;
 
 /* Domains: 0 the shared one, 1..DS_SHM_GROUPS a named group's (shm.h). */
 struct ds_recovery {
     int active;                  /* a fault's clients are still exiting */
-    pid_t pids[96];              /* those still alive when the fault was seen */
+    pid_t pids[DS_SHM_SLOTS + DS_MAX_WARM]; /* those alive when the fault was seen */
     int npids;
     uint64_t since_ns;           /* when it was seen */
     unsigned lost_seen;          /* the domain's lost count (shm.h) looked at last */
-    struct ds_recovery_waiter *waiting; /* tenants that came since, oldest first */
+    struct ds_waiter *waiting;    /* tenants that came since, oldest first */
 };
 
 /* An executor of domain dom found its context lost, or left so: note every live executor
