@@ -559,14 +559,12 @@ static int reap_warm(struct control *c, pid_t pid, int status)
 }
 
 /* An executor of the shared domain left because its device context failed.  Under MPS
- * a fault ends the context of every client on the GPU, and the MPS server admits no new
- * client until all of them have exited: the other executors are told to look at their
- * own (shm faults), and the warm ones, which have no tenant to find out, are replaced. */
+ * a fault ends the context of every client on the GPU: the other executors are told to
+ * look at their own (shm faults).  The warm ones, which have no tenant to find out, are
+ * replaced by the domain's recovery (recovery.h), which begins with the same event. */
 static void device_fault(struct control *c)
 {
     atomic_fetch_add(&c->shm->faults, 1);
-    if (c->mps_up)
-        ds__control_kill_warm(c);
 }
 
 void ds__control_kill_warm(struct control *c)
