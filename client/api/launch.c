@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parameters given as a ready buffer: the `extra` form of cuLaunchKernel. */
+/* Parameters given as a ready buffer: the `extra` form of cuLaunchKernel; *len its size
+ * (len may be NULL). */
 static CUresult from_extra(void **extra, const void **buf, size_t *len)
 {
     size_t *size = NULL;
@@ -34,7 +35,8 @@ static CUresult from_extra(void **extra, const void **buf, size_t *len)
     }
     if (*buf == NULL || size == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *len = *size;
+    if (len != NULL)
+        *len = *size;
     return CUDA_SUCCESS;
 }
 
@@ -83,7 +85,6 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     ds_launch_attr merged[DS_LAUNCH_ATTRS_MAX];
     const void *given;
     uint64_t ctx;
-    size_t len;
     CUresult rc;
 
     DS_NEED_INIT();
@@ -106,7 +107,7 @@ static CUresult launch(CUfunction fn, const unsigned grid[3], const unsigned blo
     memcpy(a.grid, grid, sizeof(a.grid));
     memcpy(a.block, block, sizeof(a.block));
     if (extra != NULL) {
-        if ((rc = from_extra(extra, &given, &len)) != CUDA_SUCCESS)
+        if ((rc = from_extra(extra, &given, NULL)) != CUDA_SUCCESS)
             return rc;
         /* The driver reads the kernel's whole parameter size from the buffer even when
          * the size given is shorter (run 119 on an H200: a pointer parameter given with
