@@ -354,11 +354,13 @@ static int device_option(int c, const char *arg, struct ds_server_config *cfg,
         }
         break;
     case 'u':
-        cfg->spin_us = (unsigned)atoi(arg);
-        if (atoi(arg) < 0 || cfg->spin_us > 1000000) {
-            fprintf(stderr, "detshare-server: --spin-us must be 0..1000000\n");
+    case 'y':
+        if (atoi(arg) < 0 || atoi(arg) > 1000000) {
+            fprintf(stderr, "detshare-server: --%s must be 0..1000000\n",
+                    c == 'u' ? "spin-us" : "sync-spin-us");
             return 2;
         }
+        *(c == 'u' ? &cfg->spin_us : &cfg->sync_spin_us) = (unsigned)atoi(arg);
         break;
     case 'M':
         if (ds_mps_parse(arg, &cl->mps_mode) != 0) {
@@ -467,6 +469,7 @@ int main(int argc, char **argv)
 #undef OPTION_ENTRY
     char shorts[8] = "";
     struct ds_server_config cfg = { .sim_sms = 132, .sim_memory = 80ull << 30, .spin_us = 50,
+                                   .sync_spin_us = 2000,
                                    .host_limit = DS_SHM_HOST_LIMIT,
                                    .host_total = ds_shm_default_host_total(),
                                    .warm = 1, .policy = &ds_policy_slo_aware,

@@ -94,6 +94,10 @@
       "executors poll N microseconds for a tenant's next call,\n"                             \
       "and for the GPU in a synchronisation, before sleeping\n"                               \
       "(default 50; 0 never polls)")                                                          \
+    X("sync-spin-us", 'y', 0, required_argument, "N",                                         \
+      "while a tenant waits in a synchronisation, its\n"                                     \
+      "executor polls the GPU up to N microseconds before\n"                                 \
+      "sleeping (default 2000; at least --spin-us)")                                          \
     X("help", 'h', 1, no_argument, NULL, "this text")
 
 #endif

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 17
+#define DS_SHM_VERSION 18
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -261,6 +261,7 @@ struct ds_shm {
     int32_t gpu;
     int32_t sim_sms;
     uint32_t spin_us;
+    uint32_t sync_spin_us; /* --sync-spin-us */
     uint32_t sm_group_size, sm_groups; /* ds_sm_groups of the device */
     /* enum ds_shm_mps: whether executors should be MPS clients (--mps start or external;
      * the sim models MPS), and what one that is not does.  Its tenant would take turns

@@ -867,6 +867,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->gpu = cfg->gpu;
     c.shm->sim_sms = cfg->sim_sms;
     c.shm->spin_us = cfg->spin_us;
+    c.shm->sync_spin_us = cfg->sync_spin_us;
     c.shm->sm_group_size = cfg->sm.size;
     c.shm->sm_groups = cfg->sm.count;
     c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;

@@ -28,6 +28,7 @@ struct ds_server_config {
      * together (shm.h host_limit, host_total); 0: no limit. */
     uint64_t host_limit, host_total;
     unsigned spin_us; /* how long an executor polls for the next request before sleeping */
+    unsigned sync_spin_us; /* ... and for the GPU while its tenant waits in a synchronisation */
     int warm;         /* executors kept started ahead of tenants, 0..DS_MAX_WARM */
     const struct ds_policy *policy; /* at start; detshare-ctl may switch it */
     struct ds_sm_groups sm;

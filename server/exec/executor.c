@@ -682,9 +682,13 @@ static uint64_t wake_time(void)
  * spin_us, arm the fences and sleep until a call, a fence's wake-up on the eventfd, or
  * the time a fence (or the held calls' next look at the gate) gave.  Spinning first is
  * what makes a short synchronisation return within microseconds of the GPU finishing: a
- * wake-up costs more than that.
+ * wake-up costs more than that.  While the tenant waits in a synchronisation the loop
+ * spins up to sync_spin_us instead: a sleep then costs the tenant the chain of wake-ups
+ * (the driver's blocking event, the eventfd, the reply) after the GPU is done, 100 to
+ * 400 us on an H200 (run 123, bench/compat/first_launch.cu), and the spinning core is
+ * the one the tenant's own thread would spin natively, where it now sleeps.
  */
-static int serve_loop(unsigned spin_us)
+static int serve_loop(unsigned spin_us, unsigned sync_spin_us)
 {
     uint64_t idle_since = 0, idle;
     unsigned look = 0;
@@ -732,7 +736,7 @@ static int serve_loop(unsigned spin_us)
         if (idle >= STAMP_PAUSE_NS || idle >= (uint64_t)spin_us * 1000u)
             ds__tenant_stamp_tail(&tenant);
         ds__trace_poll(&tenant);
-        if (idle < (uint64_t)spin_us * 1000u)
+        if (idle < (uint64_t)(waits.count > 0 ? sync_spin_us : spin_us) * 1000u)
             continue;
         if (ds_conn_sleep(&conn, waits.efd, wake_time()) != 0)
             return DS_EXEC_DISCONNECTED;
@@ -818,7 +822,7 @@ static void log_paths(void)
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
-static int serve_tenant(int fd, unsigned spin_us)
+static int serve_tenant(int fd, unsigned spin_us, unsigned sync_spin_us)
 {
     int status, rc;
 
@@ -839,7 +843,7 @@ static int serve_tenant(int fd, unsigned spin_us)
                 "the tenant left would keep this executor", strerror(rc));
     rc = take_descriptors(fd);
     if (rc == 0) {
-        status = serve_loop(spin_us);
+        status = serve_loop(spin_us, sync_spin_us);
         log_served();
         log_paths();
     } else {
@@ -873,7 +877,7 @@ static int config_from(struct ds_shm *shm, int slot, struct ds_backend_config *b
 
 /* Serve the tenant set up by ds__tenant_init on fd (taken over; -1: none came), then
  * free everything it held.  Returns a ds_exec_status. */
-static int serve_and_free(int fd, unsigned spin_us)
+static int serve_and_free(int fd, unsigned spin_us, unsigned sync_spin_us)
 {
     int status;
 
@@ -882,7 +886,7 @@ static int serve_and_free(int fd, unsigned spin_us)
         close(fd);
         fd = -1;
     }
-    status = fd >= 0 ? serve_tenant(fd, spin_us) : DS_EXEC_STOPPED;
+    status = fd >= 0 ? serve_tenant(fd, spin_us, sync_spin_us) : DS_EXEC_STOPPED;
     ds__tenant_fini(&tenant);
     ds__waits_fini(&waits);
     return status;
@@ -905,7 +909,7 @@ static int leave_without_mps(struct ds_shm *shm)
         return 0;
     ds_debug("leaving for an executor that is an MPS client");
     ds_binder_ahead(&tenant.binder, 0);
-    serve_and_free(-1, 0);
+    serve_and_free(-1, 0, 0);
     ds_shm_unmap(shm);
     return 1;
 }
@@ -958,7 +962,8 @@ int ds_executor_main(const char *slot_arg)
     fd = ds_spawn_await_tenant(&stop_requested);
     ds_binder_ahead(&tenant.binder, 0);
     close(DS_EXEC_CTL_FD);
-    status = serve_and_free(fd, shm->spin_us);
+    status = serve_and_free(fd, shm->spin_us,
+                            shm->sync_spin_us > shm->spin_us ? shm->sync_spin_us : shm->spin_us);
     ds_shm_unmap(shm);
     return status;
 }
@@ -968,5 +973,5 @@ int ds__executor_serve(const struct ds_backend_ops *ops, const struct ds_backend
 {
     ds__tenant_init(&tenant, ops, cfg, &ds__ops_areas);
     tenant.timing = ds_log_enabled(DS_LOG_DEBUG);
-    return serve_and_free(fd, cfg->spin_us);
+    return serve_and_free(fd, cfg->spin_us, cfg->spin_us);
 }
