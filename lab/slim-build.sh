@@ -13,6 +13,12 @@ find "$b/bench" -maxdepth 1 -type f -perm -u+x -exec cp {} "$d/bench/" \;
 cp "$b"/bench/*.so "$d/bench/" 2>/dev/null || true
 [ -x "$b/k8s/detshare-device-plugin" ] && cp "$b/k8s/detshare-device-plugin" "$d/k8s/"
 cp -r "$b/tests/kernels" "$d/tests/"
+[ -d "$b/tests/kubelet_py" ] && cp -r "$b/tests/kubelet_py" "$d/tests/"
+mkdir -p "$d/examples"
+for x in hello_tenant soak_tenant; do
+    f=$(find "$b/examples" "$b/tests" -maxdepth 1 -type f -name "$x" | head -1)
+    [ -n "$f" ] && mkdir -p "$d/${f#"$b"/}" && rmdir "$d/${f#"$b"/}" && cp "$f" "$d/${f#"$b"/}"
+done
 find "$b/tests" -maxdepth 1 -type f \( -name 'native_*' -o -name '*.so' -o -name 'nvml_probe' \) -exec cp {} "$d/tests/" \;
 for t in "$@"; do cp "$b/tests/test_$t" "$d/tests/"; done
 strip --strip-debug "$d"/server/* "$d"/tests/test_* "$d"/k8s/* 2>/dev/null || true
