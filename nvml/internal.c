@@ -21,19 +21,27 @@
  *    nvmlProcessDetail_v1_t followed by the process's name inline, 4128 bytes;
  *  - slot 230: (nvmlDevice_t, unsigned *) the host's highest PCIe generation; slot 249:
  *    (nvmlDevice_t, unsigned *) sparse operation mode, whose error nvidia-smi prints N/A;
- *  - `nvidia-smi topo -m` stops at an error from some slot it calls; -L, plain and -q
- *    printed as before while the slots not given a device handle failed.
+ *  - the mock answers every slot it does not know with NVML_SUCCESS, writing an unsigned
+ *    0 through the second argument when the first is one of its device handles; with that,
+ *    nvidia-smi's plain view, -q and `topo -m` print (topo stops at the first error).
+ * Measured by detshare (run 120, driver 580.159.04): with every unknown slot failing, -L
+ * prints, but plain and -q print "Internal NVML error" and exit 255 right after slot 26
+ * fails, and `pmon` asks for slot 72 as well; no public source says what 26 and 72 are.
  * Guessed: that 580.159 lays the table out as 580.65 does; that 213 is the compute list
  * and 214, 215 the graphics and MPS ones (another shim's reading of a later driver, which
  * fits nvidia-smi typing a process M+C+G when the mock listed it in all three); that the
  * third argument of slot 81 asks for nothing a tenant needs; that -L, plain and -q go on
- * printing (N/A) when the unknown slots given a device handle fail too.
+ * printing (N/A) when the other unknown slots fail; that 26 and 72 take what the
+ * mock's answer assumes (a device handle first, then a count, or no handle at all).
  *
  * So slot 81 and the three lists are served as their public equivalents are
- * (lib.c, share.c): the one device, and the calling process alone.  Every other slot is
- * a function that touches none of its arguments and returns NVML_ERROR_NOT_SUPPORTED,
- * logging its number once (debug), so that what nvidia-smi asks for shows in the log and
- * nothing of the device's or the host's reaches the tenant unasked.
+ * (lib.c, share.c): the one device, and the calling process alone.  Slots 26 and 72 are
+ * acknowledged as the mock acknowledges what it does not know (above), the one answer
+ * nvidia-smi is known to accept, and their first call's arguments are logged (debug) so
+ * that a GPU run shows what they are.  Every other slot is a function that touches none
+ * of its arguments and returns NVML_ERROR_NOT_SUPPORTED, logging its number once (debug),
+ * so that what nvidia-smi asks for shows in the log and nothing of the device's or the
+ * host's reaches the tenant unasked.
  */
 #include "nvml_int.h"
 
@@ -52,6 +60,8 @@ typedef void *slot_t;
 #define SLOT_COMPUTE_PROCESSES 213
 #define SLOT_GRAPHICS_PROCESSES 214
 #define SLOT_MPS_PROCESSES 215
+#define SLOT_ASKED_BY_PLAIN_AND_Q 26
+#define SLOT_ASKED_BY_PMON 72
 
 static const unsigned char smi_table_id[16] = { 0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
                                                 0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4 };
@@ -96,11 +106,43 @@ static nvmlReturn_t no_processes(nvmlDevice_t h, unsigned *count)
 
 static atomic_uint logged[SLOTS / 32];
 
-static nvmlReturn_t unserved(unsigned slot)
+static int first_call(unsigned slot)
 {
     unsigned bit = 1u << (slot % 32);
 
-    if ((atomic_fetch_or(&logged[slot / 32], bit) & bit) == 0)
+    return (atomic_fetch_or(&logged[slot / 32], bit) & bit) == 0;
+}
+
+/* Success, and the zero count the mock writes when handed a device handle: nothing of
+ * the device's is in it, and a count of nothing is the least a caller can misread. */
+static nvmlReturn_t acknowledged(unsigned slot, void *a0, void *a1, void *a2, void *a3)
+{
+    const struct ds_nvml_cuda *cu;
+    CUdevice dev;
+    int device = ds__nvml_device(a0, &cu, &dev) == NVML_SUCCESS;
+
+    if (device && a1 != NULL)
+        *(unsigned *)a1 = 0;
+    if (first_call(slot))
+        ds_debug("nvmlInternalGetExportTable slot %u is acknowledged by detshare's NVML "
+                 "(NVML_SUCCESS%s); called with %p %p %p %p",
+                 slot, device && a1 != NULL ? ", a zero count" : "", a0, a1, a2, a3);
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t asked_by_plain_and_q(void *a0, void *a1, void *a2, void *a3)
+{
+    return acknowledged(SLOT_ASKED_BY_PLAIN_AND_Q, a0, a1, a2, a3);
+}
+
+static nvmlReturn_t asked_by_pmon(void *a0, void *a1, void *a2, void *a3)
+{
+    return acknowledged(SLOT_ASKED_BY_PMON, a0, a1, a2, a3);
+}
+
+static nvmlReturn_t unserved(unsigned slot)
+{
+    if (first_call(slot))
         ds_debug("nvmlInternalGetExportTable slot %u is not served by detshare's NVML: "
                  "returning NVML_ERROR_NOT_SUPPORTED",
                  slot);
@@ -137,6 +179,8 @@ static void fill_smi_table(void)
     smi_table[SLOT_COMPUTE_PROCESSES] = (slot_t)compute_processes;
     smi_table[SLOT_GRAPHICS_PROCESSES] = (slot_t)no_processes;
     smi_table[SLOT_MPS_PROCESSES] = (slot_t)no_processes;
+    smi_table[SLOT_ASKED_BY_PLAIN_AND_Q] = (slot_t)asked_by_plain_and_q;
+    smi_table[SLOT_ASKED_BY_PMON] = (slot_t)asked_by_pmon;
 }
 
 nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id)

@@ -38,6 +38,33 @@ static CUfunction fill_kernel(void)
     return f;
 }
 
+/* What the device attributes tell a tenant about host memory (docs/memory.md): managed
+ * memory it may touch while kernels run, but no reach into its malloc'ed memory, no
+ * atomics shared with the host, no managed memory on the device; on a GPU too, whatever
+ * the driver says of the executor's process. */
+Test(managed, the_attributes_say_what_a_tenant_can_do_with_host_memory)
+{
+    const struct {
+        CUdevice_attribute a;
+        int want;
+    } says[] = {
+        { CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1 },
+        { CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1 },
+        { CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0 },
+        { CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0 },
+        { CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED, 0 },
+        { CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0 },
+    };
+
+    CU_OK(ds_test_connect());
+    for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++) {
+        int v = -1;
+
+        CU_OK(cuDeviceGetAttribute(&v, says[i].a, 0));
+        cr_expect_eq(v, says[i].want, "attribute %d reads %d", (int)says[i].a, v);
+    }
+}
+
 Test(managed, the_program_and_the_device_share_one_pointer)
 {
     CUdeviceptr p, dev;

@@ -292,3 +292,101 @@ Test(nvml, changes_are_refused_and_the_unserved_says_so)
     NV_IS(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
     NV_IS(nvmlDeviceGetCount_v2(&n), NVML_ERROR_UNINITIALIZED);
 }
+
+/* Fails the test unless `call` gave a value or NVML_ERROR_NOT_SUPPORTED, the two answers
+ * nvidia-smi prints (a value or "N/A"); counts the values. */
+#define ANSWERS(call, values)                                                          \
+    do {                                                                               \
+        nvmlReturn_t rc_ = (call);                                                     \
+        cr_expect(rc_ == NVML_SUCCESS || rc_ == NVML_ERROR_NOT_SUPPORTED, "%s -> %s",  \
+                  #call, nvmlErrorString(rc_));                                        \
+        (values) += rc_ == NVML_SUCCESS;                                               \
+    } while (0)
+
+/* The public queries behind nvidia-smi's plain view and the sections of -q (header,
+ * identity, PCI, memory, utilisation, ECC, temperature, power, clocks, processes, MIG),
+ * called as nvidia-smi calls them: a value or "not supported", never another error that
+ * it could take for a broken library. */
+Test(nvml, what_nvidia_smi_q_asks_gets_a_value_or_not_supported)
+{
+    char s[NVML_DEVICE_NAME_V2_BUFFER_SIZE + NVML_DEVICE_SERIAL_BUFFER_SIZE];
+    unsigned u, u2, n = 0, served = 0;
+    unsigned long long ull;
+    int i, i2;
+    nvmlDevice_t h;
+    nvmlEnableState_t e, e2;
+    nvmlPciInfo_t pci;
+    nvmlMemory_t m;
+    nvmlMemory_v2_t m2 = { .version = nvmlMemory_v2 };
+    nvmlBAR1Memory_t bar1;
+    nvmlUtilization_t util;
+    nvmlComputeMode_t mode;
+    nvmlPstates_t ps;
+    nvmlBrandType_t brand;
+    nvmlDeviceArchitecture_t arch;
+    nvmlProcessInfo_t procs[4];
+    nvmlEventSet_t set;
+
+    NV_OK(nvmlInit_v2());
+    ANSWERS(nvmlSystemGetDriverVersion(s, sizeof(s)), served);
+    ANSWERS(nvmlSystemGetNVMLVersion(s, sizeof(s)), served);
+    ANSWERS(nvmlSystemGetCudaDriverVersion_v2(&i), served);
+    ANSWERS(nvmlDeviceGetCount_v2(&u), served);
+    NV_OK(nvmlDeviceGetHandleByIndex_v2(0, &h));
+    ANSWERS(nvmlDeviceGetName(h, s, sizeof(s)), served);
+    ANSWERS(nvmlDeviceGetBrand(h, &brand), served);
+    ANSWERS(nvmlDeviceGetUUID(h, s, sizeof(s)), served);
+    ANSWERS(nvmlDeviceGetSerial(h, s, sizeof(s)), served);
+    ANSWERS(nvmlDeviceGetMinorNumber(h, &u), served);
+    ANSWERS(nvmlDeviceGetVbiosVersion(h, s, sizeof(s)), served);
+    ANSWERS(nvmlDeviceGetBoardId(h, &u), served);
+    ANSWERS(nvmlDeviceGetBoardPartNumber(h, s, sizeof(s)), served);
+    ANSWERS(nvmlDeviceGetDisplayMode(h, &e), served);
+    ANSWERS(nvmlDeviceGetDisplayActive(h, &e), served);
+    ANSWERS(nvmlDeviceGetPersistenceMode(h, &e), served);
+    ANSWERS(nvmlDeviceGetAccountingMode(h, &e), served);
+    ANSWERS(nvmlDeviceGetMigMode(h, &u, &u2), served);
+    ANSWERS(nvmlDeviceGetMaxMigDeviceCount(h, &u), served);
+    ANSWERS(nvmlDeviceGetPciInfo_v3(h, &pci), served);
+    ANSWERS(nvmlDeviceGetMaxPcieLinkGeneration(h, &u), served);
+    ANSWERS(nvmlDeviceGetCurrPcieLinkWidth(h, &u), served);
+    ANSWERS(nvmlDeviceGetPcieThroughput(h, NVML_PCIE_UTIL_TX_BYTES, &u), served);
+    ANSWERS(nvmlDeviceGetFanSpeed(h, &u), served);
+    ANSWERS(nvmlDeviceGetPerformanceState(h, &ps), served);
+    ANSWERS(nvmlDeviceGetCurrentClocksEventReasons(h, &ull), served);
+    ANSWERS(nvmlDeviceGetMemoryInfo(h, &m), served);
+    ANSWERS(nvmlDeviceGetMemoryInfo_v2(h, &m2), served);
+    ANSWERS(nvmlDeviceGetBAR1MemoryInfo(h, &bar1), served);
+    ANSWERS(nvmlDeviceGetComputeMode(h, &mode), served);
+    ANSWERS(nvmlDeviceGetUtilizationRates(h, &util), served);
+    ANSWERS(nvmlDeviceGetEncoderUtilization(h, &u, &u2), served);
+    ANSWERS(nvmlDeviceGetEccMode(h, &e, &e2), served);
+    ANSWERS(nvmlDeviceGetTotalEccErrors(h, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC,
+                                        &ull), served);
+    ANSWERS(nvmlDeviceGetRetiredPagesPendingStatus(h, &e), served);
+    ANSWERS(nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU, &u), served);
+    ANSWERS(nvmlDeviceGetTemperatureThreshold(h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &u),
+            served);
+    ANSWERS(nvmlDeviceGetPowerUsage(h, &u), served);
+    ANSWERS(nvmlDeviceGetEnforcedPowerLimit(h, &u), served);
+    ANSWERS(nvmlDeviceGetPowerManagementLimitConstraints(h, &u, &u2), served);
+    for (nvmlClockType_t c = NVML_CLOCK_GRAPHICS; c < NVML_CLOCK_COUNT; c++) {
+        ANSWERS(nvmlDeviceGetClockInfo(h, c, &u), served);
+        ANSWERS(nvmlDeviceGetMaxClockInfo(h, c, &u), served);
+        ANSWERS(nvmlDeviceGetApplicationsClock(h, c, &u), served);
+    }
+    ANSWERS(nvmlDeviceGetCudaComputeCapability(h, &i, &i2), served);
+    ANSWERS(nvmlDeviceGetArchitecture(h, &arch), served);
+    ANSWERS(nvmlDeviceGetMemoryBusWidth(h, &u), served);
+    n = 0;
+    ANSWERS(nvmlDeviceGetComputeRunningProcesses_v3(h, &n, NULL), served);
+    n = 4;
+    ANSWERS(nvmlDeviceGetGraphicsRunningProcesses_v3(h, &n, procs), served);
+    n = 4;
+    ANSWERS(nvmlDeviceGetMPSComputeRunningProcesses_v3(h, &n, procs), served);
+    ANSWERS(nvmlEventSetCreate(&set), served);
+    /* What detshare serves (docs/nvml.md, "What a tenant sees"), so that a change that
+     * lost one to "not supported" shows. */
+    cr_expect_eq(served, 19, "%u of the queries gave a value", served);
+    NV_OK(nvmlShutdown());
+}

@@ -2,7 +2,9 @@
  * nvml/internal.c), driven as nvidia-smi drives it, by a tenant under a memory quota
  * that loads the library with dlopen: the table is served for nvidia-smi's id alone, its
  * device slot gives the handle the public API gives, its process lists hold the calling
- * process alone, and every other slot fails without touching its arguments. */
+ * process alone, slots 26 and 72 succeed as NVIDIA's mock answers them, every other slot
+ * fails without touching its arguments, and nvidia-smi itself, where installed, prints
+ * its views as a tenant. */
 #include "ds_test.h"
 
 #include <dlfcn.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB (1ull << 20)
@@ -247,7 +250,7 @@ Test(nvml_smi, every_other_slot_fails_and_touches_nothing)
     for (int slot = 1; slot < SLOTS; slot++) {
         unsigned n = 65535;
 
-        if (slot == 81 || (slot >= 213 && slot <= 215))
+        if (slot == 81 || (slot >= 213 && slot <= 215) || slot == 26 || slot == 72)
             continue;
         memset(buf, GUARD, sizeof(buf));
         NV_IS(((any_fn)t[slot])(h, &n, buf, buf), NVML_ERROR_NOT_SUPPORTED);
@@ -255,4 +258,83 @@ Test(nvml_smi, every_other_slot_fails_and_touches_nothing)
         cr_expect(untouched(buf, 0, sizeof(buf)), "slot %d wrote into a buffer", slot);
     }
     NV_OK(nv.shutdown());
+}
+
+/* Plain nvidia-smi and -q stop at an error from slot 26 (run 120); pmon asks for 72. */
+Test(nvml_smi, slots_26_and_72_succeed_with_a_zero_count_for_a_device)
+{
+    static unsigned char buf[2 * ENTRY];
+    const slot_t *t = smi_table();
+    const int slots[] = { 26, 72 };
+    nvmlDevice_t h;
+
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        unsigned n = 65535;
+
+        NV_OK(((any_fn)t[slots[i]])(NULL, NULL, NULL, NULL));
+        memset(buf, GUARD, sizeof(buf));
+        NV_OK(((any_fn)t[slots[i]])(buf, &n, buf, buf));
+        cr_expect_eq(n, 65535, "slot %d wrote a count for what is no device", slots[i]);
+        cr_expect(untouched(buf, 0, sizeof(buf)), "slot %d wrote into a buffer", slots[i]);
+    }
+    h = open_device(t);
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        unsigned n = 65535;
+
+        memset(buf, GUARD, sizeof(buf));
+        NV_OK(((any_fn)t[slots[i]])(h, &n, buf, buf));
+        cr_expect_eq(n, 0, "slot %d: count %u for the device", slots[i], n);
+        cr_expect(untouched(buf, 0, sizeof(buf)), "slot %d wrote into a buffer", slots[i]);
+        NV_OK(((any_fn)t[slots[i]])(h, NULL, buf, buf));
+    }
+    NV_OK(nv.shutdown());
+}
+
+/* `nvidia-smi ARGS` as a tenant of the fixture's server, through this build's libraries:
+ * its exit status; its output into out. */
+static int smi(const char *args, char *out, size_t len)
+{
+    char cmd[512], lib[256], *slash;
+    size_t n = 0, got;
+    FILE *p;
+    int st;
+
+    snprintf(lib, sizeof(lib), "%s", DS_NVML_LIB);
+    slash = strrchr(lib, '/');
+    cr_assert_not_null(slash);
+    *slash = '\0';
+    snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s nvidia-smi %s 2>&1", lib, args);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0)
+        n += got;
+    out[n] = '\0';
+    st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Where nvidia-smi is installed (the GPU box; gpu_nvml_smi and nvml_smi both run it):
+ * -L, plain and -q print as a tenant, with the tenant's quota as the memory. */
+Test(nvml_smi, nvidia_smi_prints_its_views_as_a_tenant)
+{
+    static char out[1 << 16];
+    const char *views[] = { "-L", "", "-q" };
+    const char *fb, *total, *colon;
+
+    if (system("command -v nvidia-smi >/dev/null 2>&1") != 0)
+        cr_skip_test("no nvidia-smi here");
+    for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+        int rc = smi(views[i], out, sizeof(out));
+
+        cr_expect_eq(rc, 0, "nvidia-smi %s exited %d:\n%s", views[i], rc, out);
+        cr_expect_null(strstr(out, "Mismatch"), "nvidia-smi %s:\n%s", views[i], out);
+        cr_expect_null(strstr(out, "Internal NVML error"), "nvidia-smi %s:\n%s", views[i], out);
+    }
+    fb = strstr(out, "FB Memory Usage");
+    cr_assert_not_null(fb, "no FB Memory Usage in -q:\n%s", out);
+    total = strstr(fb, "Total");
+    colon = total != NULL ? strchr(total, ':') : NULL;
+    cr_assert_not_null(colon, "no FB total in -q:\n%s", out);
+    cr_expect_eq(strncmp(colon, ": 64 MiB", 8), 0,
+                 "-q's FB total is not the 64 MiB quota: %.60s", total);
 }

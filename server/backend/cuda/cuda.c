@@ -215,6 +215,15 @@ void ds__cuda_describe(struct ds_backend *b, struct ds_device_view *v)
     v->attrs[CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED] = 0;
     /* Nor can a pool be (server/exec/ops/ops_pool.c). */
     v->attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
+    /* The device works in the executor's process, so a tenant's malloc'ed memory is out
+     * of its reach whatever HMM or ATS give the executor; the memory a tenant shares with
+     * it (managed, registered, page-locked) is host pages it reaches over the bus, never
+     * device memory, and CPU and GPU atomics on them are not atomic together
+     * (docs/memory.md). */
+    v->attrs[CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED] = 0;
+    v->attrs[CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST] = 0;
 }
 
 /* The executor's one thread acts for every tenant thread, so it takes on the calling
