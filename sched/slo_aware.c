@@ -104,6 +104,10 @@ static int level, quiet = HOLD + 1, hot, severe, calm, settle;
  * tenants were held at the last tick to protect them (not for escaping). */
 static double demand;
 static int held;
+/* The demand the floor is sized by: the demand once it has moved by a tenth of the
+ * device's time or more, so that the floor does not move best-effort tenants while the
+ * demand wanders. */
+static double floor_demand;
 /* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
  * left to watch the last one. */
 static int since, probe_after = PROBE, watch;
@@ -132,7 +136,8 @@ static const char *why_be(int lvl, int hold)
     };
 
     if (hold)
-        return "held while latency-critical work that was slowed is queued or in flight";
+        return "held while latency-critical work runs: it was slowed, and has work queued "
+               "or in flight";
     return why[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1];
 }
 
@@ -151,7 +156,7 @@ static int escapes_fence(const struct ds_sched_tenant *t, unsigned keep)
  * to back), so that holding best-effort work while it is busy would hold it for good. */
 static int dense(void)
 {
-    return demand > DENSE;
+    return floor_demand > DENSE;
 }
 
 /* The rung of the ladder level lvl stands for: a sparse tenant's ladder holds from level 1
@@ -175,7 +180,7 @@ static unsigned floor_of(const struct ds_sched_view *v, int lvl)
 {
     int r = rung_of(lvl);
     unsigned g = v->sm_groups, fl = g * FLOOR_EIGHTHS[r < GATE_LEVEL ? r : GATE_LEVEL - 1] / 8;
-    double want = demand * 10 / 8 * g;
+    double want = floor_demand * 10 / 8 * g;
     unsigned need = dense() ? 0 : want > g / 4.0 ? g / 4 : (unsigned)want + 1;
 
     fl = fl > need ? fl : need;
@@ -389,6 +394,8 @@ static void tick(struct ds_sched_view *v)
     int pressure = pressure_now(v);
 
     demand += (demand_of(v) - demand) / DEMAND_AVG;
+    if (demand > floor_demand + 0.1 || demand < floor_demand - 0.1)
+        floor_demand = demand;
 
     note_escapes(v);
     quiet = any_busy(v, DS_SCHED_LATENCY) ? 0 : quiet + 1;
@@ -403,7 +410,7 @@ static void start(struct ds_sched_view *v)
 {
     reset();
     quiet = HOLD + 1;
-    demand = 0;
+    demand = floor_demand = 0;
     for (int i = 0; i < SLOTS; i++)
         base_us[i] = 0;
     /* Escapes under another policy happened on fences of its own. */
