@@ -6,17 +6,36 @@
  * Latency-critical tenants always run on the whole device: a decoder at batch 1 needs
  * many SMs to pull memory bandwidth (on 25% of an H100's SMs it ran at 0.57x), so
  * protecting it means taking SMs from its neighbours, never fencing it in.  Best-effort
- * tenants share a set of SM groups that a level sets: level 0 lends them everything, each
- * level above keeps fewer groups (KEEP_EIGHTHS).  Without an SLO the levels stop at three
- * quarters of the SMs; the levels above, down to an eighth, and the top level, which also
- * holds their kernels while latency-critical work is in flight, are used only for a
- * tenant with an SLO or one slowed severely (below).
+ * tenants share a set of SM groups, all but a floor kept from them, and may be held at
+ * their gates.  Which depends on how busy latency-critical work keeps the device (the
+ * demand: completions a second times kernel time, averaged over DEMAND_AVG ticks):
+ *
+ * - Dense work (busy more than DENSE of the time: a decoder generating back to back)
+ *   gets no floor at level 0, and each level above keeps more groups from best-effort
+ *   tenants (FLOOR_EIGHTHS); the top level also holds them while it is busy.  Holding a
+ *   neighbour of dense work while it is busy would hold it for good.
+ * - Sparse work (an inference service whose requests leave gaps) gets a floor at every
+ *   level, sized from its demand (floor_of: an eighth of the device per tenth of its
+ *   time, at most a quarter), so that a request arriving after a gap finds SMs no
+ *   best-effort kernel occupies and starts at once: a kernel queued behind another
+ *   tenant's running blocks waits for them.  From level 1 on, best-effort tenants are
+ *   held while it has work queued or in flight, and released the first tick it has none,
+ *   on every SM but the floor; levels above also fence them as the dense ladder's rung
+ *   below does.  Before this, ResNet-50 inference beside a GEMM flood on an H200 ended
+ *   with the flood on an eighth of the SMs between requests too: 0.29x of its alone rate
+ *   (issue 28).  Holding says nothing about whether the service would be at ease without
+ *   it, so ticks at ease while holding do not lower the level: probes do.
+ *
+ * Without an SLO the levels stop at 1 (three quarters of the SMs for dense work, holding
+ * for sparse work); the levels above are used only for a tenant with an SLO or one slowed
+ * severely (below).
  *
  * A latency-critical tenant slowed to SEVERE times its baseline or worse is not in a band
- * a lender can live with: without an SLO too, the levels then go past three quarters, as
- * far as holding best-effort kernels while it works, for as long as it stays that slow
- * (on an H200, ResNet-50 inference beside a GEMM flood ran at 3.7x its alone median with
- * the flood held to three quarters of the SMs, issue 28).  Probes bring them back down.
+ * a lender can live with: without an SLO too, the levels then go past level 1, as far as
+ * holding best-effort kernels while it works on the smallest fence, for as long as it
+ * stays that slow (on an H200, ResNet-50 inference beside a GEMM flood ran at 3.7x its
+ * alone median with the flood held to three quarters of the SMs, issue 28).  Probes bring
+ * them back down.
  *
  * Every tick (5 ms) it compares each busy latency-critical tenant's kernel time, as the
  * progress stamps measure it, with the fastest it has shown (its baseline, learned while
@@ -32,7 +51,7 @@
  * burst of pressure (on an H100, GPT-2 training stayed on 3/4 of the SMs for a whole run
  * beside a decoder in the band: 0.81x of its native-MPS speed, runs 95 and 100), so
  * after PROBE ticks on a level without sustained pressure (RAISE ticks in a row) the
- * policy tries the level below.  A probe that brings pressure back within WATCH ticks
+ * policy tries the level below, and so it does on a level that holds.  A probe that brings pressure back within WATCH ticks
  * doubles the wait before the next one, up to PROBE_MAX: a decoder that really needs the
  * SMs pays for a probe, about SETTLE + RAISE ticks of slowdown, ever more rarely.
  * When no latency-critical tenant has had work for HOLD ticks the level drops to 0 at
@@ -63,15 +82,17 @@
 #define EASE 1.1
 #define DRIFT 1.0002 /* a baseline's rise per tick towards slower kernels: x1.04 a second */
 #define GATE_LEVEL 5
-#define NO_SLO_TOP 1 /* three quarters of the SMs */
+#define NO_SLO_TOP 1 /* three quarters of the SMs, or held while busy (a sparse tenant) */
+#define DENSE 0.8    /* a latency-critical busy share above which holding starves others */
+#define DEMAND_AVG 64 /* ticks a demand estimate is averaged over: about 0.3 s */
 #define PROBE 200      /* 1 s */
 #define PROBE_MAX 2560 /* 12.8 s */
 #define WATCH 400     /* 2 s */
 #define SLOTS 64
 
-/* Eighths of the SM groups best-effort tenants keep at each level below GATE_LEVEL (at
- * least one group); the gate level keeps the last one's. */
-static const unsigned KEEP_EIGHTHS[GATE_LEVEL] = { 8, 6, 4, 2, 1 };
+/* Eighths of the SM groups kept from best-effort tenants (the floor) at each step of
+ * the ladder, at least the demand floor (floor_of). */
+static const unsigned FLOOR_EIGHTHS[GATE_LEVEL] = { 0, 2, 4, 6, 7 };
 
 static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
 /* By slot, for best-effort tenants: escapes already accounted for, the last fence given
@@ -79,6 +100,14 @@ static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline *
 static uint64_t esc_seen[SLOTS];
 static unsigned last_fence[SLOTS], escaped_fence[SLOTS];
 static int level, quiet = HOLD + 1, hot, severe, calm, settle;
+/* The latency-critical tenants' busy share, averaged (demand_of); whether best-effort
+ * tenants were held at the last tick to protect them (not for escaping). */
+static double demand;
+static int held;
+/* The demand the floor is sized by: the demand once it has moved by a tenth of the
+ * device's time or more, so that the floor does not move best-effort tenants while the
+ * demand wanders. */
+static double floor_demand;
 /* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
  * left to watch the last one. */
 static int since, probe_after = PROBE, watch;
@@ -96,17 +125,20 @@ static int any_busy(const struct ds_sched_view *v, int klass)
     return 0;
 }
 
-static const char *why_be(int lvl)
+static const char *why_be(int lvl, int hold)
 {
-    static const char *const why[GATE_LEVEL + 1] = {
-        "lent every SM", "shrunk: latency-critical work slowed (3/4 of the SMs)",
+    static const char *const why[GATE_LEVEL] = {
+        "lent every SM but the latency-critical floor",
+        "shrunk: latency-critical work slowed (3/4 of the SMs)",
         "shrunk: latency-critical work slowed (1/2 of the SMs)",
         "shrunk: latency-critical work slowed (1/4 of the SMs)",
         "shrunk: latency-critical work slowed (1/8 of the SMs)",
-        "held while latency-critical work runs: its SLO is at risk, or it runs at half its speed"
     };
 
-    return why[lvl];
+    if (hold)
+        return "held while latency-critical work runs: it was slowed, and has work queued "
+               "or in flight";
+    return why[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1];
 }
 
 static int valid(const struct ds_sched_tenant *t)
@@ -120,14 +152,53 @@ static int escapes_fence(const struct ds_sched_tenant *t, unsigned keep)
     return valid(t) && keep <= escaped_fence[t->id];
 }
 
+/* Whether latency-critical work keeps busy most of the time (a decoder generating back
+ * to back), so that holding best-effort work while it is busy would hold it for good. */
+static int dense(void)
+{
+    return floor_demand > DENSE;
+}
+
+/* The rung of the ladder level lvl stands for: a sparse tenant's ladder holds from level 1
+ * on and fences one rung lower, a dense one's fences and holds only at the top. */
+static int rung_of(int lvl)
+{
+    return dense() || lvl == 0 ? lvl : lvl - 1;
+}
+
+static int holds_at(int lvl)
+{
+    return dense() ? lvl == GATE_LEVEL : lvl >= 1;
+}
+
+/* Groups kept from best-effort tenants at level lvl: the ladder's rung and, for sparse
+ * latency-critical work, never fewer than its demand asks (an eighth of the device for
+ * each tenth of its time it keeps busy, at most a quarter, at least one group), so that
+ * its kernels, arriving after a pause, find SMs no best-effort kernel occupies and start
+ * at once.  Dense work's kernels follow each other on SMs it holds already. */
+static unsigned floor_of(const struct ds_sched_view *v, int lvl)
+{
+    int r = rung_of(lvl);
+    unsigned g = v->sm_groups, fl = g * FLOOR_EIGHTHS[r < GATE_LEVEL ? r : GATE_LEVEL - 1] / 8;
+    double want = floor_demand * 10 / 8 * g;
+    unsigned need = dense() ? 0 : want > g / 4.0 ? g / 4 : (unsigned)want + 1;
+
+    fl = fl > need ? fl : need;
+    return fl >= g ? g - 1 : fl;
+}
+
 static void place(struct ds_sched_view *v)
 {
-    int lvl = level;
-    unsigned keep = v->sm_groups * KEEP_EIGHTHS[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1] / 8;
-    int busy_lc = any_busy(v, DS_SCHED_LATENCY);
+    int lvl = level, any_lc = 0;
+    unsigned keep;
+    int busy_lc = any_busy(v, DS_SCHED_LATENCY), hold;
 
-    if (keep == 0)
-        keep = 1;
+    for (int i = 0; i < v->n; i++)
+        any_lc |= v->t[i].klass == DS_SCHED_LATENCY;
+    /* With no latency-critical tenant, or none busy lately, nothing is kept from anyone. */
+    keep = !any_lc || quiet > HOLD ? v->sm_groups : v->sm_groups - floor_of(v, lvl);
+    hold = holds_at(lvl) && busy_lc;
+    held = 0;
     for (int i = 0; i < v->n; i++) {
         struct ds_sched_tenant *t = &v->t[i];
         int fenced = keep < v->sm_groups;
@@ -135,19 +206,21 @@ static void place(struct ds_sched_view *v)
         if (t->klass == DS_SCHED_LATENCY || v->sm_groups < 2) {
             t->groups = 0;
             t->gated = 0;
-            t->why = t->klass == DS_SCHED_LATENCY ? "latency-critical: every SM" : why_be(0);
+            t->why = t->klass == DS_SCHED_LATENCY ? "latency-critical: every SM"
+                                                  : why_be(0, 0);
             continue;
         }
         t->groups = fenced ? ds_groups_range(0, keep) : 0;
-        t->gated = lvl == GATE_LEVEL && busy_lc;
-        t->why = why_be(lvl);
+        t->gated = hold;
+        t->why = fenced || hold ? why_be(rung_of(lvl), hold) : "lent every SM";
         if (fenced && valid(t))
             last_fence[t->id] = keep;
-        if (fenced && lvl < GATE_LEVEL && escapes_fence(t, keep)) {
+        if (fenced && !hold && escapes_fence(t, keep)) {
             t->gated = busy_lc;
             t->why = "held while latency-critical work runs: its kernels' clusters escape "
                      "its SMs";
         }
+        held |= hold;
     }
 }
 
@@ -257,7 +330,9 @@ static void step(const struct ds_sched_view *v, int pressure)
         probe_after = PROBE;
     hot = pressure > 0 ? hot + 1 : 0;
     severe = pressure > 1 ? severe + 1 : 0;
-    calm = pressure > 0 ? 0 : calm + (pressure < 0);
+    /* At ease while best-effort work is held says nothing about it running: only a
+     * probe finds out. */
+    calm = pressure > 0 ? 0 : calm + (pressure < 0 && !held);
     if (hot >= RAISE)
         since = 0;
     if (hot >= RAISE && (level < top(v) || (severe >= RAISE && level < GATE_LEVEL))) {
@@ -265,7 +340,8 @@ static void step(const struct ds_sched_view *v, int pressure)
     } else if (calm >= CALM && level > 0) {
         go(level - 1);
         probe_after = PROBE;
-    } else if (level > 0 && top(v) == NO_SLO_TOP && since >= probe_after) {
+    } else if (level > 0 && (top(v) == NO_SLO_TOP || holds_at(level)) &&
+               since >= probe_after) {
         go(level - 1);
         watch = WATCH;
     }
@@ -297,9 +373,29 @@ static int pressure_now(const struct ds_sched_view *v)
     return down && !steady ? -1 : 0;
 }
 
+/* The share of the device's time latency-critical tenants keep it busy, as they run
+ * now: completions a second times what one takes. */
+static double demand_of(const struct ds_sched_view *v)
+{
+    double d = 0;
+
+    for (int i = 0; i < v->n; i++) {
+        const struct ds_sched_tenant *t = &v->t[i];
+
+        if (t->klass != DS_SCHED_LATENCY || !valid(t))
+            continue;
+        d += t->rate * t->kernel_us / 1e6;
+    }
+    return d > 1 ? 1 : d;
+}
+
 static void tick(struct ds_sched_view *v)
 {
     int pressure = pressure_now(v);
+
+    demand += (demand_of(v) - demand) / DEMAND_AVG;
+    if (demand > floor_demand + 0.1 || demand < floor_demand - 0.1)
+        floor_demand = demand;
 
     note_escapes(v);
     quiet = any_busy(v, DS_SCHED_LATENCY) ? 0 : quiet + 1;
@@ -314,6 +410,7 @@ static void start(struct ds_sched_view *v)
 {
     reset();
     quiet = HOLD + 1;
+    demand = floor_demand = 0;
     for (int i = 0; i < SLOTS; i++)
         base_us[i] = 0;
     /* Escapes under another policy happened on fences of its own. */

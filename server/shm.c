@@ -102,6 +102,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     atomic_store(&s->throttled, 0);
     atomic_store(&s->metered, 0);
     atomic_store(&s->sim_busy_until, 0);
+    atomic_store(&s->sim_kernel_ns, 0);
     s->id = 0;
     atomic_store(&s->isolation, 0);
     atomic_store(&s->group, 0);

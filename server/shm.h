@@ -132,8 +132,11 @@ struct ds_shm_slot {
     struct ds_shm_stamp stamps[DS_SHM_STAMPS];
     atomic_uint stamps_off;
     /* Sim: CLOCK_MONOTONIC time at which the tenant's queued kernels end, so that
-     * tenants on overlapping SMs slow each other down (docs/sim-device.md). */
+     * tenants on overlapping SMs slow each other down, and how long its last kernel
+     * takes, so that a kernel arriving on its SMs can tell when the one running there
+     * ends (docs/sim-device.md). */
     atomic_uint_fast64_t sim_busy_until;
+    atomic_uint_fast64_t sim_kernel_ns;
     /* Who connected, from the Unix socket's peer credentials (SO_PEERCRED), written by
      * the control process before the handover; peer_pid 0 for a TCP tenant, whose
      * identity the kernel cannot vouch for. */

@@ -194,13 +194,16 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
     usleep(200000);
     ds_test_peer_go(&be);
     cr_assert(status_has("be", "\"in_flight\":1", 3000, obj, sizeof(obj)), "%s", obj);
-    cr_expect(status_has("be", "\"decision\":\"lent every SM\"", 100, obj, sizeof(obj)),
+    /* Every SM, or every SM but a floor kept for latency-critical work with gaps. */
+    cr_expect(status_has("be", "\"decision\":\"lent every SM", 100, obj, sizeof(obj)),
               "%s", obj);
     cr_assert_eq(ds_test_ctl(&srv, "tenant lat class latency slo 1", obj, sizeof(obj)), 0,
                  "%s", obj);
     cr_expect(status_has("be", "held while latency-critical work runs", 3000, obj, sizeof(obj)),
               "best-effort work was not held for the SLO: %s", obj);
-    cr_expect(strstr(obj, "\"decided_sm_groups\":[0,1]"), "%s", obj);
+    /* Held from the first step for work with gaps (the top step for dense work), on SMs
+     * short of the whole device. */
+    cr_expect(strstr(obj, "\"decided_sm_groups\":[0,") && !strstr(obj, ",15]"), "%s", obj);
     cr_expect(ds_test_log_has(&srv, "runs on SM groups 0-11 (96 SMs)"),
               "it did not shrink step by step");
     before = ds_test_log_count(&srv, "policy slo-aware: tenant");

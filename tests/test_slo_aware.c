@@ -1,6 +1,7 @@
 /* slo-aware's levels on made-up predictor samples, tick by tick, without a server: how
- * it fences best-effort work when a latency-critical tenant slows down, and how it
- * probes its way back when the tenant has no SLO. */
+ * it fences best-effort work when a decoder (latency-critical, busy all the time) slows
+ * down, how it probes its way back when the tenant has no SLO, and how it keeps a floor
+ * for a sparse inference service and holds a flood only while the service has work. */
 #include "policy.h"
 
 #include <criterion/criterion.h>
@@ -43,6 +44,7 @@ static void tick(double kernel_us, int trainer_busy)
     t[0].new_launches = 20;
     t[0].new_done = 20;
     t[0].kernel_us = kernel_us;
+    t[0].rate = 1e6 / kernel_us; /* one kernel after another: busy all the time */
     t[1].inflight = trainer_busy ? 16 : 0;
     t[1].new_launches = trainer_busy ? 8 : 0;
     t[1].new_done = trainer_busy ? 8 : 0;
@@ -251,4 +253,104 @@ Test(slo_aware, a_new_tenant_in_the_slot_of_one_that_escaped_is_not_held)
     tick(pressed_us(1), 1);
     cr_expect_eq(t[1].gated, 0);
     cr_expect_eq(t[1].groups, ds_groups_range(0, 12));
+}
+
+/* An inference service (latency-critical) whose requests leave gaps, beside a flood
+ * (best-effort, always busy): in a tick with a request it has 4 kernels in flight, which
+ * take `kernel_us`; it keeps the device busy `share` of the time. */
+static void service_tick(int busy, double kernel_us, double share)
+{
+    t[0].inflight = busy ? 4 : 0;
+    t[0].new_launches = t[0].new_done = busy ? 4 : 0;
+    t[0].kernel_us = kernel_us;
+    t[0].rate = share * 1e6 / kernel_us;
+    t[1].inflight = 16;
+    t[1].new_launches = t[1].new_done = 8;
+    ds_policy_slo_aware.on_tick(&v);
+}
+
+/* Its kernels take 1 ms alone, 3 ms beside the flood unless the flood is held (issue 28:
+ * ResNet-50 beside a GEMM flood on an H200; before this, the flood ended on an eighth of
+ * the SMs, held while requests ran, and kept 0.29x of its speed). */
+static double flooded_ms(void)
+{
+    return t[1].gated ? 1000 : 3000;
+}
+
+/* The service alone for a second, then `ticks` ticks beside the flood with a request in
+ * one tick of three; counts the ticks the flood was held while the service was idle and
+ * the fewest SM groups it had then. */
+static void serve(int ticks, double share, int *held_idle, int *fewest)
+{
+    for (int i = 0; i < TICKS_PER_S; i++) {
+        t[0].inflight = 4;
+        t[0].new_launches = t[0].new_done = 4;
+        t[0].kernel_us = 1000;
+        t[0].rate = share * 1e3;
+        t[1].inflight = t[1].new_launches = t[1].new_done = 0;
+        ds_policy_slo_aware.on_tick(&v);
+    }
+    *held_idle = 0;
+    *fewest = GROUPS;
+    for (int i = 0; i < ticks; i++) {
+        int busy = i % 3 == 0, n = t[1].groups ? __builtin_popcountll(t[1].groups) : GROUPS;
+
+        service_tick(busy, flooded_ms(), share);
+        if (!busy) {
+            *held_idle += t[1].gated;
+            n = t[1].groups ? __builtin_popcountll(t[1].groups) : GROUPS;
+            *fewest = n < *fewest ? n : *fewest;
+        }
+    }
+}
+
+Test(slo_aware, a_slowed_sparse_service_gets_the_flood_held_only_while_it_has_work)
+{
+    int held_idle, fewest, held_busy = 0;
+
+    serve(2 * TICKS_PER_S, 0.3, &held_idle, &fewest);
+    for (int i = 0; i < 30; i++) {
+        service_tick(i % 3 == 0, flooded_ms(), 0.3);
+        held_busy += i % 3 == 0 && t[1].gated;
+    }
+    cr_expect_eq(held_busy, 10, "held in %d of the 10 ticks with a request", held_busy);
+    cr_expect_eq(held_idle, 0, "never held while the service is idle: %d ticks", held_idle);
+    cr_expect_geq(fewest, 12, "the rest of the device while released, %d groups", fewest);
+}
+
+/* The floor: groups no best-effort tenant runs on while a sparse latency-critical
+ * tenant is about, so that a request arriving after a pause starts at once; sized by how
+ * busy the tenant keeps the device, at most a quarter of it. */
+Test(slo_aware, a_sparse_service_keeps_a_floor_sized_by_its_demand)
+{
+    int held_idle, fewest;
+    unsigned light, busier;
+
+    serve(TICKS_PER_S, 0.05, &held_idle, &fewest);
+    light = GROUPS - (unsigned)__builtin_popcountll(t[1].groups);
+    cr_expect(t[1].groups != 0 && (t[1].groups & ~ds_groups_range(0, GROUPS - light)) == 0,
+              "the flood on the lower groups: %#llx", (unsigned long long)t[1].groups);
+    ds_policy_slo_aware.on_start(&v);
+    serve(TICKS_PER_S, 0.3, &held_idle, &fewest);
+    busier = GROUPS - (unsigned)__builtin_popcountll(t[1].groups);
+    cr_expect(light >= 1 && light < busier && busier <= GROUPS / 4,
+              "floors of %u groups at 5%% busy, %u at 30%%", light, busier);
+    cr_expect_eq(t[0].groups, 0, "the service itself on every SM");
+}
+
+/* Holding ends with the service's work: the first idle tick releases the flood, on the
+ * same SMs as before. */
+Test(slo_aware, the_flood_is_released_the_first_tick_the_service_is_idle)
+{
+    int held_idle, fewest;
+    uint64_t on;
+
+    serve(TICKS_PER_S, 0.3, &held_idle, &fewest);
+    service_tick(1, flooded_ms(), 0.3);
+    service_tick(1, flooded_ms(), 0.3);
+    cr_assert_eq(t[1].gated, 1, "held while a request runs: %s", t[1].why);
+    on = t[1].groups;
+    service_tick(0, flooded_ms(), 0.3);
+    cr_expect_eq(t[1].gated, 0, "released: %s", t[1].why);
+    cr_expect_eq(t[1].groups, on);
 }

@@ -220,11 +220,18 @@ void ds__sim_free_work(struct sim_work *w);
 /* sim_pctx.c: partitions' contexts (DETSHARE_SIM_PCTX_MS). */
 void ds__sim_pctx_init(struct ds_backend *b);
 void ds__sim_pctx_fini(struct ds_backend *b);
-/* SMs a kernel launched now gets: its partition's, less half of those other tenants'
- * queued kernels occupy too. */
-unsigned ds__sim_sms_now(struct ds_backend *b);
-/* Tell other tenants that this one's kernels keep its SMs busy until stream s is done. */
-void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s);
+/* What a kernel launched now gets of its partition's SMs beside other tenants' queued
+ * kernels (half of those they occupy too), and how long it waits for their running
+ * blocks there. */
+struct sim_share {
+    unsigned sms;     /* SMs a kernel of the tenant gets while others' kernels run */
+    unsigned free;    /* of those, SMs no other tenant's kernel occupies */
+    uint64_t wait_ns; /* until the first of the kernels running on the others ends */
+};
+void ds__sim_share_now(struct ds_backend *b, struct sim_share *out);
+/* Tell other tenants that this one's kernels keep its SMs busy until stream s is done,
+ * each taking about kernel_ns. */
+void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s, uint64_t kernel_ns);
 
 /* Work w on s now, whatever is parked (sim_work.c); event records and waits as they are
  * made when nothing holds them. */
@@ -293,8 +300,11 @@ int ds__sim_fault_now(struct ds_backend *b);
  * entry, decompressed.  Returns 0, DS_ENOTSUP for PTX or a fatbin with no sm_90 cubin,
  * DS_EINVAL for bytes that are no image, DS_ENOMEM. */
 int ds__sim_cubin_of(const void *image, size_t len, void **elf, size_t *elf_len);
-/* The work of launch l of f on the tenant's SMs as they are now (sim_module.c). */
-void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w);
+/* The work of launch l of f on the tenant's SMs as they are now (sim_module.c);
+ * `arriving` when its stream is idle, so that it waits for other tenants' running
+ * blocks on its SMs. */
+void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, int arriving,
+                         struct sim_work *w);
 
 /* Device time.  The device's clock stands still while the host copies bytes to apply a
  * piece of work's effects: a modelled 1.5 TB/s copy must not take as long as the host's

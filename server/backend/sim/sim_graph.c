@@ -297,7 +297,7 @@ static void node_work(struct ds_backend *b, const struct ds_gnode_desc *d, struc
     memset(w, 0, sizeof(*w));
     switch (d->kind) {
     case DS_GNODE_KERNEL:
-        ds__sim_kernel_work(b, &d->l, w);
+        ds__sim_kernel_work(b, &d->l, 0, w);
         break;
     case DS_GNODE_MEMSET:
         *w = (struct sim_work){ .kind = W_FILL, .dst = d->dst, .pitch = d->pitch,

@@ -301,16 +301,38 @@ int ds__sim_occupancy_cluster_size(struct ds_backend *b, struct ds_bfunc *f,
     return 0;
 }
 
-void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, struct sim_work *w)
+static uint64_t waves(uint64_t blocks, unsigned sms)
+{
+    uint64_t per_wave = (uint64_t)sms * SIM_BLOCKS_PER_SM;
+
+    return (blocks + per_wave - 1) / per_wave;
+}
+
+/* A kernel arriving where other tenants' kernels run: on its free SMs at once, on the
+ * others once their running kernels' blocks are done (an LC request launched into a
+ * flood under MPS waits so, on a GPU for each of its kernels). */
+static uint64_t arriving_ns(uint64_t blocks, uint64_t wave_ns, const struct sim_share *sh)
+{
+    uint64_t early = sh->wait_ns / wave_ns * sh->free * SIM_BLOCKS_PER_SM;
+
+    if (sh->free > 0 && blocks <= early)
+        return waves(blocks, sh->free) * wave_ns;
+    return sh->wait_ns + waves(blocks - early, sh->sms) * wave_ns;
+}
+
+void ds__sim_kernel_work(struct ds_backend *b, const struct ds_launch *l, int arriving,
+                         struct sim_work *w)
 {
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
     uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
-    uint64_t per_wave = (uint64_t)ds__sim_sms_now(b) * SIM_BLOCKS_PER_SM;
-    uint64_t waves = (blocks + per_wave - 1) / per_wave;
+    uint64_t wave_ns = SIM_WAVE_NS * ((threads + 255) / 256);
+    struct sim_share sh;
 
+    ds__sim_share_now(b, &sh);
     memset(w, 0, sizeof(*w));
     w->kind = W_KERNEL;
-    w->kernel_ns = SIM_LAUNCH_NS + waves * SIM_WAVE_NS * ((threads + 255) / 256);
+    w->kernel_ns = SIM_LAUNCH_NS + (arriving ? arriving_ns(blocks, wave_ns, &sh)
+                                             : waves(blocks, sh.sms) * wave_ns);
 }
 
 static uint64_t at_least_1(unsigned n)
@@ -347,7 +369,7 @@ static int escapes(const struct ds_backend *b, const struct ds_bfunc *f,
 }
 
 /* The work of an escaping kernel: timed on every SM. */
-static void whole_device_work(struct ds_backend *b, const struct ds_launch *l,
+static void whole_device_work(struct ds_backend *b, const struct ds_launch *l, int arriving,
                               struct sim_work *w)
 {
     uint64_t bound = b->bound;
@@ -355,9 +377,16 @@ static void whole_device_work(struct ds_backend *b, const struct ds_launch *l,
 
     b->bound = 0;
     b->sms = b->groups.sms;
-    ds__sim_kernel_work(b, l, w);
+    ds__sim_kernel_work(b, l, arriving, w);
     b->bound = bound;
     b->sms = sms;
+}
+
+/* Whether a kernel launched on s now arrives at the device rather than following work
+ * of the tenant's own on its SMs (a captured one never runs now). */
+static int idle(struct ds_backend *b, struct ds_bstream *s)
+{
+    return (s == NULL || !s->capturing) && ds__sim_stream(b, s)->ready_ns <= ds__sim_now(b);
 }
 
 int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_launch *l,
@@ -380,11 +409,11 @@ int ds__sim_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_lau
         for (;;)
             pause();
     if (escaped)
-        whole_device_work(b, l, &w);
+        whole_device_work(b, l, idle(b, s), &w);
     else
-        ds__sim_kernel_work(b, l, &w);
+        ds__sim_kernel_work(b, l, idle(b, s), &w);
     rc = ds__sim_work_run(b, s, &w);
     if (rc == 0 && (s == NULL || !s->capturing))
-        ds__sim_busy_until(b, s);
+        ds__sim_busy_until(b, s, w.kernel_ns);
     return rc == 0 && escaped ? DS_LAUNCH_ESCAPED : rc;
 }

@@ -83,35 +83,58 @@ static uint64_t all_groups(const struct ds_backend *b)
     return b->groups.count >= 64 ? ~0ull : (1ull << b->groups.count) - 1;
 }
 
+/* When tenant o's kernel running at `now` ends: its queued kernels end at busy_until and
+ * are taken to be as long as its last one. */
+static uint64_t running_end(const struct ds_shm_slot *o, uint64_t now)
+{
+    uint64_t until = atomic_load(&o->sim_busy_until), d = atomic_load(&o->sim_kernel_ns);
+
+    return d == 0 ? until : now + (until - now) % d;
+}
+
 /* Contention: two tenants whose kernels are on the same SMs at once each get half of
  * them.  Other tenants are seen through the control block: their groups and until when
- * their queued kernels run. */
-unsigned ds__sim_sms_now(struct ds_backend *b)
+ * their queued kernels run.  A kernel arriving on SMs where another tenant's kernel runs
+ * cannot use them before that kernel's blocks are done (under MPS running blocks are
+ * never preempted): wait_ns says until when, free how many of its SMs nobody occupies. */
+void ds__sim_share_now(struct ds_backend *b, struct sim_share *out)
 {
     const struct ds_shm *shm = b->cfg.shm;
-    uint64_t mine = b->bound ? b->bound : all_groups(b), now = ds_now_ns();
-    unsigned shared = 0;
+    uint64_t mine = b->bound ? b->bound : all_groups(b), now = ds_now_ns(), covered = 0;
+    uint64_t first = UINT64_MAX;
+    unsigned shared = 0, taken;
+    int whole = 0; /* a busy tenant on the whole device, SMs outside any group too */
 
     for (int i = 0; i < (int)shm->nslots; i++) {
         const struct ds_shm_slot *o = &shm->slots[i];
-        uint64_t theirs;
+        uint64_t theirs, end;
 
         if (i == b->cfg.slot || atomic_load(&o->state) == 0 ||
             atomic_load(&o->sim_busy_until) <= now)
             continue;
         theirs = atomic_load(&o->bound_groups);
-        shared += (unsigned)__builtin_popcountll(mine & (theirs ? theirs : all_groups(b))) *
-                  b->groups.size;
+        whole |= theirs == 0;
+        theirs = mine & (theirs ? theirs : all_groups(b));
+        if (theirs == 0)
+            continue;
+        shared += (unsigned)__builtin_popcountll(theirs) * b->groups.size;
+        covered |= theirs;
+        end = running_end(o, now);
+        first = end < first ? end : first;
     }
     shared = shared > b->sms ? b->sms : shared;
-    return b->sms - shared / 2;
+    taken = whole ? b->sms : (unsigned)__builtin_popcountll(covered) * b->groups.size;
+    out->sms = b->sms - shared / 2;
+    out->free = taken > b->sms ? 0 : b->sms - taken;
+    out->wait_ns = first == UINT64_MAX ? 0 : first - now;
 }
 
-void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s)
+void ds__sim_busy_until(struct ds_backend *b, struct ds_bstream *s, uint64_t kernel_ns)
 {
-    atomic_uint_fast64_t *until = &b->cfg.shm->slots[b->cfg.slot].sim_busy_until;
+    struct ds_shm_slot *me = &b->cfg.shm->slots[b->cfg.slot];
     uint64_t end = ds__sim_stream(b, s)->ready_ns + b->stalled_ns;
 
-    if (end > atomic_load(until))
-        atomic_store(until, end);
+    atomic_store(&me->sim_kernel_ns, kernel_ns);
+    if (end > atomic_load(&me->sim_busy_until))
+        atomic_store(&me->sim_busy_until, end);
 }
