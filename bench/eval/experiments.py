@@ -472,7 +472,7 @@ DETERMINISM = Experiment(
              ("det", "sliced_tokens", "sliced: token mismatches"),
              ("det", "sliced_inversions", "sliced: argmax inversions"),
              ("det", "sliced_loss_bitwise", "sliced: loss trials != unsliced"),
-             ("det", "sliced_loss_drift", "sliced: max loss drift")],
+             ("det", "sliced_loss_drift", "sliced: max loss drift"), ("server", "moves", "moves")],
     targets=[
         Target("0 LM-head trials differ from native alone", "det", "vs_native_lm", "abs",
                "<=", 0),
@@ -489,6 +489,7 @@ DETERMINISM = Experiment(
     start_s=10,
     derive=det_derive,
     ratios=[],
+    server_metrics=_moves,
 )
 
 

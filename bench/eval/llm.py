@@ -273,7 +273,6 @@ class Decoder:
         self.pos[row0:row0 + n] = t.tensor(lens)
 
     def decode(self, n):
-        t = self.t
         tok, pos = self.last[:n].clone(), self.pos[:n].clamp(max=self.s["max_len"] - 1)
         if n in self.graphs:
             g, io = self.graphs[n]
