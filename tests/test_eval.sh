@@ -7,7 +7,10 @@
 # a few modes: infer refused before its calibration, then calibrated (its arrival rates
 # fixed in calibration.json, a calibration table in the report) and run with train-small
 # and overhead (whose moving policy must have moved its tenant).  workloads.py's loops,
-# which only a GPU runs, have unit tests of their own (test_workloads.py).
+# which only a GPU runs, have unit tests of their own (test_workloads.py).  Last, issue
+# 28's later experiments' quick path on their stand-ins (llm calibrated, its SLO told to
+# the server; determinism alone, co-located and moved; scale-2/4/8 with the server polled)
+# and their report, and run.sh --estimate's GPU minutes.
 # Usage: test_eval.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -15,6 +18,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)/bench/eval
 . "$here/python.sh"
 "$python" "$here/test_stats.py"
 "$python" "$here/test_workloads.py" 2>&1 | tail -3
+"$python" "$here/test_experiments.py" 2>&1 | tail -3
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -107,3 +111,38 @@ moves='^\| steps/s >= 0.97x kept on one half \| detshare-pulse-flip-100 \|'
 grep -Eq "$moves [^|]+\| [^|]+\| (met|missed|inconclusive)" "$md" ||
     fail "no verdict on the moves' cost"
 echo "calibrated and ran the other experiments: $out/more"
+
+BUILD=$build bash "$here/run.sh" --quick --device sim --out "$out/new" --repeats 1 --secs 1 \
+    --modes detshare-slo-aware,detshare-pulse-flip-100 --calibrate llm determinism scale \
+    > "$out/run5.log" 2>&1 || fail "the new experiments' run failed"
+"$python" - "$out/new" << 'PY' || fail "the new experiments' cells"
+import json, sys
+cells = [json.loads(l) for l in open(sys.argv[1] + "/cells.jsonl")]
+by = {(c["experiment"], c["scenario"]): c for c in cells}
+assert all(c["ok"] for c in cells), [c.get("errors") for c in cells if not c["ok"]]
+slo = json.load(open(sys.argv[1] + "/calibration.json"))["llm"]["params"]["slo"]
+llm = by["llm", "detshare-slo-aware"]
+assert slo > 0 and llm["params"]["slo"] == slo and llm["metrics"]["llm"]["tpot_p99_ms"] > 0
+assert llm["metrics"]["server"]["told"]["llm"] is not None, llm["metrics"]["server"]
+det = by["determinism", "detshare-pulse-flip-100"]["metrics"]
+assert det["det"]["trials"] == 20 and det["det"]["sliced_bitwise"] > 0, det["det"]
+assert det["server"]["moves"] >= 10, det["server"]
+s8 = by["scale-8", "detshare-slo-aware"]["metrics"]
+assert len([j for j in s8 if j.startswith(("lat", "be"))]) == 8, list(s8)
+assert s8["server"]["polls"] > 0 and s8["server"]["admin_ms_p50"] > 0, s8["server"]
+assert not any(c["scenario"].startswith("alone") for c in cells if c["experiment"] == "scale-8")
+print("%d cells of the new experiments" % len(cells))
+PY
+md=$out/new/report.md
+for t in 'TPOT p99 <= 1.2x alone' '0 LM-head trials differ from native alone' \
+    'the slicing baseline drifts' 'lat1 p99 <= 1.2x alone'; do
+    grep -Eq "^\| $t[^|]*\| detshare-slo-aware \| [^|]+\| [^|]+\| (met|missed|inconclusive)" "$md" ||
+        fail "no verdict on '$t'"
+done
+grep -q '^| 0 LM-head trials differ from native alone | detshare-pulse-flip-100 | 0 \[0, 0\] | 0 | met' \
+    "$md" || fail "the moved tenant's LM head differs from alone's"
+grep -q 'best native baseline.*not run: no native mode' "$md" || fail "no word on the native baseline"
+est=$("$python" "$here/harness.py" --quick --device cuda --calibrate --estimate --out "$out/est" \
+    llm determinism scale)
+echo "$est" | grep -Eq '^total +[0-9]+ cells +(1?[0-9]|2[0-7])m' || fail "quick is over 27 GPU minutes: $est"
+echo "the new experiments ran and reported: $out/new"

@@ -3,7 +3,8 @@ it measures what it claims to, on the device at hand, kept in OUT/calibration.js
 
 For each candidate of the experiment's Calib in order (each over its defaults):
   1. the latency job alone (natively; on the sim through detshare), which also fixes the
-     serve job's arrival rates where they are given as fractions ("auto:");
+     serve job's arrival rates where they are given as fractions ("auto:"), and any other
+     "auto:" parameter P whose value the job reports as metric auto_P (llm's SLO);
   2. each saturating job alone, which must keep the device busy: its steps' time on the
      device's clock over the window's (from timed events) at least BUSY_MIN; on a GPU
      NVML's utilisation (nvidia-smi, every 200 ms) and the SM clock are kept beside it;
@@ -126,7 +127,7 @@ class Calibration:
         same scenario and command lines; None out of budget."""
         env, _, alone = scenario.partition(":")
         run = experiments.Run(self.args.build, self.args.device, self.secs, params,
-                              self.args.torch_python)
+                              self.args.torch_python, env, getattr(self.args, "profile", "quick"))
         jobs = [j for j in self.exp.jobs if not alone or j.name == alone]
         what = json.dumps([scenario] + [j.command(run) for j in jobs])
         if what in self.cache:
@@ -162,6 +163,9 @@ class Calibration:
                 n = sum(1 for k in m if k.startswith("rate_"))
                 params["rates"] = ",".join("%.4g" % m["rate_%d" % k] for k in range(1, n + 1))
                 res["service_ms"] = m.get("service_ms")
+            for k in [k for k, v in params.items() if str(v).startswith("auto:")]:
+                if rec["ok"] and m.get("auto_" + k) is not None:
+                    params[k] = m["auto_" + k]  # fixed by the job itself (llm's slo)
             res["alone"] = m.get(c.metric)
             res["errors"] += rec.get("errors", [])
         for j in [j for j in self.exp.jobs if j.saturating]:

@@ -12,7 +12,11 @@ bootstrap intervals.  docs/evaluation.md says what each experiment measures and 
 import json
 import os
 import re
+import sys
 
+import det
+import llm
+import modes
 from stats import percentile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,11 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 class Run:
     """What a job's command line depends on: build directory, device ("sim" or "cuda"),
-    window in seconds, the experiment's parameters, the Python with PyTorch."""
+    window in seconds, the experiment's parameters, the Python with PyTorch, the cell's
+    mode and the run's profile."""
 
-    def __init__(self, build, device, secs, params, python):
+    def __init__(self, build, device, secs, params, python, mode="", profile="quick"):
         self.build, self.device, self.secs = build, device, secs
-        self.params, self.python = params, python
+        self.params, self.python, self.mode, self.profile = params, python, mode, profile
 
 
 class Job:
@@ -32,11 +37,15 @@ class Job:
     (DETSHARE_CLASS: latency or best-effort), argv(run) -> its command line, parse(stdout)
     -> {metric: number}, sim(run) -> the stand-in's command line on the sim (None: argv's
     own runs there), and whether it should keep the device busy by itself (saturating:
-    the calibration checks that it does)."""
+    the calibration checks that it does).  slo(run) -> the SLO in ms the harness tells
+    the server for it (detshare-ctl tenant NAME class latency slo MS), or None.  like:
+    (experiment, job) whose alone cells stand for its own (the same command line), so
+    that an experiment of many copies of a job runs it alone once."""
 
-    def __init__(self, name, klass, argv, parse, sim=None, saturating=False):
+    def __init__(self, name, klass, argv, parse, sim=None, saturating=False, slo=None,
+                 like=None):
         self.name, self.klass, self.argv, self.parse = name, klass, argv, parse
-        self.sim, self.saturating = sim, saturating
+        self.sim, self.saturating, self.slo, self.like = sim, saturating, slo, like
 
     def command(self, run):
         return (self.sim if run.device == "sim" and self.sim else self.argv)(run)
@@ -52,8 +61,11 @@ class Target:
     mode of the experiment): the ratio of the mode's figure to a reference's, in the same
     repeat, op ("<=" or ">=") the bound.  The reference is "alone" (the job alone in the
     same environment: alone through detshare for detshare's modes, alone natively for
-    native ones) or a mode name.  A reference that did not run (native modes on the sim,
-    modes left out of the run) leaves the target out, with the reason in the report."""
+    native ones), a mode name, "best-native" (in each repeat the best of the native
+    modes that ran: the lowest figure for op "<=", the highest for ">=") or "abs" (no
+    reference: the figure itself against the bound).  A reference that did not run
+    (native modes on the sim, modes left out of the run) leaves the target out, with the
+    reason in the report."""
 
     def __init__(self, label, job, metric, ref, op, bound, modes=None):
         self.label, self.job, self.metric = label, job, metric
@@ -80,17 +92,25 @@ class Experiment:
     modes (None: the standard modes; else {device: its own co-located modes}, with
     alone_envs the environments its jobs run alone in), server_metrics (a function of a
     cell's server log giving metrics under the job name "server"), aggregate (a metric of
-    every job: the report sums each job's figure relative to itself alone, as metric "agg"
-    of job "*")."""
+    job that has it: the report sums each job's figure relative to itself alone, as metric
+    "agg" of job "*"), quick (the co-located modes --quick keeps on a GPU; None: modes.py's
+    QUICK, or all of the experiment's own), start_s (a cell's seconds on a GPU beyond its
+    window, for run.sh --estimate), poll_status (poll the server's status during its cells:
+    harness.py's StatusPoll), derive (a function of the run's cells and device adding
+    metrics that compare cells, before the report reads them), ratios (the (job, metric)
+    whose ratio to alone the report tabulates; None: every job's metrics but busy)."""
 
     def __init__(self, name, title, about, jobs, mps_pct, metrics, targets, params=None,
                  calib=None, windows=None, modes=None, alone_envs=None, server_metrics=None,
-                 aggregate=None):
+                 aggregate=None, quick=None, start_s=15, poll_status=False, derive=None,
+                 ratios=None):
         self.name, self.title, self.about = name, title, about
         self.jobs, self.mps_pct, self.metrics, self.targets = jobs, mps_pct, metrics, targets
         self.params, self.calib, self.windows = params or {}, calib, windows or {}
         self.modes, self.alone_envs = modes, alone_envs
         self.server_metrics, self.aggregate = server_metrics, aggregate
+        self.quick, self.start_s, self.poll_status = quick, start_s, poll_status
+        self.derive, self.ratios = derive, ratios
 
     def torch(self):
         return any(j.torch() for j in self.jobs)
@@ -298,11 +318,14 @@ def pulse_of(mode):
 
 def _moves(log):
     """The moves an executor logged ("now runs on ... (moved in N us, M us after the
-    decision)"): how many, and what each took."""
-    us = [int(x) for x in re.findall(r"moved in (\d+) us", log)]
-    us.sort()
+    decision)"): how many, what each took, and how long after the policy's decision each
+    tenant moved (at its next kernel)."""
+    us = sorted(int(x) for x in re.findall(r"moved in (\d+) us", log))
+    lag = sorted(int(x) for x in re.findall(r"(\d+) us after the decision", log))
     return {"moves": len(us), "move_us_p50": percentile(us, 50) if us else None,
-            "move_us_p90": percentile(us, 90) if us else None}
+            "move_us_p90": percentile(us, 90) if us else None,
+            "lag_us_p50": percentile(lag, 50) if lag else None,
+            "lag_us_p99": percentile(lag, 99) if lag else None}
 
 
 OVERHEAD = Experiment(
@@ -329,10 +352,215 @@ OVERHEAD = Experiment(
     server_metrics=_moves,
 )
 
+def _standin(r, job, **kw):
+    """standin.py's job on the sim (the harness's own Python: numpy, no PyTorch)."""
+    return [sys.executable, os.path.join(HERE, "standin.py"), job, "%g" % r.secs,
+            "%s/bench/eval/spin.fatbin" % r.build] + ["%s=%s" % kv for kv in sorted(kw.items())]
+
+
+def _slo(r):
+    """The llm job's SLO once the calibration fixed it (slo=auto:K before)."""
+    v = str(r.params.get("slo", ""))
+    return None if v.startswith("auto:") or not v else float(v)
+
+
+def _llm_kw(r):
+    p = r.params
+    return {k: p[k] for k in ("rate", "max_batch", "plen", "olen", "cv", "slo")}
+
+
+DS_MODES = modes.pair_modes("sim")
+NATIVE_MODES = modes.NATIVE
+TPOT_K = 1.5
+
+# llm: serving beside saturating training.  On the sim a decode step is one kernel whose
+# grid grows with the batch (about 0.2 ms + 0.02 ms a request), a prefill 0.006 ms a prompt
+# token, and the trainer's stand-in train-compute's.
+LLM = Experiment(
+    name="llm",
+    title="LLM serving (continuous batching, bursty arrivals) beside saturating training",
+    about="A latency-critical LLM server (llm.py: a Llama-like decoder of about a billion "
+    "parameters, random weights, bf16, 16 layers of 2048, grouped-query attention, decode "
+    "steps in CUDA graphs) serves a bursty trace (gamma arrivals, coefficient of variation "
+    "2, fixed seed) with continuous batching up to 16 requests: each iteration prefills the "
+    "requests that arrived or decodes one token of every running one.  Beside it a trainer "
+    "(the GEMM-heavy MLP of train-compute) keeps the device busy.  TTFT: arrival to first "
+    "token.  TPOT: each output token's time since the request's token before it (prefill "
+    "stalls included).  SLO: %g x the server's TPOT p50 alone natively, fixed by the "
+    "calibration (the parameters' slo, in ms) and told to the server (detshare-ctl tenant "
+    "llm class latency slo MS); violations: the share of tokens over it.  Best-effort: "
+    "training steps a second." % TPOT_K,
+    jobs=[
+        Job("llm", "latency", lambda r: _torch(r, "llm-serve", **_llm_kw(r)),
+            lambda out: llm.summary(json.loads(out)),
+            sim=lambda r: _standin(r, "llm", **_llm_kw(r)), slo=_slo),
+        Job("train", "best-effort", lambda r: _torch(r, "mlp-train", batch=r.params["be_batch"]),
+            _parse_steps, sim=lambda r: _latflood(r, "steps", r.secs, FLOOD_BLOCKS, BLOCK_NS, 8),
+            saturating=True),
+    ],
+    mps_pct={"llm": 50, "train": 50},
+    metrics=[("llm", "ttft_p50_ms", "TTFT p50 ms"), ("llm", "ttft_p99_ms", "TTFT p99 ms"),
+             ("llm", "tpot_p50_ms", "TPOT p50 ms"), ("llm", "tpot_p99_ms", "TPOT p99 ms"),
+             ("llm", "slo_viol", "TPOT SLO violations"), ("llm", "tokens_per_s", "tokens/s"),
+             ("llm", "batch_mean", "decode batch"), ("train", "steps_per_s", "train steps/s")],
+    targets=[
+        Target("TPOT p99 <= 1.2x alone", "llm", "tpot_p99_ms", "alone", "<=", 1.2),
+        Target("training >= 0.8x alone", "train", "steps_per_s", "alone", ">=", 0.8),
+        Target("TPOT SLO violations <= 0.75x the best native baseline's", "llm", "slo_viol",
+               "best-native", "<=", 0.75),
+    ],
+    params={"rate": 60, "max_batch": 16, "plen": 384, "olen": 96, "cv": 2.0,
+            "slo": "auto:%g" % TPOT_K, "be_batch": 8192},
+    calib=Calib([{}, {"rate": 100}, {"max_batch": 32, "rate": 150}], lat="llm",
+                metric="tpot_p99_ms"),
+    windows={"quick": 6, "full": 16},
+    modes={"sim": DS_MODES, "cuda": NATIVE_MODES + DS_MODES},
+    quick=["native-timesliced", "native-mps", "detshare-slo-aware", "detshare-tpot-first"],
+    start_s=15,
+    ratios=[("llm", "ttft_p99_ms"), ("llm", "tpot_p50_ms"), ("llm", "tpot_p99_ms"),
+            ("llm", "tokens_per_s"), ("train", "steps_per_s")],
+)
+
+
+def det_derive(cells, device):
+    """Each det cell's mismatches against the same repeat's native alone run (on the sim,
+    alone through detshare: the only alone there), as metrics vs_native_*."""
+    ref_env = "alone-native" if device == "cuda" else "alone-detshare"
+    refs = {c["repeat"]: c["metrics"]["det"] for c in cells
+            if c["experiment"] == DETERMINISM.name and c["scenario"] == ref_env + ":det"
+            and "det" in c["metrics"]}
+    for c in cells:
+        m = c["metrics"].get("det")
+        if c["experiment"] == DETERMINISM.name and m and c["repeat"] in refs:
+            m.update(det.against(m, refs[c["repeat"]]))
+
+
+def _det_kw(r):
+    p = r.params
+    return {"trials": p["trials_full"] if r.profile == "full" else p["trials_quick"],
+            "slices": p["slices"]}
+
+
+DETERMINISM = Experiment(
+    name="determinism",
+    title="Semantic determinism: bitwise results alone, co-located, moved, and sliced",
+    about="Trials of an LM head (bf16 [512 x 2048] x [2048 x 32000], fp32 logits, softmax, "
+    "argmax) and of a 20-step training run (a 1024-wide MLP, fp32, SGD) (det.py), beside "
+    "a GEMM flood, in every mode, and moved between the two halves of the SMs 100 times a "
+    "second (detshare-pulse-flip-100).  Each trial's fingerprint of its exact bits is "
+    "compared with the native alone run's of the same repeat (on the sim: alone through "
+    "detshare): trials whose logits or losses differ, and the first trial's tokens whose "
+    "argmax differs.  The kernel-slicing baseline, in every trial: the same products split "
+    "into 4 slices along K, computed by separate launches and summed (what slicing a "
+    "kernel's work into launches does to the summation order), against the unsliced "
+    "result: trials whose bits differ, token mismatches, argmax inversions (the top two "
+    "swapped) and the largest loss difference.  On the sim the inputs go through the "
+    "device and back each trial and numpy computes on the host.",
+    jobs=[
+        Job("det", "latency", lambda r: _torch(r, "det", **_det_kw(r)),
+            lambda out: det.summary(json.loads(out)),
+            sim=lambda r: _standin(r, "det", **_det_kw(r))),
+        Job("be", "best-effort", lambda r: _torch(r, "gemm", n=8192, count=4), _parse_steps,
+            sim=lambda r: _latflood(r, "steps", r.secs, FLOOD_BLOCKS, BLOCK_NS, 4),
+            saturating=True),
+    ],
+    mps_pct={"det": 50, "be": 50},
+    metrics=[("det", "trials", "trials"), ("det", "vs_native_lm", "LM trials != native"),
+             ("det", "vs_native_loss", "loss trials != native"),
+             ("det", "vs_native_tokens", "tokens != native"),
+             ("det", "sliced_bitwise", "sliced: LM trials != unsliced"),
+             ("det", "sliced_tokens", "sliced: token mismatches"),
+             ("det", "sliced_inversions", "sliced: argmax inversions"),
+             ("det", "sliced_loss_bitwise", "sliced: loss trials != unsliced"),
+             ("det", "sliced_loss_drift", "sliced: max loss drift"), ("server", "moves", "moves")],
+    targets=[
+        Target("0 LM-head trials differ from native alone", "det", "vs_native_lm", "abs",
+               "<=", 0),
+        Target("0 training trials differ from native alone", "det", "vs_native_loss", "abs",
+               "<=", 0),
+        Target("the slicing baseline drifts (>= 1 trial differs)", "det", "sliced_bitwise",
+               "abs", ">=", 1),
+    ],
+    params={"trials_quick": 20, "trials_full": 200, "slices": 4},
+    windows={"quick": 3, "full": 10},
+    modes={"sim": DS_MODES + ["detshare-pulse-flip-100"],
+           "cuda": NATIVE_MODES + DS_MODES + ["detshare-pulse-flip-100"]},
+    quick=["native-mps", "detshare-shared", "detshare-slo-aware", "detshare-pulse-flip-100"],
+    start_s=10,
+    derive=det_derive,
+    ratios=[],
+    server_metrics=_moves,
+)
+
+
+# scale: 2, 4 and 8 tenants, half latency-critical (an inference service at a fixed rate:
+# a small MLP on a GPU, 1 ms requests on the sim) and half best-effort (GEMM steps).  The
+# copies of a job run alone once, in scale-2.
+SCALE_RATE = 100
+
+
+def _scale_lat(r):
+    return _torch(r, "serve", model="mlp", batch=256, rates=SCALE_RATE)
+
+
+def _scale_lat_sim(r):
+    return _latflood(r, "serve", r.secs, LAT_BLOCKS, BLOCK_NS, 1, str(SCALE_RATE))
+
+
+def _scale_be(r):
+    return _torch(r, "gemm", n=4096, count=8)
+
+
+def _scale_be_sim(r):
+    return _latflood(r, "steps", r.secs, FLOOD_BLOCKS, BLOCK_NS, 4)
+
+
+def _scale(n):
+    jobs = []
+    for i in range(1, n // 2 + 1):
+        jobs.append(Job("lat%d" % i, "latency", _scale_lat, _parse_serve, sim=_scale_lat_sim,
+                        like=("scale-2", "lat1") if n > 2 else None))
+        jobs.append(Job("be%d" % i, "best-effort", _scale_be, _parse_steps, sim=_scale_be_sim,
+                        saturating=True, like=("scale-2", "be1") if n > 2 else None))
+    return Experiment(
+        name="scale-%d" % n,
+        title="%d tenants of mixed classes" % n,
+        about="%d tenants at once: %d latency-critical services (a 4-layer MLP of width 4096, "
+        "batch 256, requests arriving at %d a second, Poisson; on the sim 1 ms requests) "
+        "and %d best-effort GEMM floods (8 products of 4096^3 a step).  How the policies "
+        "scale: the services' p99, the floods' aggregate throughput (each relative to itself "
+        "alone, summed), the control process's answer time to status requests polled every "
+        "250 ms and the time the tenants spent at closed gates (its admin API), the moves the "
+        "executors logged and how long after the policy's decision each came, and the host "
+        "cores the server and its executors used.  The policy's own decision time is not "
+        "exposed by the server (neither its log, its status nor its metrics)." % (
+            n, n // 2, SCALE_RATE, n // 2),
+        jobs=jobs,
+        mps_pct={j.name: 100 // n for j in jobs},
+        metrics=[("lat1", "p99_ms_1", "lat1 p99 ms"), ("be1", "steps_per_s", "be1 steps/s"),
+                 ("server", "admin_ms_p50", "status answer p50 ms"),
+                 ("server", "admin_ms_p99", "status answer p99 ms"),
+                 ("server", "gated_share", "gated share"), ("server", "moves", "moves"),
+                 ("server", "lag_us_p50", "move after decision p50 us"),
+                 ("host", "server_cores", "server cores")],
+        targets=[Target("lat1 p99 <= 1.2x alone", "lat1", "p99_ms_1", "alone", "<=", 1.2)],
+        windows={"quick": 3, "full": 10},
+        quick=["native-mps", "detshare-slo-aware"],
+        start_s=8 + n // 2,
+        ratios=[("lat1", "p99_ms_1"), ("be1", "steps_per_s")],
+        poll_status=True,
+        server_metrics=_moves,
+        aggregate="steps_per_s",
+    )
+
+
+SCALE = [_scale(n) for n in (2, 4, 8)]
+
 EXPERIMENTS = {e.name: e for e in [LATFLOOD, INFER, TRAIN_COMPUTE, TRAIN_MEMORY, TRAIN_SMALL,
-                                   OVERHEAD]}
+                                   OVERHEAD, LLM, DETERMINISM] + SCALE}
 # Names that stand for several experiments on the command line.
-GROUPS = {"trainpair": ["train-compute", "train-memory", "train-small"]}
+GROUPS = {"trainpair": ["train-compute", "train-memory", "train-small"],
+          "scale": [e.name for e in SCALE]}
 # What a run without experiment names runs: --quick leaves out latflood (uncalibrated on
 # GPUs so far) and the memory-bound pair, so that it fits 30 minutes of a GPU.
 DEFAULT = {"quick": ["infer", "train-compute", "train-small", "overhead"],

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import calibrate
@@ -201,6 +202,76 @@ class Env:
             self.mps = None
 
 
+class Ctl:
+    """detshare-ctl against a cell's server, in a thread while the cell's jobs run:
+    telling the server each job's SLO once its tenant is there (Job.slo), and with the
+    experiment's poll_status, polling its status every POLL_S for how long it takes to
+    answer and how long each tenant was held at its gate.  stop() -> the figures:
+    {"told": {job: seconds after the start it took, or None}, and when polled
+    "admin_ms_p50", "admin_ms_p99", "polls", "gated_share" (the tenants' time at closed
+    gates, summed, over the tenants' time connected, summed, as far as seen)}."""
+
+    POLL_S = 0.25
+
+    def __init__(self, args, env_vars, exp, run):
+        self.argv = ["%s/server/detshare-ctl" % args.build]
+        self.env = dict(os.environ, **env_vars)
+        self.slos = {j.name: j.slo(run) for j in exp.jobs if j.slo and j.slo(run)}
+        self.poll = exp.poll_status
+        self.told = {n: None for n in self.slos}
+        self.ms, self.gated, self.seen = [], {}, {}
+        self.done = threading.Event()
+        self.t = threading.Thread(target=self.loop, daemon=True)
+
+    def ctl(self, *args):
+        r = subprocess.run(self.argv + list(args), capture_output=True, text=True,
+                           env=self.env, timeout=10)
+        return r.returncode, r.stdout
+
+    def loop(self):
+        t0 = time.time()
+        while not self.done.wait(self.POLL_S):
+            try:
+                for name, ms in self.slos.items():
+                    if self.told[name] is None and self.ctl(
+                            "tenant", name, "class", "latency", "slo", "%d" % round(ms))[0] == 0:
+                        self.told[name] = round(time.time() - t0, 2)
+                if self.poll:
+                    self.status(time.time())
+            except (OSError, subprocess.SubprocessError, ValueError):
+                continue  # the server not up yet, or gone: the next poll tries again
+
+    def status(self, now):
+        t = time.perf_counter()
+        rc, out = self.ctl("status", "--json")
+        if rc != 0:
+            return
+        self.ms.append((time.perf_counter() - t) * 1e3)
+        for tn in json.loads(out)["tenants"]:
+            first = self.seen.setdefault(tn["id"], now)
+            self.gated[tn["id"]] = (tn["gated_ms"], (now - first) * 1e3)
+
+    def start(self):
+        if self.slos or self.poll:
+            self.t.start()
+        return self
+
+    def stop(self):
+        self.done.set()
+        if self.t.is_alive():
+            self.t.join(15)
+
+    def figures(self):
+        out = {"told": self.told} if self.slos else {}
+        if self.poll:
+            ms = sorted(self.ms)
+            conn = sum(c for _, c in self.gated.values())
+            out.update(polls=len(ms), admin_ms_p50=ms[len(ms) // 2] if ms else None,
+                       admin_ms_p99=ms[min(len(ms) - 1, int(len(ms) * 0.99))] if ms else None,
+                       gated_share=sum(g for g, _ in self.gated.values()) / conn if conn else None)
+        return out
+
+
 def kill_group(p, sig, wait_s):
     """Signal p's process group, then SIGKILL it if p has not ended within wait_s."""
     try:
@@ -216,7 +287,7 @@ def kill_group(p, sig, wait_s):
 def job_env(base, exp, job, mode, sync):
     env = dict(os.environ, **base)
     env.update(DETSHARE_TENANT=job.name, DETSHARE_CLASS=job.klass, DS_EVAL_SYNC=sync,
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", DS_EVAL_MODE=mode)
     if mode == "native-mps-part":
         env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(exp.mps_pct[job.name])
     return env
@@ -230,9 +301,11 @@ def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
     jobs = [j for j in exp.jobs if j.name == alone] if alone else exp.jobs
     raw = os.path.join(args.out, "raw")
     env = Env(args, tmp, raw, key)
-    run = experiments.Run(args.build, args.device, secs, params, args.torch_python)
+    run = experiments.Run(args.build, args.device, secs, params, args.torch_python, env_mode,
+                          args.profile)
     sync = tempfile.mkdtemp(prefix="sync-", dir=tmp)
     procs = []
+    ctl = None
     load0, cpu0 = os.getloadavg()[0], cpu_times()
     rec = {"clocks_start": gpu_clocks(args.device), "params": params, "window": secs}
     used0 = children_cpu_s()
@@ -249,6 +322,8 @@ def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
                 env=job_env(env.vars, exp, j, env_mode, "%s %d" % (sync, len(jobs))))))
             out.close()
             err.close()
+        if env.served:
+            ctl = Ctl(args, env.vars, exp, run).start()
         deadline = time.time() + secs + SETTLE_S
         for _, p in procs:
             try:
@@ -257,6 +332,8 @@ def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
                 kill_group(p, signal.SIGKILL, 5)
     finally:
         with Deferred():
+            if ctl is not None:
+                ctl.stop()
             for _, p in procs:
                 if p.poll() is None:
                     kill_group(p, signal.SIGTERM, 5)
@@ -272,7 +349,8 @@ def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
                server_cores=(children_cpu_s() - used1) / max(t1 - t0, 1e-3))
     rec.update(load_start=load0, load_end=os.getloadavg()[0],
                cpu_busy=1 - (cpu1[1] - cpu0[1]) / max(1, cpu1[0] - cpu0[0]),
-               clocks_end=gpu_clocks(args.device), metrics={}, exits={})
+               clocks_end=gpu_clocks(args.device), exits={},
+               metrics={"host": {k: rec[k] for k in ("server_cores", "jobs_cores")}})
     for j, p in procs:
         rec["exits"][j.name] = p.returncode
         try:
@@ -286,6 +364,8 @@ def run_cell(args, exp, scenario, key, tmp, params, secs, sampler=None):
                 rec["metrics"]["server"] = exp.server_metrics(f.read())
         except OSError as e:
             rec.setdefault("errors", []).append("server log: %s" % e)
+    if ctl is not None:
+        rec["metrics"].setdefault("server", {}).update(ctl.figures())
     rec["ok"] = all(p.returncode == 0 for _, p in procs) and \
         all(j.name in rec["metrics"] for j, _ in procs)
     return rec
@@ -307,8 +387,8 @@ def only_modes(args, exp):
     """The co-located modes the run keeps of exp's (None: all of them)."""
     if args.modes:
         return args.modes
-    if args.profile == "quick" and args.device == "cuda" and not exp.modes:
-        return modes.QUICK
+    if args.profile == "quick" and args.device == "cuda":
+        return exp.quick or (None if exp.modes else modes.QUICK)
     return None
 
 
@@ -359,6 +439,31 @@ def pick_experiments(names, profile, ap):
     return out
 
 
+def estimate(args, cells, cal):
+    """Seconds each experiment's cells (and its calibration when asked for and not done
+    yet: one candidate's trials) take on a GPU, from their windows and Experiment.start_s
+    (the setup seen beyond the window): {experiment: (cells, seconds)}."""
+    out = {}
+    for exp, _, _, _ in cells:
+        n, t = out.get(exp.name, (0, 0.0))
+        out[exp.name] = (n + 1, t + window(args, exp) + 1 + exp.start_s)
+    for name in args.experiments:
+        exp = experiments.EXPERIMENTS[name]
+        if args.calibrate and exp.calib and name not in cal:
+            trials = bool(exp.calib.lat) * 2 + sum(j.saturating for j in exp.jobs)
+            n, t = out.get(name, (0, 0.0))
+            out[name] = (n, t + trials * (window(args, exp) + 1 + exp.start_s))
+    return out
+
+
+def print_estimate(args, cells, done):
+    est = estimate(args, [c for c in cells if c[3] not in done], calibrate.load(args.out))
+    for name, (n, t) in est.items():
+        print("%-14s %4d cells  %s" % (name, n, fmt_s(t)))
+    print("%-14s %4d cells  %s (on a GPU; --budget splits it into calls)" % (
+        "total", sum(n for n, _ in est.values()), fmt_s(sum(t for _, t in est.values()))))
+
+
 def fmt_s(s):
     s = int(round(s))
     return "%dm%02ds" % (s // 60, s % 60) if s >= 60 else "%ds" % s
@@ -384,6 +489,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=0, help="instead of the profile's")
     ap.add_argument("--secs", type=float, default=0,
                     help="every cell's window, instead of the experiment's or profile's")
+    ap.add_argument("--estimate", action="store_true",
+                    help="print the cells left to run and the GPU time they take, and stop")
     ap.add_argument("experiments", nargs="*",
                     help="experiments or groups (trainpair); default: the profile's set")
     args = ap.parse_args()
@@ -395,6 +502,10 @@ def main():
         repo, "lab", "results", "eval-%s-%s" % (args.device, args.profile)))
     args.repeats = args.repeats or PROFILES[args.profile][0]
     args.torch_python = torch_python(args)
+    if args.estimate:
+        print_estimate(args, plan(args), load_state(args.out, meta_of(args, repo))
+                       if os.path.exists(os.path.join(args.out, "meta.json")) else set())
+        return 0
     os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
     if args.device == "sim":
         print("run.sh: on the sim only detshare's modes run (%s): native time-slicing and "

@@ -60,10 +60,10 @@ def exp_alone_envs(exp, device, only=None):
 
 
 def scenarios(exp, device, only=None):
-    """Every scenario of exp on device: "ENV:JOB" for a job alone, then the co-located
-    modes."""
+    """Every scenario of exp on device: "ENV:JOB" for a job alone (but one whose alone
+    cells another experiment's job stands for: Job.like), then the co-located modes."""
     alone = ["%s:%s" % (env, j.name) for env in exp_alone_envs(exp, device, only)
-             for j in exp.jobs]
+             for j in exp.jobs if not j.like]
     return alone + exp_modes(exp, device, only)
 
 

@@ -46,17 +46,40 @@ class Cells:
         self.cells, self.device = cells, device
 
     def ran(self, exp, scenario):
+        exp, scenario, _ = self.resolve(exp, scenario, None)
         return any(c["experiment"] == exp.name and c["scenario"] == scenario
                    for c in self.cells)
 
+    @staticmethod
+    def resolve(exp, scenario, job):
+        """(experiment, scenario, job) whose cells hold job's figures in scenario: those of
+        the job that stands for it (Job.like) when scenario is it alone."""
+        env, _, alone = scenario.partition(":")
+        like = next((j.like for j in exp.jobs if j.name == alone and j.like), None)
+        if not like:
+            return exp, scenario, job
+        return experiments.EXPERIMENTS[like[0]], "%s:%s" % (env, like[1]), like[1]
+
     def by_repeat(self, exp, scenario, job, metric):
         """{repeat: value} of job's metric in scenario; job "*" (metric "agg"): the sum
-        over exp's jobs of each one's figure relative to itself alone (modes.norm_env)."""
+        over exp's jobs that have that metric of each one's figure relative to itself
+        alone (modes.norm_env).  A job alone ("ENV:JOB") whose alone cells another job
+        stands for (Job.like) is looked up there; a reference "best-native" is each
+        repeat's best native mode (best: "min" or "max", by the target's op)."""
         if job == "*":
             return self.aggregate(exp, scenario)
+        exp, scenario, job = self.resolve(exp, scenario, job)
         return {c["repeat"]: c["metrics"][job][metric] for c in self.cells
                 if c["experiment"] == exp.name and c["scenario"] == scenario
                 and job in c["metrics"] and c["metrics"][job].get(metric) is not None}
+
+    def best_native(self, exp, job, metric, best):
+        """{repeat: the best value of job's metric over the native modes that ran}."""
+        out = {}
+        for m in [m for m in modes.exp_modes(exp, self.device) if m.startswith("native-")]:
+            for k, v in self.by_repeat(exp, m, job, metric).items():
+                out[k] = v if k not in out else best(out[k], v)
+        return out
 
     def aggregate(self, exp, scenario):
         env = modes.norm_env(self.device)
@@ -64,7 +87,8 @@ class Cells:
         for j in exp.jobs:
             num = self.by_repeat(exp, scenario, j.name, exp.aggregate)
             den = self.by_repeat(exp, "%s:%s" % (env, j.name), j.name, exp.aggregate)
-            parts.append({k: num[k] / den[k] for k in num if den.get(k)})
+            if num or den:
+                parts.append({k: num[k] / den[k] for k in num if den.get(k)})
         reps = set.intersection(*[set(p) for p in parts]) if parts else set()
         return {k: sum(p[k] for p in parts) for k in sorted(reps)}
 
@@ -73,6 +97,14 @@ def ref_scenario(ref, mode, job):
     if ref == "alone":
         return "%s:%s" % (modes.alone_env_of(mode), job)
     return ref
+
+
+def ratio_columns(exp):
+    """The (job, metric, label) whose ratio to alone the report tabulates."""
+    cols = columns(exp)
+    if exp.ratios is not None:
+        return [c for c in cols if (c[0], c[1]) in exp.ratios]
+    return [(j, m, lbl) for j, m, lbl in cols if j not in ("*", "server", "host") and m != "busy"]
 
 
 def columns(exp):
@@ -102,7 +134,7 @@ def experiment_results(exp, device, cells):
                 continue
             row["figures"]["%s.%s" % (job, metric)] = stats.summary(
                 db.by_repeat(exp, sc, job, metric).values())
-            if not alone and job not in ("*", "server"):
+            if not alone and (job, metric, label) in ratio_columns(exp):
                 r = stats.paired_ratios(
                     db.by_repeat(exp, sc, job, metric),
                     db.by_repeat(exp, ref_scenario("alone", sc, job), job, metric))
@@ -112,20 +144,35 @@ def experiment_results(exp, device, cells):
     for t in exp.targets:
         for mode in [m for m in pair if m.startswith("detshare-")
                      and (t.modes is None or m in t.modes)]:
-            ref = ref_scenario(t.ref, mode, t.job)
-            entry = {"target": t.label, "mode": mode, "op": t.op, "bound": t.bound,
-                     "reference": ref}
-            if not db.ran(exp, ref):
-                entry.update(verdict="not run", why="no %s cells (%s)" % (
-                    ref, "no native driver on the sim" if device == "sim" and "native" in ref
-                    else "not in this run"))
-            else:
-                r = stats.paired_ratios(db.by_repeat(exp, mode, t.job, t.metric),
-                                        db.by_repeat(exp, ref, t.job, t.metric))
-                s = stats.summary(r)
-                entry.update(ratio=s, per_repeat=r, verdict=stats.decide(s["ci"], t.op, t.bound))
-            res["targets"].append(entry)
+            res["targets"].append(target_entry(db, exp, t, mode, device))
     return res
+
+
+def target_entry(db, exp, t, mode, device):
+    """A target's verdict under mode: on the figure itself (ref "abs") or on its ratio to
+    the reference, repeat by repeat."""
+    ref = ref_scenario(t.ref, mode, t.job)
+    entry = {"target": t.label, "mode": mode, "op": t.op, "bound": t.bound, "reference": ref}
+    num = db.by_repeat(exp, mode, t.job, t.metric)
+    if ref == "abs":
+        r = [num[k] for k in sorted(num)]
+    elif ref == "best-native":
+        den = db.best_native(exp, t.job, t.metric, min if t.op == "<=" else max)
+        if not den:
+            return dict(entry, verdict="not run", why="no native mode's cells (%s)" % (
+                "no native driver on the sim" if device == "sim" else "not in this run"))
+        r = stats.paired_ratios(num, den)
+        if not r:
+            return dict(entry, verdict="no data", why="the best native baseline's figure is 0 "
+                        "in every repeat (no ratio to it)")
+    elif not db.ran(exp, ref):
+        return dict(entry, verdict="not run", why="no %s cells (%s)" % (
+            ref, "no native driver on the sim" if device == "sim" and "native" in ref
+            else "not in this run"))
+    else:
+        r = stats.paired_ratios(num, db.by_repeat(exp, ref, t.job, t.metric))
+    s = stats.summary(r)
+    return dict(entry, ratio=s, per_repeat=r, verdict=stats.decide(s["ci"], t.op, t.bound))
 
 
 def fmt(s, digits=3):
@@ -226,8 +273,7 @@ def markdown(meta, results, plots, plot_note, cells, cal):
                     ", ".join("%g" % w for w in r["window"]) or "-", fmt_params(r["params"])),
                 ""]
         cols = columns(experiments.EXPERIMENTS[r["name"]])
-        ratio_cols = [(j, m, lbl) for j, m, lbl in cols
-                      if j not in ("*", "server") and m != "busy"]
+        ratio_cols = ratio_columns(experiments.EXPERIMENTS[r["name"]])
         head = ["scenario"] + [lbl for _, _, lbl in cols] + \
                ["%s vs alone" % lbl for _, _, lbl in ratio_cols]
         out += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -236,15 +282,16 @@ def markdown(meta, results, plots, plot_note, cells, cal):
             c += [fmt(row["figures"].get("%s.%s" % (j, m))) for j, m, _ in cols]
             c += [fmt(row["vs_alone"].get("%s.%s" % (j, m))) for j, m, _ in ratio_cols]
             out.append("| " + " | ".join(c) + " |")
-        out += ["", "| target | mode | ratio | per repeat | verdict |",
+        out += ["", "| target | mode | ratio (or figure) | per repeat | verdict |",
                 "| --- | --- | --- | --- | --- |"]
         for t in r["targets"]:
             if "ratio" in t:
                 miss = ""
-                if t["verdict"] == "missed":
+                scaled = t["reference"] != "abs"  # else the figure itself, maybe against 0
+                if scaled and t["verdict"] == "missed":
                     miss = " by %.2fx (median %.2fx the bound)" % (
                         edge(t) / t["bound"], t["ratio"]["median"] / t["bound"])
-                elif t["verdict"] == "inconclusive":
+                elif scaled and t["verdict"] == "inconclusive":
                     miss = " (median %.2fx the bound, the interval across it)" % (
                         t["ratio"]["median"] / t["bound"])
                 out.append("| %s | %s | %s | %s | %s%s |" % (
@@ -305,6 +352,9 @@ def write_report(out, md=None):
             names.append(c["experiment"])
     if not names and not cal:
         return None
+    for n in names:
+        if experiments.EXPERIMENTS[n].derive:
+            experiments.EXPERIMENTS[n].derive(cells, meta["device"])
     results = [experiment_results(experiments.EXPERIMENTS[n], meta["device"], cells)
                for n in names]
     plots, note = {}, None

@@ -147,6 +147,10 @@ class Commands(unittest.TestCase):
                         self.assertEqual(argv[:4], ["/py", os.path.join(
                             experiments.HERE, "workloads.py"), argv[2], "6"])
                         self.assertIn(argv[2], workloads.JOBS)
+                    elif argv[0] == sys.executable:  # standin.py's Python stand-ins
+                        self.assertEqual(argv[1:5], [os.path.join(
+                            experiments.HERE, "standin.py"), argv[2], "6",
+                            "/b/bench/eval/spin.fatbin"])
                     else:
                         self.assertEqual(argv[0], "/b/bench/latflood")
             for sc in modes.scenarios(exp, "cuda") + modes.scenarios(exp, "sim"):

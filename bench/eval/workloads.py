@@ -5,7 +5,7 @@ latflood.c's stand-ins take their place and print the same).
 
 Jobs (KEY=VALUE: their sizes, the defaults below):
   serve         ResNet-50 inference (torchvision, random weights, bf16, channels-last),
-                batch=32, requests arriving open-loop (Poisson) at each of rates=R1,R2..
+                or with model=mlp 4 layers of 4096 (bf16), batch=32, requests arriving open-loop (Poisson) at each of rates=R1,R2..
                 per second in turn, SECS / rates each; rates=auto:F1,F2.. takes F times
                 the requests a second it serves alone, closed-loop, before the window
   gemm          a best-effort flood: count=4 bf16 matrix products of n=8192 a step
@@ -16,6 +16,13 @@ Jobs (KEY=VALUE: their sizes, the defaults below):
   adam          Adam steps (foreach) over mparams=256 million float parameters
   lstm-train    a 2-layer LSTM (hidden 256, sequence 64, batch 32) with Adam: small kernels
   small-mlp     8 layers of 256, batch 64, with Adam: small kernels
+  llm-serve     LLM serving (llm.py): a Llama-like decoder of about a billion parameters
+                (random weights, bf16, decode steps in CUDA graphs) serving a bursty
+                trace at rate=60 requests a second, continuous batching up to
+                max_batch=16, prompts of plen=384 and answers of olen=96 tokens on
+                average; slo=auto:K (K times its TPOT p50, for the calibration) or MS
+  det           determinism trials (det.py): trials=20 of an LM head and a 20-step
+                training run, each also computed with its products split in slices=4
 
 What a job prints, one JSON object on stdout:
   steps jobs  {"role": "steps", "secs", "steps", "steps_per_s", "busy"}: steps finished in
@@ -26,7 +33,12 @@ What a job prints, one JSON object on stdout:
               "dropped", "ms": [...]}]}: per rate, each request's time from its arrival to
               its result; a request still waiting when its phase ends is dropped and
               counts as having taken until then (a lower bound), so an overloaded phase
-              ends on time and still shows in its tail.
+              ends on time and still shows in its tail;
+  llm-serve   {"role": "llm", "secs", "requests", "finished", "unstarted", "tokens_per_s",
+              "ttft_ms": [...], "tpot_ms": [...], "prefills", "decode_steps",
+              "batch_mean", "slo_ms", "auto_slo" (with slo=auto:K), "graphs", "params_b"};
+  det         {"role": "det", "secs", "trials", "lm": [fingerprints], "loss": [...],
+              "tokens": [the first trial's], "sliced": {the slicing baseline's counts}}.
 
 Starting together: with DS_EVAL_SYNC="DIR N" a job leaves DIR/ready.PID once set up and
 waited for (models built, warm-up done), waits for N of them (at most SYNC_WAIT_S, else it
@@ -226,14 +238,22 @@ def _sgd_step(torch, loss_of, opt):
 
 
 def job_serve(torch, kw):
-    import torchvision
-
-    torch.backends.cudnn.benchmark = True
     b = int(kw.get("batch", 32))
-    m = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
-    m = m.to(torch.bfloat16).eval()
-    x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
-    x = x.contiguous(memory_format=torch.channels_last)
+    if kw.get("model") == "mlp":
+        # scale's light service: no cuDNN, a quick start for many tenants at once.
+        layers = []
+        for _ in range(4):
+            layers += [torch.nn.Linear(4096, 4096), torch.nn.ReLU()]
+        m = torch.nn.Sequential(*layers).cuda().to(torch.bfloat16).eval()
+        x = torch.randn(b, 4096, device="cuda", dtype=torch.bfloat16)
+    else:
+        import torchvision
+
+        torch.backends.cudnn.benchmark = True
+        m = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+        m = m.to(torch.bfloat16).eval()
+        x = torch.randn(b, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=torch.channels_last)
 
     def request():
         with torch.inference_mode():
@@ -332,9 +352,35 @@ def job_small_mlp(torch, kw):
     return "steps", step
 
 
+def job_llm_serve(torch, kw):
+    import llm
+
+    try:
+        eng = llm.Decoder(torch, int(kw.get("max_batch", 16)))
+    except RuntimeError as e:  # a capture the driver refused: eager steps, said so
+        print("llm-serve: no CUDA graphs (%s)" % e, file=sys.stderr, flush=True)
+        torch.cuda.synchronize()
+        eng = llm.Decoder(torch, int(kw.get("max_batch", 16)), graphs=False)
+    eng.prefill(0, [int(kw.get("plen", 384))] * 2)  # kernels loaded, cuBLAS's choices made
+    for _ in range(3):
+        eng.decode(2)
+    torch.cuda.synchronize()
+    return "llm", eng
+
+
+def job_det(torch, kw):
+    import det
+
+    comp = det.TorchCompute(torch, int(kw.get("slices", 4)))
+    comp(False)
+    comp(True)
+    return "det", comp
+
+
 JOBS = {"serve": job_serve, "gemm": job_gemm, "resnet-train": job_resnet_train,
         "mlp-train": job_mlp_train, "triad": job_triad, "adam": job_adam,
-        "lstm-train": job_lstm_train, "small-mlp": job_small_mlp}
+        "lstm-train": job_lstm_train, "small-mlp": job_small_mlp, "llm-serve": job_llm_serve,
+        "det": job_det}
 
 
 def main(argv):
@@ -349,6 +395,19 @@ def main(argv):
     sync = Sync(os.environ.get("DS_EVAL_SYNC"))
     if kind == "serve":
         out = serve(fn, secs, kw.get("rates", "auto:0.3,0.6"), sync)
+    elif kind == "llm":
+        import llm
+
+        out = llm.run(fn, kw, secs, WARM_S, sync, time.monotonic, time.sleep)
+        out.update(graphs=bool(fn.graphs), params_b=round(fn.params_b, 3))
+    elif kind == "det":
+        import det
+
+        sync.ready()
+        t0 = time.monotonic()
+        out = det.trials(fn, int(kw.get("trials", 20)), int(kw.get("slices", 4)))
+        sync.mark("done")
+        out.update(role="det", secs=time.monotonic() - t0)
     else:
         # Warm-up: cuDNN's benchmark, cuBLAS's heuristics, the caching allocator.
         for _ in range(5):
