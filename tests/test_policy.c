@@ -194,8 +194,11 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
     usleep(200000);
     ds_test_peer_go(&be);
     cr_assert(status_has("be", "\"in_flight\":1", 3000, obj, sizeof(obj)), "%s", obj);
-    /* Every SM, or every SM but a floor kept for latency-critical work with gaps. */
-    cr_expect(status_has("be", "\"decision\":\"lent every SM", 100, obj, sizeof(obj)),
+    /* Every SM, or every SM but a floor kept for latency-critical work with gaps; or,
+     * when the flood's first kernels already slowed the latency tenant (the sim makes an
+     * arriving kernel wait for a neighbour's running blocks), held at once. */
+    cr_expect(status_has("be", "\"decision\":\"lent every SM", 100, obj, sizeof(obj)) ||
+                  strstr(obj, "held while latency-critical work runs: it was slowed") != NULL,
               "%s", obj);
     cr_assert_eq(ds_test_ctl(&srv, "tenant lat class latency slo 1", obj, sizeof(obj)), 0,
                  "%s", obj);
