@@ -6,7 +6,16 @@
  * maps the same part at the same address when that range is free here, so that the
  * address the tenant holds is the one the device is given (unified addressing), and
  * registers it with the device.  MAP_FIXED_NOREPLACE never replaces anything of this
- * process, so a hostile address costs only a refusal or an address of the arena's.
+ * process, so a hostile address costs only a refusal.
+ *
+ * When the tenant's address is taken here, the device could only reach the pages at
+ * another address, and both are refused with CUDA_ERROR_NOT_SUPPORTED rather than given
+ * at that address.  Under unified addressing a program may hand the host pointer itself
+ * to a kernel (natively the device address always equals it), and that kernel would then
+ * touch whatever this process has at the address, silently: a refusal is an error the
+ * program sees, a wrong device address is wrong results.  The client keeps the tenant's
+ * memory out of the driver's reservations here (client/transport/vaspace.h), so what is
+ * left to collide is rare: this process's own libraries, stacks and heap.
  */
 #define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "ops.h"
@@ -29,8 +38,7 @@ static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a
 
 /* This process's view of the arena part, at the tenant's address when it can be: the
  * arena's own mapping when that is already there, else a mapping of the part made here
- * (*own), else the arena's mapping at another address (the device address then differs
- * from the tenant's). */
+ * (*own), else the arena's mapping at another address (then refused: elsewhere). */
 static unsigned char *place(struct ds_tenant *t, const ds_host_register_args *a, int *own)
 {
     unsigned char *in_arena = t->arena + a->offset;
@@ -82,6 +90,25 @@ static CUresult give(struct ds_tenant *t, const ds_host_register_args *a, enum d
     return CUDA_SUCCESS;
 }
 
+/* The device reaches the arena part given as *a only at dev, not at the tenant's address:
+ * take it back and refuse.  The first refusal is a warning naming the address, later ones
+ * are debug lines.  Managed memory's accounting goes back with it (tenant.h). */
+static CUresult elsewhere(struct ds_tenant *t, const ds_host_register_args *a, const char *what,
+                          uint64_t dev)
+{
+    static atomic_int once;
+
+    if (atomic_exchange(&once, 1) == 0)
+        ds_warn("%s refused (CUDA_ERROR_NOT_SUPPORTED): the tenant's address %#llx is taken in "
+                "its executor, where the device could reach its pages only at %#llx",
+                what, (unsigned long long)a->addr, (unsigned long long)dev);
+    else
+        ds_debug("%s refused: the tenant's address %#llx is taken in its executor", what,
+                 (unsigned long long)a->addr);
+    ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 static CUresult checked(struct ds_tenant *t, const ds_host_register_args *a)
 {
     if (t->arena == NULL)
@@ -105,15 +132,16 @@ CUresult ds__ops_host_register(struct ds_tenant *t, const ds_host_register_args 
         return rc;
     if ((a->flags & ~(unsigned)REGISTER_FLAGS) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
+    rc = give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
+    if (rc == CUDA_SUCCESS && r->ds_alloc_res_u.ptr != a->addr)
+        rc = elsewhere(t, a, "host registration", r->ds_alloc_res_u.ptr);
+    return rc;
 }
 
-/* Managed memory is one pointer for the host and the device: when the device cannot
- * reach the arena part at the tenant's address, there is no managed memory to give. */
+/* Managed memory is one pointer for the host and the device. */
 CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_args *a,
                                    ds_alloc_res *r)
 {
-    static atomic_int once;
     uint64_t dev;
     CUresult rc = checked(t, a);
 
@@ -128,14 +156,8 @@ CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_a
         ds__account_give(&t->acct, DS_MEM_MANAGED, a->size);
         return rc;
     }
-    if (dev != a->addr) {
-        if (atomic_exchange(&once, 1) == 0)
-            ds_warn("managed memory refused (CUDA_ERROR_NOT_SUPPORTED): the device reaches the "
-                    "tenant's pages at %#llx, not at the tenant's address %#llx",
-                    (unsigned long long)dev, (unsigned long long)a->addr);
-        ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
-        return CUDA_ERROR_NOT_SUPPORTED;
-    }
+    if (dev != a->addr)
+        return elsewhere(t, a, "managed memory", dev);
     r->ds_alloc_res_u.ptr = dev;
     return CUDA_SUCCESS;
 }
