@@ -6,16 +6,20 @@
  * maps the same part at the same address when that range is free here, so that the
  * address the tenant holds is the one the device is given (unified addressing), and
  * registers it with the device.  MAP_FIXED_NOREPLACE never replaces anything of this
- * process, so a hostile address costs only a refusal.
+ * process, so a hostile address costs only a refusal or an address of the arena's.
  *
- * When the tenant's address is taken here, the device could only reach the pages at
- * another address, and both are refused with CUDA_ERROR_NOT_SUPPORTED rather than given
- * at that address.  Under unified addressing a program may hand the host pointer itself
- * to a kernel (natively the device address always equals it), and that kernel would then
- * touch whatever this process has at the address, silently: a refusal is an error the
- * program sees, a wrong device address is wrong results.  The client keeps the tenant's
- * memory out of the driver's reservations here (client/transport/vaspace.h), so what is
- * left to collide is rare: this process's own libraries, stacks and heap.
+ * When the tenant's address is taken here, the device reaches the pages only at another
+ * address, which cuMemHostGetDevicePointer and the pointer attributes then give: a
+ * registration stays correct for copies and for kernels handed the device pointer, as
+ * CUDA's API says to get it, but a kernel handed the host pointer itself (natively the
+ * same under unified addressing) would touch whatever this process has there, so the
+ * first such registration is a warning naming the address.  It is not refused: most
+ * programs register memory only to copy it fast, and they would fail for nothing.  The
+ * client keeps the tenant's memory out of the driver's reservations here
+ * (client/transport/vaspace.h), so what is left to collide is this process's own
+ * libraries, stacks and heap (and, in sanitizer builds, the allocator regions every
+ * process has at the same addresses).  Managed memory is one pointer by definition: it
+ * is refused instead.
  */
 #define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "ops.h"
@@ -38,7 +42,8 @@ static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a
 
 /* This process's view of the arena part, at the tenant's address when it can be: the
  * arena's own mapping when that is already there, else a mapping of the part made here
- * (*own), else the arena's mapping at another address (then refused: elsewhere). */
+ * (*own), else the arena's mapping at another address (the device address then differs
+ * from the tenant's: elsewhere). */
 static unsigned char *place(struct ds_tenant *t, const ds_host_register_args *a, int *own)
 {
     unsigned char *in_arena = t->arena + a->offset;
@@ -90,23 +95,19 @@ static CUresult give(struct ds_tenant *t, const ds_host_register_args *a, enum d
     return CUDA_SUCCESS;
 }
 
-/* The device reaches the arena part given as *a only at dev, not at the tenant's address:
- * take it back and refuse.  The first refusal is a warning naming the address, later ones
- * are debug lines.  Managed memory's accounting goes back with it (tenant.h). */
-static CUresult elsewhere(struct ds_tenant *t, const ds_host_register_args *a, const char *what,
-                          uint64_t dev)
+/* The device reaches the arena part given as *a only at dev, not at the tenant's address.
+ * The first time is a warning naming both, later ones are debug lines. */
+static void elsewhere(const ds_host_register_args *a, uint64_t dev, const char *what)
 {
     static atomic_int once;
 
     if (atomic_exchange(&once, 1) == 0)
-        ds_warn("%s refused (CUDA_ERROR_NOT_SUPPORTED): the tenant's address %#llx is taken in "
-                "its executor, where the device could reach its pages only at %#llx",
-                what, (unsigned long long)a->addr, (unsigned long long)dev);
+        ds_warn("the tenant's address %#llx is taken in its executor: the device reaches its "
+                "pages at %#llx, %s",
+                (unsigned long long)a->addr, (unsigned long long)dev, what);
     else
-        ds_debug("%s refused: the tenant's address %#llx is taken in its executor", what,
-                 (unsigned long long)a->addr);
-    ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
-    return CUDA_ERROR_NOT_SUPPORTED;
+        ds_debug("the tenant's address %#llx is taken in its executor (device address %#llx)",
+                 (unsigned long long)a->addr, (unsigned long long)dev);
 }
 
 static CUresult checked(struct ds_tenant *t, const ds_host_register_args *a)
@@ -134,11 +135,13 @@ CUresult ds__ops_host_register(struct ds_tenant *t, const ds_host_register_args 
         return CUDA_ERROR_INVALID_VALUE;
     rc = give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
     if (rc == CUDA_SUCCESS && r->ds_alloc_res_u.ptr != a->addr)
-        rc = elsewhere(t, a, "host registration", r->ds_alloc_res_u.ptr);
+        elsewhere(a, r->ds_alloc_res_u.ptr,
+                  "and a kernel handed the host pointer instead would touch the wrong memory");
     return rc;
 }
 
-/* Managed memory is one pointer for the host and the device. */
+/* Managed memory is one pointer for the host and the device: when the device cannot
+ * reach the arena part at the tenant's address, there is no managed memory to give. */
 CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_args *a,
                                    ds_alloc_res *r)
 {
@@ -156,8 +159,11 @@ CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_a
         ds__account_give(&t->acct, DS_MEM_MANAGED, a->size);
         return rc;
     }
-    if (dev != a->addr)
-        return elsewhere(t, a, "managed memory", dev);
+    if (dev != a->addr) {
+        elsewhere(a, dev, "so managed memory is refused (CUDA_ERROR_NOT_SUPPORTED)");
+        ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     r->ds_alloc_res_u.ptr = dev;
     return CUDA_SUCCESS;
 }
