@@ -9,6 +9,7 @@
 #include "ds_log.h"
 #include "stats.h"
 #include "token.h"
+#include "vaspace.h"
 #include "wire.h"
 #include "ds_clock.h"
 
@@ -425,6 +426,8 @@ static CUresult handshake(void)
     }
     ds_debug("connected to %s as %s (%s device %s)", conn.where, name,
              conn.hello.ds_hello_res_u.ok.backend, conn.hello.ds_hello_res_u.ok.dev.name);
+    ds__vaspace_reserve(conn.hello.ds_hello_res_u.ok.reserved.reserved_val,
+                        conn.hello.ds_hello_res_u.ok.reserved.reserved_len);
     return CUDA_SUCCESS;
 }
 

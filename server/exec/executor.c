@@ -11,6 +11,7 @@
 #include "ds_preface.h"
 #include "ds_error.h"
 #include "ds_log.h"
+#include "ds_vamap.h"
 #include "quota.h"
 #include "registry.h"
 #include "ops.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -133,6 +135,64 @@ static int class_of(struct ds_tenant *t, int claimed)
     return ds_quota_class_of(&q, claimed);
 }
 
+/* Room held at the top of this process's address space while the device opens.  The
+ * driver reserves its device address space where mmap puts things, below the process's
+ * libraries, which is also where a tenant's own mappings are, the program's memory made
+ * before it connected included; with x86-64's default randomisation the two processes'
+ * tops lie up to 1 TiB apart.  Below 2 TiB of room, the reservations stay clear of a
+ * tenant's first TiB of mappings, as natively they would be of the program's, made in
+ * its own process.  The room is address space only, let go once the device is open. */
+#define TENANT_ROOM (2ull << 40)
+
+/* Open the device if it is not (ds__tenant_open), then, with primary, make the primary
+ * context, below the room.  Returns the first failure's DS_E* code, or 0. */
+static int open_below_room(struct ds_tenant *t, int primary)
+{
+    void *room = mmap(NULL, TENANT_ROOM, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+    int rc = t->be != NULL ? 0 : ds__tenant_open(t);
+
+    if (rc == 0 && primary)
+        rc = ds__ops_make_primary(t);
+    if (room != MAP_FAILED)
+        munmap(room, TENANT_ROOM);
+    else
+        ds_debug("no room held while the device opens: its address space may cover the "
+                 "tenant's memory");
+    return rc;
+}
+
+/* Reserved ranges smaller than this are not the driver's: glibc's per-thread malloc heaps
+ * reserve 64 MiB each, their first pages in use, while a driver reserves GiB at a time. */
+#define RESERVED_MIN (64ull << 20)
+
+/* This process's reserved address space, as of the hello (one tenant per executor): the
+ * device addresses the driver hands out come from there, and natively the program's own
+ * mappings could never be there, as the reservations would be in its process.  The
+ * hello's reply points into `kept`. */
+static void list_reserved(ds_hello_ok *ok)
+{
+    static ds_va_range kept[DS_VA_RESERVED_MAX];
+    struct ds_vamap_range v[DS_VA_RESERVED_MAX];
+    uint64_t total = 0;
+    int n = ds_vamap_reserved(0, RESERVED_MIN, v, DS_VA_RESERVED_MAX);
+
+    if (n < 0) {
+        ds_warn("cannot read this process's mappings (%s): the tenant's memory may land on "
+                "device addresses", ds_strerror(n));
+        n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        kept[i].base = v[i].base;
+        kept[i].size = v[i].size;
+        total += v[i].size;
+    }
+    ok->reserved.reserved_len = (unsigned)n;
+    ok->reserved.reserved_val = kept;
+    ds_debug("%d reserved ranges of address space (%llu MiB) go to the tenant", n,
+             (unsigned long long)(total >> 20));
+}
+
 CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res *r)
 {
     ds_hello_ok *ok = &r->ds_hello_res_u.ok;
@@ -154,9 +214,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
         t->closing = 1;
         return CUDA_ERROR_NOT_PERMITTED;
     }
-    rc = t->be != NULL ? 0 : ds__tenant_open(t);
-    if (rc == 0)
-        rc = ds__ops_make_primary(t);
+    rc = open_below_room(t, 1);
     if (rc != 0) {
         ds_error("cannot open the %s device for a tenant: %s", t->ops->name, ds_strerror(rc));
         t->closing = 1;
@@ -189,6 +247,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     ok->dev.attrs.attrs_len = DS_ATTR_COUNT;
     ok->dev.attrs.attrs_val = t->view.attrs;
     ok->dev.driver_version = t->view.driver_version;
+    list_reserved(ok);
     return CUDA_SUCCESS;
 }
 
@@ -954,7 +1013,7 @@ int ds_executor_main(const char *slot_arg)
      * reported to the tenant at its hello. */
     if (!ds_spawn_tenant_came()) {
         ds_binder_ahead(&tenant.binder, 1);
-        if (ds__tenant_open(&tenant) != 0)
+        if (open_below_room(&tenant, 0) != 0)
             ds_debug("the device did not open ahead of the tenant; trying again at its hello");
         else if (leave_without_mps(shm))
             return DS_EXEC_NO_MPS;

@@ -33,10 +33,10 @@ int ds__sim_open(const struct ds_backend_config *cfg, struct ds_backend **out)
     b->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
     b->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
     b->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 32;
-    /* Distinct regions per tenant: a pointer leaked from one tenant never names memory
-     * of another, even by coincidence. */
-    b->va_base = SIM_VA_REGION * (uint64_t)(cfg->slot + 1);
-    b->va_end = b->va_base + SIM_VA_REGION;
+    if (ds__sim_mem_open(b) != 0) {
+        free(b);
+        return DS_ENOMEM;
+    }
     b->streams.next = b->streams.prev = &b->streams;
     ds_sim_sm_groups(cfg->sim_sms, &b->groups);
     b->sms = (unsigned)cfg->sim_sms;
@@ -87,6 +87,7 @@ void ds__sim_close(struct ds_backend *b)
     }
     ds_memtab_destroy(&b->mem);
     ds_memtab_destroy(&b->vmm_maps);
+    ds__sim_mem_close(b);
     ds__sim_pctx_fini(b);
     free(b);
 }

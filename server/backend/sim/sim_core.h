@@ -33,7 +33,7 @@
 #define SIM_ARCH 90 /* the cubins the sim accepts: what an H100 runs */
 
 #define SIM_PCTX_MAX 32 /* partitions' contexts one tenant keeps, as the cuda backend */
-#define SIM_VA_REGION (1ull << 40) /* each tenant's addresses live in their own TiB */
+#define SIM_VA_REGION (1ull << 40) /* a tenant's device addresses: a TiB reserved (sim_mem.c) */
 #define SIM_HOST_PAGES 1 /* memtab owner of host arena pages mapped for the device */
 #define SIM_VMM_VA 2     /* memtab owner of a VMM reservation (sim_vmm.c) */
 /* cuMemAllocPitch's pitch: rows rounded up to the view's TEXTURE_ALIGNMENT, 512 bytes,
@@ -261,6 +261,11 @@ void ds__sim_stream_release(struct ds_backend *b, struct ds_bstream *s);
 void ds__sim_event_release(struct ds_bevent *e);
 /* At close: free s's parked work, letting go of the events it names. */
 void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s);
+
+/* sim_mem.c: the device's address region, [va_base, va_end), reserved in this process at
+ * open (0 or DS_ENOMEM) and let go at close. */
+int ds__sim_mem_open(struct ds_backend *b);
+void ds__sim_mem_close(struct ds_backend *b);
 
 /* sim_vmm.c: whether [addr, addr+n), inside one VMM reservation, is mapped throughout. */
 int ds__sim_vmm_mapped(const struct ds_backend *b, uint64_t addr, uint64_t n);

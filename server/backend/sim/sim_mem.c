@@ -1,6 +1,9 @@
 /*
  * The sim device's memory: device-like addresses in the tenant's own region, each
- * allocation a memfd mapping counted in the control block's accounting.
+ * allocation a memfd mapping counted in the control block's accounting.  The region is
+ * address space this process reserves, as the CUDA driver reserves what its device
+ * addresses come from in the process it runs in: no mapping of the executor lands there,
+ * and the executor lists it for its tenant at hello like a GPU's (docs/memory.md).
  */
 #include "sim_core.h"
 
@@ -8,6 +11,25 @@
 #include "shm.h"
 
 #include <sys/mman.h>
+
+/* Wherever the kernel puts it, in the same top-down area as the driver's reservations on
+ * a GPU, and so where a tenant's own mappings would land unless it reserves the range. */
+int ds__sim_mem_open(struct ds_backend *b)
+{
+    void *p = mmap(NULL, SIM_VA_REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+
+    if (p == MAP_FAILED)
+        return DS_ENOMEM;
+    b->va_base = (uint64_t)(uintptr_t)p;
+    b->va_end = b->va_base + SIM_VA_REGION;
+    return 0;
+}
+
+void ds__sim_mem_close(struct ds_backend *b)
+{
+    munmap((void *)(uintptr_t)b->va_base, SIM_VA_REGION);
+}
 
 /* First fit in this tenant's address region; allocations are few, so a scan is fine. */
 static int find_va(struct ds_backend *b, uint64_t size, uint64_t *addr)

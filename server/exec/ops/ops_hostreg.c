@@ -7,6 +7,19 @@
  * address the tenant holds is the one the device is given (unified addressing), and
  * registers it with the device.  MAP_FIXED_NOREPLACE never replaces anything of this
  * process, so a hostile address costs only a refusal or an address of the arena's.
+ *
+ * When the tenant's address is taken here, the device reaches the pages only at another
+ * address, which cuMemHostGetDevicePointer and the pointer attributes then give: a
+ * registration stays correct for copies and for kernels handed the device pointer, as
+ * CUDA's API says to get it, but a kernel handed the host pointer itself (natively the
+ * same under unified addressing) would touch whatever this process has there, so the
+ * first such registration is a warning naming the address.  It is not refused: most
+ * programs register memory only to copy it fast, and they would fail for nothing.  The
+ * client keeps the tenant's memory out of the driver's reservations here
+ * (client/transport/vaspace.h), so what is left to collide is this process's own
+ * libraries, stacks and heap (and, in sanitizer builds, the allocator regions every
+ * process has at the same addresses).  Managed memory is one pointer by definition: it
+ * is refused instead.
  */
 #define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "ops.h"
@@ -30,7 +43,7 @@ static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a
 /* This process's view of the arena part, at the tenant's address when it can be: the
  * arena's own mapping when that is already there, else a mapping of the part made here
  * (*own), else the arena's mapping at another address (the device address then differs
- * from the tenant's). */
+ * from the tenant's: elsewhere). */
 static unsigned char *place(struct ds_tenant *t, const ds_host_register_args *a, int *own)
 {
     unsigned char *in_arena = t->arena + a->offset;
@@ -82,6 +95,21 @@ static CUresult give(struct ds_tenant *t, const ds_host_register_args *a, enum d
     return CUDA_SUCCESS;
 }
 
+/* The device reaches the arena part given as *a only at dev, not at the tenant's address.
+ * The first time is a warning naming both, later ones are debug lines. */
+static void elsewhere(const ds_host_register_args *a, uint64_t dev, const char *what)
+{
+    static atomic_int once;
+
+    if (atomic_exchange(&once, 1) == 0)
+        ds_warn("the tenant's address %#llx is taken in its executor: the device reaches its "
+                "pages at %#llx, %s",
+                (unsigned long long)a->addr, (unsigned long long)dev, what);
+    else
+        ds_debug("the tenant's address %#llx is taken in its executor (device address %#llx)",
+                 (unsigned long long)a->addr, (unsigned long long)dev);
+}
+
 static CUresult checked(struct ds_tenant *t, const ds_host_register_args *a)
 {
     if (t->arena == NULL)
@@ -105,7 +133,11 @@ CUresult ds__ops_host_register(struct ds_tenant *t, const ds_host_register_args 
         return rc;
     if ((a->flags & ~(unsigned)REGISTER_FLAGS) != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
+    rc = give(t, a, DS_HOST_REGISTERED, DS_RANGE_HOST, &r->ds_alloc_res_u.ptr);
+    if (rc == CUDA_SUCCESS && r->ds_alloc_res_u.ptr != a->addr)
+        elsewhere(a, r->ds_alloc_res_u.ptr,
+                  "and a kernel handed the host pointer instead would touch the wrong memory");
+    return rc;
 }
 
 /* Managed memory is one pointer for the host and the device: when the device cannot
@@ -113,7 +145,6 @@ CUresult ds__ops_host_register(struct ds_tenant *t, const ds_host_register_args 
 CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_args *a,
                                    ds_alloc_res *r)
 {
-    static atomic_int once;
     uint64_t dev;
     CUresult rc = checked(t, a);
 
@@ -129,10 +160,7 @@ CUresult ds__ops_mem_alloc_managed(struct ds_tenant *t, const ds_host_register_a
         return rc;
     }
     if (dev != a->addr) {
-        if (atomic_exchange(&once, 1) == 0)
-            ds_warn("managed memory refused (CUDA_ERROR_NOT_SUPPORTED): the device reaches the "
-                    "tenant's pages at %#llx, not at the tenant's address %#llx",
-                    (unsigned long long)dev, (unsigned long long)a->addr);
+        elsewhere(a, dev, "so managed memory is refused (CUDA_ERROR_NOT_SUPPORTED)");
         ds__tenant_host_unmap(t, ds_memtab_find(&t->host_maps, a->offset, 0));
         return CUDA_ERROR_NOT_SUPPORTED;
     }
