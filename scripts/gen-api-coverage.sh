@@ -206,19 +206,39 @@ PY
   the staging memory of every copy to the host into the host memory, in capture order,
   and the launch returns then. The device side of each copy happens at the node's turn;
   the host memory is read at the launch and written when the graph is done, which gives
-  the same bytes, as nothing else in a captured graph reaches pageable memory (host
-  functions are not captured here). The one graph where it would not, a copy from host
-  memory that an earlier copy of the same capture writes, is refused with
-  `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the capture. Each launch
-  waits for its stream before filling the staging memory, so launches on one stream
-  follow each other; two instances of one graph launched at once on two streams share
-  the staging memory, and may mix each other's bytes. Such a graph cannot be updated
-  with `cuGraphExecUpdate` (`CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED`), cloned or
-  made a child graph (`CUDA_ERROR_NOT_SUPPORTED`, as for any captured graph), or
-  launched into a capturing stream; a copy of pageable memory in a capture into a graph
-  (`cuStreamBeginCaptureToGraph`) is still refused with
-  `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`. The executor never reads the host memory: a
-  buffer freed before a launch is the tenant's own undefined behaviour, as natively.
+  the same bytes, as nothing else in such a graph reaches pageable memory. The one graph
+  where it would not, a copy from host memory that an earlier copy of the same capture
+  writes, is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and invalidates the
+  capture. Each launch waits for its stream before filling the staging memory, so
+  launches on one stream follow each other; two instances of one graph launched at once
+  on two streams share the staging memory, and may mix each other's bytes. Such a graph
+  cannot be updated with `cuGraphExecUpdate` (`CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED`),
+  cloned or made a child graph (`CUDA_ERROR_NOT_SUPPORTED`, as for any plain captured
+  graph), or launched into a capturing stream. In a capture into a graph
+  (`cuStreamBeginCaptureToGraph`), and in one that met a host function (below), each
+  copy's host side is instead a copy node of the graph, before or after the part
+  captured with it, which the tenant does at its turn (protocol 19), so host functions
+  see the copies before them and the copies after them see what the functions wrote.
+  The executor never reads the host memory: a buffer freed before a launch is the
+  tenant's own undefined behaviour, as natively.
+- Host functions on a capturing stream (`cuLaunchHostFunc` on a stream being captured,
+  or one that joined the capture by waiting for an event of it; protocol 19). CUDA makes
+  the function a host node of the captured graph. The executor's capture cannot hold a
+  function of the tenant's process, so it is cut there: the streams that joined the
+  capture join the capturing stream, what was captured so far becomes a child graph
+  node, the function a host node after it, and the capture goes on after the host node,
+  the joined streams joining it again. The captured graph is then a graph built node by
+  node: `cuGraphGetNodes` lists the host node (`CU_GRAPH_NODE_TYPE_HOST`, with the
+  function and data of the call) among child graph nodes that each hold a part of the
+  capture, where CUDA lists the part's nodes one by one; `cuGraphClone` copies it; its
+  instances run in stages, as graphs with host nodes do ([graphs.md](graphs.md)). Work
+  on other streams of the capture waits for the function where CUDA would let it run
+  beside it; the capture's id (`cuStreamGetCaptureInfo`) changes at each function; a
+  stream that joined the capture and was not joined again before its end is joined by
+  the end, where CUDA fails with `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`; and a host
+  function in a capture into a conditional node's body is refused
+  (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`). `cuStreamAddCallback` on a capturing stream
+  is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as CUDA refuses it.
 - CUDA dynamic parallelism (kernels launching kernels, `-rdc=true`): an MPS client cannot
   run it, natively too: on an H200 (driver 580, run 114) the same program ran natively and
   failed with `cudaErrorCdpNotSupported` as an MPS client. So a tenant of the shared
@@ -345,7 +365,8 @@ complete before they return); and CUDA 12.8/13's batched copies, prefetches and 
 
 - **Host functions** (`cuLaunchHostFunc`, `cuStreamAddCallback`) run in the tenant's
   process once their stream has drained, on the calling thread, which waits for them
-  (CUDA returns at once).
+  (CUDA returns at once). On a capturing stream a host function becomes a host node of
+  the captured graph (above), called at each launch in graph order.
 - **Device output**: what kernels print (`printf`, failed `assert`s) reaches a local
   tenant's own stdout and stderr. The client hands its descriptors 1 and 2 to its
   executor when it connects, and the driver writes there at the synchronisation that

@@ -220,8 +220,10 @@ Test(capture_to_graph, an_empty_capture_adds_nothing)
     CU_OK(cuStreamDestroy(s));
 }
 
-static void host_fn(void *arg)
+static void CUDA_CB callback(CUstream s, CUresult status, void *arg)
 {
+    (void)s;
+    (void)status;
     (void)arg;
 }
 
@@ -238,7 +240,7 @@ Test(capture_to_graph, an_invalidated_capture_leaves_the_graph)
     CU_OK(cuGraphCreate(&g, 0));
     fill_node(g, buf, 1, 16);
     CU_OK(cuStreamBeginCaptureToGraph(s, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    CU_IS(cuLaunchHostFunc(s, host_fn, NULL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_IS(cuStreamAddCallback(s, callback, NULL, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     CU_IS(cuStreamEndCapture(s, &ended), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     cr_assert_null(ended);
     cr_assert_eq(count_nodes(g), 1);
@@ -246,4 +248,40 @@ Test(capture_to_graph, an_invalidated_capture_leaves_the_graph)
     expect_words(buf, 1, 16);
     CU_OK(cuGraphDestroy(g));
     CU_OK(cuStreamDestroy(s));
+}
+
+/* Copies of pageable memory captured into a graph become copy nodes of it around the
+ * captured part, which each launch does (ops_ghcopy.c): the copy out sees the fill node's
+ * bytes, the copy in reads what the host holds at the launch. */
+Test(capture_to_graph, pageable_copies_become_nodes_of_the_graph)
+{
+    static uint32_t out[16], in[16];
+    CUgraph g, ended = NULL;
+    CUgraphNode fill;
+    CUdeviceptr a, b;
+    CUstream s;
+    size_t n;
+
+    CU_OK(cuMemAlloc(&a, 64));
+    CU_OK(cuMemAlloc(&b, 64));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuGraphCreate(&g, 0));
+    fill = fill_node(g, a, 5, 16);
+    CU_OK(cuStreamBeginCaptureToGraph(s, g, &fill, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemcpyDtoHAsync(out, a, sizeof(out), s));
+    CU_OK(cuMemcpyHtoDAsync(b, in, sizeof(in), s));
+    CU_OK(cuStreamEndCapture(s, &ended));
+    cr_assert_eq(ended, g);
+    n = count_nodes(g);
+    cr_assert_eq(n, 4, "the fill, the captured part and its two copies: %zu nodes", n);
+    for (int i = 0; i < 16; i++)
+        in[i] = 9;
+    run(g, s);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(out[i], 5, "word %d of the copy out is %u", i, out[i]);
+    expect_words(b, 9, 16);
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemFree(a));
 }

@@ -75,13 +75,16 @@ Test(graph, captured_work_runs_at_launch_and_each_launch)
     CU_IS(cuStreamSynchronize(s), CUDA_ERROR_INVALID_HANDLE);
 }
 
-static void nothing(void *arg)
+static void CUDA_CB nothing(CUstream st, CUresult status, void *arg)
 {
+    (void)st;
+    (void)status;
     (void)arg;
 }
 
-/* Copies of pageable memory are captured (test_graph_hostcopy.c); a host function is not. */
-Test(graph, host_functions_and_default_streams_cannot_be_captured)
+/* Copies of pageable memory (test_graph_hostcopy.c) and host functions
+ * (test_capture_hostfn.c) are captured; a stream callback is not, as in CUDA. */
+Test(graph, stream_callbacks_and_default_streams_cannot_be_captured)
 {
     unsigned char buf[64] = { 0 };
     CUdeviceptr d;
@@ -94,7 +97,7 @@ Test(graph, host_functions_and_default_streams_cannot_be_captured)
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
     CU_IS(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_ERROR_ILLEGAL_STATE);
     CU_OK(cuMemsetD8Async(d, 1, 64, s));
-    CU_IS(cuLaunchHostFunc(s, nothing, NULL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_IS(cuStreamAddCallback(s, nothing, NULL, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     /* As in CUDA, the capture is invalidated and ends without a graph. */
     CU_IS(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     CU_OK(cuMemcpyHtoD(d, buf, 64));

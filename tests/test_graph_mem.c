@@ -196,3 +196,131 @@ Test(graph_mem, stream_ordered_allocation_is_captured_into_the_graph)
     CU_OK(cuStreamDestroy(cs));
     CU_OK(cuMemFree(out));
 }
+
+/* As the CUDA sample graphMemoryNodes builds its graph by hand: allocations and frees
+ * around device work, with copies of pageable memory in and out, which make the instance
+ * run in stages (ops_gstage.c).  The sim runs no kernel code, so device copies stand for
+ * the sample's kernels: "square" copies in to sq, "negate" sq to neg.
+ *
+ *   alloc in -> alloc sq -> copy hin to in -> square -> copy sq to hsq --------.
+ *                                               `-> free in -> alloc neg -> negate -> free sq
+ *                                                                    `-> copy neg to hneg [-> free neg]
+ */
+struct negsq {
+    CUgraph g;
+    CUdeviceptr in, sq, neg;
+    int hin[N], hsq[N], hneg[N];
+};
+
+static CUgraphNode alloc_node(CUgraph g, const CUgraphNode *after, CUdeviceptr *at)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS ap = { .bytesize = N * sizeof(int) };
+    CUgraphNode n;
+
+    ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CU_OK(cuGraphAddMemAllocNode(&n, g, after, after != NULL, &ap));
+    *at = ap.dptr;
+    return n;
+}
+
+static CUgraphNode copy_node(CUgraph g, const CUgraphNode *after, size_t nafter,
+                             CUmemorytype st, const void *sh, CUdeviceptr sd, CUmemorytype dt,
+                             void *dh, CUdeviceptr dd)
+{
+    CUDA_MEMCPY3D c = { .srcMemoryType = st, .srcHost = sh, .srcDevice = sd,
+                        .dstMemoryType = dt, .dstHost = dh, .dstDevice = dd,
+                        .WidthInBytes = N * sizeof(int), .Height = 1, .Depth = 1 };
+    CUcontext ctx;
+    CUgraphNode n;
+
+    CU_OK(cuCtxGetCurrent(&ctx));
+    CU_OK(cuGraphAddMemcpyNode(&n, g, after, nafter, &c, ctx));
+    return n;
+}
+
+static void build_negsq(struct negsq *x, int free_neg)
+{
+    const CUmemorytype H = CU_MEMORYTYPE_HOST, D = CU_MEMORYTYPE_DEVICE;
+    CUgraphNode a_in, a_sq, c_in, square, c_sq, f_in, a_neg, negate, c_neg, f, two[2];
+
+    CU_OK(cuGraphCreate(&x->g, 0));
+    a_in = alloc_node(x->g, NULL, &x->in);
+    a_sq = alloc_node(x->g, &a_in, &x->sq);
+    c_in = copy_node(x->g, &a_sq, 1, H, x->hin, 0, D, NULL, x->in);
+    square = copy_node(x->g, &c_in, 1, D, NULL, x->in, D, NULL, x->sq);
+    c_sq = copy_node(x->g, &square, 1, D, NULL, x->sq, H, x->hsq, 0);
+    CU_OK(cuGraphAddMemFreeNode(&f_in, x->g, &square, 1, x->in));
+    a_neg = alloc_node(x->g, &f_in, &x->neg);
+    negate = copy_node(x->g, &a_neg, 1, D, NULL, x->sq, D, NULL, x->neg);
+    two[0] = c_sq;
+    two[1] = negate;
+    CU_OK(cuGraphAddMemFreeNode(&f, x->g, two, 2, x->sq));
+    c_neg = copy_node(x->g, &negate, 1, D, NULL, x->neg, H, x->hneg, 0);
+    if (free_neg)
+        CU_OK(cuGraphAddMemFreeNode(&f, x->g, &c_neg, 1, x->neg));
+}
+
+/* Launch e with hin[i] = v + i: both copies out come back with it. */
+static void run_negsq(CUgraphExec e, struct negsq *x, int v)
+{
+    for (int i = 0; i < N; i++) {
+        x->hin[i] = v + i;
+        x->hsq[i] = x->hneg[i] = -1;
+    }
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(x->hsq[i], v + i, "launch with %d: sq word %d is %d", v, i, x->hsq[i]);
+        cr_assert_eq(x->hneg[i], v + i, "launch with %d: neg word %d is %d", v, i, x->hneg[i]);
+    }
+}
+
+Test(graph_mem, memory_nodes_in_a_graph_that_runs_in_stages)
+{
+    struct negsq x;
+    CUgraphExec e;
+
+    build_negsq(&x, 1);
+    CU_OK(cuGraphInstantiate(&e, x.g, 0));
+    CU_OK(cuGraphDestroy(x.g));
+    run_negsq(e, &x, 100);
+    run_negsq(e, &x, 200);
+    CU_OK(cuGraphExecDestroy(e));
+    cr_assert_eq(used(), 0);
+}
+
+/* The allocation the graph does not free is used after it, then freed by cuMemFree, by
+ * cuMemFreeAsync and by a graph of one free node, and each launch allocates it again at
+ * the same address, as CUDA does. */
+Test(graph_mem, memory_of_a_staged_graph_freed_after_it)
+{
+    CUgraphExec e, free_e;
+    CUgraphNode f;
+    struct negsq x;
+    CUgraph fg;
+    int got[N];
+
+    build_negsq(&x, 0);
+    CU_OK(cuGraphInstantiate(&e, x.g, 0));
+    CU_OK(cuGraphDestroy(x.g));
+    run_negsq(e, &x, 10);
+    CU_OK(cuMemcpyDtoH(got, x.neg, sizeof(got)));
+    cr_assert_eq(got[N - 1], 10 + N - 1, "the memory outlives the launch");
+    CU_OK(cuMemFree(x.neg));
+    run_negsq(e, &x, 20);
+    CU_OK(cuMemcpyDtoHAsync(got, x.neg, sizeof(got), s));
+    CU_OK(cuMemFreeAsync(x.neg, s));
+    CU_OK(cuStreamSynchronize(s));
+    cr_assert_eq(got[0], 20);
+    CU_OK(cuGraphCreate(&fg, 0));
+    CU_OK(cuGraphAddMemFreeNode(&f, fg, NULL, 0, x.neg));
+    CU_OK(cuGraphInstantiate(&free_e, fg, 0));
+    CU_OK(cuGraphDestroy(fg));
+    run_negsq(e, &x, 30);
+    CU_OK(cuGraphLaunch(free_e, s));
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuGraphExecDestroy(free_e));
+    CU_OK(cuGraphExecDestroy(e));
+    cr_assert_eq(used(), 0);
+}

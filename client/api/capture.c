@@ -59,6 +59,24 @@ CUresult ds__capture_refuse_host_work(CUstream s)
     return rc;
 }
 
+CUresult ds__capture_host_fn(CUstream s, CUhostFn fn, void *data, int *taken)
+{
+    ds_capture_host_fn_args a = { .stream = ds__stream_of(s),
+                                  .host = { .fn = (uint64_t)(uintptr_t)fn,
+                                            .data = (uint64_t)(uintptr_t)data } };
+    ds_int_res r;
+    CUresult rc;
+
+    *taken = 0;
+    if (atomic_load(&capturing) == 0)
+        return CUDA_SUCCESS;
+    rc = ds_rpc_capture_host_fn(&a, &r);
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        ds__capture_refuse_host_work(s);
+    *taken = rc == CUDA_SUCCESS && r.ds_int_res_u.value == 1;
+    return rc;
+}
+
 int ds__capture_capturing_any(void)
 {
     return atomic_load(&capturing) > 0;

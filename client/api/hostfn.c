@@ -7,8 +7,9 @@
  * What differs from CUDA: the caller waits for the stream and the function (CUDA returns
  * at once and runs the function on a thread of its own), so a function that waits for
  * something its caller does only after enqueueing it would never return; and a function
- * may call CUDA, which CUDA forbids.  A capturing stream refuses it
- * (ds__capture_refuse_host_work).
+ * may call CUDA, which CUDA forbids.  On a stream being captured, cuLaunchHostFunc
+ * becomes a host node of the captured graph (server/exec/ops/graph/ops_gcapture.c), and
+ * cuStreamAddCallback is refused, as CUDA refuses it (ds__capture_refuse_host_work).
  */
 #include "cuda_api.h"
 #include "capture.h"
@@ -17,11 +18,12 @@
 CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
 {
     CUresult rc;
+    int taken;
 
     DS_NEED_INIT();
     if (fn == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
+    if ((rc = ds__capture_host_fn(s, fn, data, &taken)) != CUDA_SUCCESS || taken)
         return rc;
     if ((rc = cuStreamSynchronize(s)) != CUDA_SUCCESS)
         return rc;

@@ -60,10 +60,11 @@ struct ds_vstream {
     int priority;
     uint64_t id;
     int capturing; /* between capture_begin and capture_end */
-    int mode;      /* capturing into a graph: the capture's CUstreamCaptureMode */
+    int mode;      /* capturing: the capture's CUstreamCaptureMode */
     uint64_t into; /* capturing into a graph (ops_gcapture.c): that graph, else 0, */
     uint64_t *into_deps; /* and the nodes of it the capture's next work depends on */
     uint32_t ninto_deps;
+    int owns_into; /* into is the capture's own graph: a plain capture met a host function */
     struct ds_bstream *real;
 };
 

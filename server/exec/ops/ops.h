@@ -132,6 +132,16 @@ void ds__ops_gmem_drop_captures(struct ds_tenant *t);
  * (its ctx, graph and flags set) the staged instance of captured graph g that has such
  * copies (g->nhcopies > 0); on failure the caller frees x. */
 uint64_t ds__ops_ghcopy_capture(struct ds_tenant *t, struct ds_vstream *s);
+/* The stream whose cuStreamBeginCapture began backend capture `id` (its handle in
+ * *handle), or NULL. */
+struct ds_vstream *ds__ops_ghcopy_origin(struct ds_tenant *t, uint64_t id, uint64_t *handle);
+/* The copies to the device (to_device) or to the host that capture `id` took, in capture
+ * order, as memcpy nodes of built graph gh after deps (ndeps), each holding its staging
+ * memory; their handles appended to *out (*nout, the caller's to free).  Copies not made
+ * into nodes stay the capture's. */
+CUresult ds__ops_ghcopy_nodes(struct ds_tenant *t, uint64_t id, int to_device, uint64_t gh,
+                              const uint64_t *deps, uint32_t ndeps, uint64_t **out,
+                              uint32_t *nout);
 CUresult ds__ops_ghcopy_captured(struct ds_tenant *t, uint64_t id, struct ds_vgraph *g);
 void ds__ops_ghcopy_drop_captures(struct ds_tenant *t);
 CUresult ds__ops_ghcopy_stage(struct ds_tenant *t, const struct ds_vgraph *g,

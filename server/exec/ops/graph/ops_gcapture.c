@@ -7,6 +7,26 @@
  * as separate nodes is one node here, which orders the work at least as strictly.  The
  * graph may be a conditional node's body (its usual filling), which takes no graph
  * memory: a capture into one that allocates is refused when it ends.
+ *
+ * Host functions (cuLaunchHostFunc) on a capturing stream, or on one that joined the
+ * capture, are captured the same way.  The backend's capture cannot hold a function of
+ * the tenant's process, and its graph cannot be cut around a node afterwards, so the
+ * capture is cut where the function comes: every joined stream's work joins the
+ * capturing stream, the part captured so far becomes a child graph node, the function a
+ * host node after it, and the capture begins again after the host node, the joined
+ * streams joining it again.  A plain capture that meets a host function becomes a
+ * capture into a graph of its own, which its end returns: a built graph, whose host
+ * nodes the tenant can list and read, and whose instances run in stages (ops_gstage.c).
+ * Work on other streams of the capture that CUDA would let run beside the function
+ * waits for it here, which orders it at least as strictly.
+ *
+ * The backend ends a capture only once every stream that joined it has joined the
+ * capturing stream again, so each cut (a dependency change, a host function, the end of
+ * a capture into a graph) first has the capturing stream wait for every joined stream;
+ * a capture begun again after a cut has them wait for it in turn, so that their later
+ * work is still captured.  A capture into a graph thus ends even when a joined stream's
+ * last work was never joined again, where CUDA would refuse
+ * (CUDA_ERROR_STREAM_CAPTURE_UNJOINED).
  */
 #include "ops.h"
 
@@ -50,6 +70,7 @@ static void stop(struct ds_vstream *s)
 {
     s->capturing = 0;
     s->into = 0;
+    s->owns_into = 0;
     free(s->into_deps);
     s->into_deps = NULL;
     s->ninto_deps = 0;
@@ -90,10 +111,10 @@ CUresult ds__ops_capture_to_graph(struct ds_tenant *t, const ds_capture_to_graph
 }
 
 /* Captured graph c (made on stream sh, its graph memory with it) as a child graph node of
- * s's graph after s's dependencies: the node's handle in *node.  c goes with the node, or
+ * s's graph after deps (n of them): the node's handle in *node.  c goes with the node, or
  * now on failure. */
 static CUresult adopt(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
-                      struct ds_bgraph *c, ds_handle *node)
+                      struct ds_bgraph *c, const uint64_t *deps, uint32_t n, ds_handle *node)
 {
     struct ds_vgraph *v = calloc(1, sizeof(*v));
     uint64_t h;
@@ -117,60 +138,198 @@ static CUresult adopt(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
         rc = CUDA_ERROR_NOT_SUPPORTED;
     }
     if (rc == CUDA_SUCCESS)
-        rc = ds__ops_gnode_add_captured(t, s->into, h, s->into_deps, s->ninto_deps, node);
+        rc = ds__ops_gnode_add_captured(t, s->into, h, deps, n, node);
     if (rc != CUDA_SUCCESS && (v = ds_handles_remove(&t->h, h, DS_H_GRAPH)) != NULL)
         ds__ops_graph_free(t, v);
     return rc;
 }
 
-/* End s's capture (stream handle sh) so far: what it captured becomes a node of its
- * graph (*node; 0 when nothing was captured, and no node is added).  The capture is over
- * on return; the caller begins it again to go on. */
-static CUresult seal(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh, ds_handle *node)
+/* Part c of s's capture `id` (stream handle sh) as a child graph node of s's graph, after
+ * s's dependencies and the copies to the device the part took (ops_ghcopy.c); s's
+ * dependencies become that node and the copies to the host after it.  c goes with the
+ * node, or now on failure. */
+static CUresult place(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh, uint64_t id,
+                      struct ds_bgraph *c)
 {
-    struct ds_bgraph *c;
-    uint64_t n = 0;
+    uint64_t *before = NULL, *tail = NULL;
+    uint32_t nbefore = 0, ntail = 0;
+    CUresult rc = CUDA_SUCCESS;
+    ds_handle node;
+
+    for (uint32_t i = 0; i < s->ninto_deps && rc == CUDA_SUCCESS; i++)
+        if (ds__gnode_append_handle(&before, &nbefore, s->into_deps[i]) != 0)
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == CUDA_SUCCESS)
+        rc = ds__ops_ghcopy_nodes(t, id, 1, s->into, s->into_deps, s->ninto_deps, &before,
+                                  &nbefore);
+    if (rc != CUDA_SUCCESS) {
+        t->ops->graph_destroy(t->be, c);
+        ds__ops_gmem_captured(t, sh, NULL);
+    } else {
+        rc = adopt(t, s, sh, c, before, nbefore, &node);
+    }
+    if (rc == CUDA_SUCCESS && ds__gnode_append_handle(&tail, &ntail, node) != 0)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc == CUDA_SUCCESS)
+        rc = ds__ops_ghcopy_nodes(t, id, 0, s->into, &node, 1, &tail, &ntail);
+    if (rc == CUDA_SUCCESS)
+        rc = set_deps(s, tail, ntail);
+    ds__ops_ghcopy_captured(t, id, NULL);
+    free(before);
+    free(tail);
+    return rc;
+}
+
+/* The tenant's streams other than o that joined o's capture `id` (by waiting for an
+ * event of it), into *out (*n, the caller's to free). */
+static CUresult joined(struct ds_tenant *t, const struct ds_vstream *o, uint64_t id,
+                       struct ds_vstream ***out, uint32_t *n)
+{
+    uint32_t cur = 0;
+    uint64_t h;
+
+    *out = NULL;
+    *n = 0;
+    while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
+        struct ds_vstream *v = ds_handles_get(&t->h, h, DS_H_STREAM), **grown;
+
+        if (v == o || ds__ops_ghcopy_capture(t, v) != id)
+            continue;
+        if ((grown = realloc(*out, (*n + 1) * sizeof(*grown))) == NULL)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        grown[(*n)++] = v;
+        *out = grown;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The backend capture ends on o only once every stream that joined it has joined o
+ * again: join (to_o) has o wait for the work of each of the n streams j so far; the
+ * other way, each waits for o's, which makes it join o's capture begun again. */
+static CUresult tie(struct ds_tenant *t, struct ds_vstream *o, struct ds_vstream **j,
+                    uint32_t n, int to_o)
+{
+    struct ds_bevent *ev;
+    int rc;
+
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if ((rc = t->ops->event_create(t->be, CU_EVENT_DISABLE_TIMING, &ev)) != 0)
+        return ds_error_to_cu(rc);
+    if (!to_o)
+        rc = t->ops->event_record(t->be, ev, o->real);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        if (to_o && (rc = t->ops->event_record(t->be, ev, j[i]->real)) == 0)
+            rc = t->ops->stream_wait_event(t->be, o->real, ev);
+        else if (!to_o)
+            rc = t->ops->stream_wait_event(t->be, j[i]->real, ev);
+    }
+    t->ops->event_destroy(t->be, ev);
+    return ds_error_to_cu(rc);
+}
+
+/* End s's capture (stream handle sh) so far: what it captured becomes nodes of its graph
+ * (place), and s's dependencies the nodes that end them (unchanged when nothing was
+ * captured).  The capture is over on return; the caller begins it again to go on. */
+static CUresult seal(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh)
+{
+    uint64_t id = ds__ops_ghcopy_capture(t, s), n = 0;
+    struct ds_bgraph *c = NULL;
     CUresult rc;
 
-    *node = 0;
     s->capturing = 0;
-    if ((rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &c))) != CUDA_SUCCESS) {
-        ds__ops_gmem_captured(t, sh, NULL);
-        return rc;
-    }
-    if ((rc = ds_error_to_cu(t->ops->graph_node_count(t->be, c, &n))) != CUDA_SUCCESS ||
-        n == 0) {
+    rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &c));
+    if (rc == CUDA_SUCCESS)
+        rc = ds_error_to_cu(t->ops->graph_node_count(t->be, c, &n));
+    /* The graph or a dependency may have gone while the capture ran. */
+    if (rc == CUDA_SUCCESS && n > 0 &&
+        (ds_handles_get(&t->h, s->into, DS_H_GRAPH) == NULL ||
+         !nodes_of(t, s->into, s->into_deps, s->ninto_deps)))
+        rc = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (rc == CUDA_SUCCESS && n > 0)
+        return place(t, s, sh, id, c);
+    if (c != NULL)
         t->ops->graph_destroy(t->be, c);
-        ds__ops_gmem_captured(t, sh, NULL);
+    ds__ops_gmem_captured(t, sh, NULL);
+    ds__ops_ghcopy_captured(t, id, NULL);
+    return rc;
+}
+
+/* seal, every stream that joined s's capture joining s first, which the backend needs
+ * to end it (for a capture's end, that joins work CUDA would refuse to end unjoined):
+ * the streams in *j (*nj, the caller's to free) for restart. */
+static CUresult seal_joined(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
+                            struct ds_vstream ***j, uint32_t *nj)
+{
+    CUresult rc = joined(t, s, ds__ops_ghcopy_capture(t, s), j, nj);
+
+    if (rc == CUDA_SUCCESS)
+        rc = tie(t, s, *j, *nj, 1);
+    return rc == CUDA_SUCCESS ? seal(t, s, sh) : rc;
+}
+
+/* Capture on s again, in its mode, the nj streams j that had joined it joining again. */
+static CUresult restart(struct ds_tenant *t, struct ds_vstream *s, struct ds_vstream **j,
+                        uint32_t nj)
+{
+    CUresult rc = ds_error_to_cu(t->ops->capture_begin(t->be, s->real, s->mode));
+
+    if (rc != CUDA_SUCCESS)
         return rc;
+    s->capturing = 1;
+    return tie(t, s, j, nj, 0);
+}
+
+/* The graph a capture made for itself goes when the capture fails. */
+static void drop_own(struct ds_tenant *t, uint64_t graph)
+{
+    struct ds_vgraph *g = ds_handles_remove(&t->h, graph, DS_H_GRAPH);
+
+    if (g != NULL)
+        ds__ops_graph_free(t, g);
+}
+
+/* A capture that failed half way is over, what it captured with it: the tenant's end
+ * finds no capture. */
+static void abandon(struct ds_tenant *t, struct ds_vstream *o, uint64_t oh)
+{
+    struct ds_bgraph *c = NULL;
+    uint64_t id;
+
+    if (o->capturing) {
+        id = ds__ops_ghcopy_capture(t, o);
+        if (t->ops->capture_end(t->be, o->real, &c) == 0)
+            t->ops->graph_destroy(t->be, c);
+        ds__ops_gmem_captured(t, oh, NULL);
+        ds__ops_ghcopy_captured(t, id, NULL);
     }
-    if (ds_handles_get(&t->h, s->into, DS_H_GRAPH) == NULL ||
-        !nodes_of(t, s->into, s->into_deps, s->ninto_deps)) {
-        /* The graph or a dependency went while the capture ran. */
-        t->ops->graph_destroy(t->be, c);
-        ds__ops_gmem_captured(t, sh, NULL);
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    }
-    return adopt(t, s, sh, c, node);
+    if (o->owns_into)
+        drop_own(t, o->into);
+    stop(o);
 }
 
 CUresult ds__ops_capture_end_into(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
                                   ds_handle_res *r)
 {
     uint64_t into = s->into;
-    ds_handle node;
-    CUresult rc = seal(t, s, sh, &node);
+    struct ds_vstream **j = NULL;
+    uint32_t nj;
+    CUresult rc = seal_joined(t, s, sh, &j, &nj);
 
+    free(j);
+    if (rc != CUDA_SUCCESS) {
+        abandon(t, s, sh);
+        return rc;
+    }
     stop(s);
-    if (rc == CUDA_SUCCESS)
-        r->ds_handle_res_u.handle = into;
-    return rc;
+    r->ds_handle_res_u.handle = into;
+    return CUDA_SUCCESS;
 }
 
-/* The dependency set after an update: deps (n), added to what the capture depended on
- * until now (sealed: the node its work so far became) or instead of it. */
-static CUresult new_deps(struct ds_vstream *s, ds_handle sealed, const uint64_t *deps,
-                         uint32_t n, unsigned flags)
+/* The dependency set after an update: deps (n), added to what the capture depends on
+ * now or instead of it. */
+static CUresult new_deps(struct ds_vstream *s, const uint64_t *deps, uint32_t n,
+                         unsigned flags)
 {
     uint64_t *all;
     uint32_t m = 0;
@@ -180,11 +339,8 @@ static CUresult new_deps(struct ds_vstream *s, ds_handle sealed, const uint64_t 
         return set_deps(s, deps, n);
     if ((all = malloc((s->ninto_deps + n + 1) * sizeof(*all))) == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (sealed != 0)
-        all[m++] = sealed;
-    else
-        for (uint32_t i = 0; i < s->ninto_deps; i++)
-            all[m++] = s->into_deps[i];
+    for (uint32_t i = 0; i < s->ninto_deps; i++)
+        all[m++] = s->into_deps[i];
     for (uint32_t i = 0; i < n; i++) {
         uint32_t j = 0;
 
@@ -212,8 +368,8 @@ static CUresult update_plain(unsigned n, unsigned flags)
 CUresult ds__ops_capture_deps(struct ds_tenant *t, const ds_capture_deps_args *a,
                               ds_void_res *r)
 {
-    struct ds_vstream *s = ds_handles_get(&t->h, a->stream, DS_H_STREAM);
-    ds_handle sealed;
+    struct ds_vstream *s = ds_handles_get(&t->h, a->stream, DS_H_STREAM), **j = NULL;
+    uint32_t nj = 0;
     CUresult rc;
 
     (void)r;
@@ -228,15 +384,93 @@ CUresult ds__ops_capture_deps(struct ds_tenant *t, const ds_capture_deps_args *a
         return update_plain(a->deps.deps_len, a->flags);
     if (!nodes_of(t, s->into, a->deps.deps_val, a->deps.deps_len))
         return CUDA_ERROR_INVALID_VALUE;
-    rc = seal(t, s, a->stream, &sealed);
+    rc = seal_joined(t, s, a->stream, &j, &nj);
     if (rc == CUDA_SUCCESS)
-        rc = new_deps(s, sealed, a->deps.deps_val, a->deps.deps_len, a->flags);
+        rc = new_deps(s, a->deps.deps_val, a->deps.deps_len, a->flags);
     if (rc == CUDA_SUCCESS)
-        rc = ds_error_to_cu(t->ops->capture_begin(t->be, s->real, s->mode));
-    if (rc != CUDA_SUCCESS) {
-        stop(s);
+        rc = restart(t, s, j, nj);
+    free(j);
+    if (rc != CUDA_SUCCESS)
+        abandon(t, s, a->stream);
+    return rc;
+}
+
+/* A plain capture that meets a host function goes on as a capture into a graph of its
+ * own, which its end returns. */
+static CUresult own_graph(struct ds_tenant *t, struct ds_vstream *o)
+{
+    ds_graph_create_args ca = { .ctx = o->ctx };
+    ds_handle_res r;
+    CUresult rc = ds__ops_graph_create(t, &ca, &r);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((rc = set_deps(o, NULL, 0)) != CUDA_SUCCESS) {
+        drop_own(t, r.ds_handle_res_u.handle);
         return rc;
     }
-    s->capturing = 1;
+    o->into = r.ds_handle_res_u.handle;
+    o->owns_into = 1;
+    return CUDA_SUCCESS;
+}
+
+/* Host node p where o's capture stands: the part captured so far sealed (with every
+ * joined stream's work), p after it, and the capture begun again after p, the joined
+ * streams with it. */
+static CUresult host_node(struct ds_tenant *t, struct ds_vstream *o, uint64_t oh,
+                          const ds_node_params *p)
+{
+    struct ds_vstream **j = NULL;
+    ds_handle node;
+    uint32_t nj;
+    CUresult rc = seal_joined(t, o, oh, &j, &nj);
+
+    if (rc == CUDA_SUCCESS)
+        rc = ds__gnode_add(t, o->into, p, o->into_deps, o->ninto_deps, &node);
+    if (rc == CUDA_SUCCESS)
+        rc = set_deps(o, &node, 1);
+    if (rc == CUDA_SUCCESS)
+        rc = restart(t, o, j, nj);
+    free(j);
+    return rc;
+}
+
+CUresult ds__ops_capture_host_fn(struct ds_tenant *t, const ds_capture_host_fn_args *a,
+                                 ds_int_res *r)
+{
+    ds_node_params p = { .kind = DS_NODE_HOST };
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    struct ds_vstream *o;
+    struct ds_bstream *s;
+    uint64_t id = 0, oh = 0;
+    CUresult rc;
+
+    r->ds_int_res_u.value = 0;
+    if (ds__tenant_stream(t, a->stream, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* The legacy stream is never captured (ops_graph.c). */
+    if (s != NULL && (rc = ds_error_to_cu(t->ops->capture_info(t->be, s, &status, &id))) !=
+                         CUDA_SUCCESS)
+        return rc;
+    if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return CUDA_SUCCESS;
+    if (a->host.fn == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    o = ds__ops_ghcopy_origin(t, id, &oh);
+    if (o == NULL || (o->into != 0 && ((struct ds_vgraph *)ds_handles_get(
+                                           &t->h, o->into, DS_H_GRAPH))->embedded)) {
+        ds_warn("a host function in a capture into a conditional node's body is not served");
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (o->into == 0 && (rc = own_graph(t, o)) != CUDA_SUCCESS)
+        return rc;
+    p.ds_node_params_u.host = a->host;
+    if ((rc = host_node(t, o, oh, &p)) != CUDA_SUCCESS) {
+        abandon(t, o, oh);
+        return rc;
+    }
+    r->ds_int_res_u.value = 1;
     return CUDA_SUCCESS;
 }

@@ -141,10 +141,16 @@ static int has_host(struct ds_tenant *t, const struct ds_vgraph *g)
 }
 
 /* The graph a child graph node copies: a built graph without nodes that run in the
- * tenant's process, which a graph replayed as one piece by the backend could not reach. */
+ * tenant's process, which a graph replayed as one piece by the backend could not reach,
+ * or a part of a capture into a graph (ops_gcapture.c), which is the backend's alone. */
 CUresult ds__gnode_child_of(struct ds_tenant *t, uint64_t h, struct ds_vgraph **out)
 {
-    CUresult rc = ds__gnode_built(t, h, out);
+    CUresult rc;
+
+    *out = ds_handles_get(&t->h, h, DS_H_GRAPH);
+    if (*out != NULL && !(*out)->built && (*out)->embedded)
+        return CUDA_SUCCESS;
+    rc = ds__gnode_built(t, h, out);
 
     if (rc == CUDA_SUCCESS && has_host(t, *out)) {
         ds_warn("a child graph with host nodes, or copies of pageable host memory, is not "
@@ -179,9 +185,10 @@ CUresult ds__ops_gnode_describe(struct ds_tenant *t, const ds_node_params *p,
     case DS_NODE_MEM_ALLOC:
     case DS_NODE_MEM_FREE:
         /* Only added as themselves (ds__gcond_add, add_mem): a conditional node's handle
-         * and bodies are its graph's, an allocation node's memory is its own. */
-        ds_warn("conditional and memory nodes cannot be copied (clone, child graph) or run "
-                "in stages (with host nodes)");
+         * and bodies are its graph's, an allocation node's memory is its own.  Stages
+         * describe memory nodes themselves (ops_gstage.c). */
+        ds_warn("conditional and memory nodes cannot be copied (clone, child graph), and "
+                "conditional nodes cannot run in stages (with host nodes)");
         return CUDA_ERROR_NOT_SUPPORTED;
     case DS_NODE_KERNEL:
         d->kind = DS_GNODE_KERNEL;

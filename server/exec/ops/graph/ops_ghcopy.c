@@ -4,13 +4,21 @@
  * the graph runs.  The executor cannot reach that memory, and a captured graph is the
  * backend's, which cannot be cut around one of its nodes as built graphs are
  * (ops_gstage.c).  So the capture records a device copy between the tenant's device
- * memory and staging memory of the graph's own (graph memory, ops_gmem.c), and an
- * instance of the graph runs in stages: the tenant fills the staging memory of every copy
- * to the device before the graph runs, and empties that of every copy to the host, in
- * capture order, once it has run.  The device side of each copy happens at the node's
- * turn; the host side gives what CUDA's gives, because nothing else in a captured graph
- * reaches the tenant's pageable memory (host functions cannot be captured here), save a
- * copy from host memory an earlier copy of the same capture writes, which is refused.
+ * memory and staging memory of the graph's own (graph memory, ops_gmem.c), and the
+ * tenant does the host side of the copy, in capture order:
+ *
+ * - in a plain capture, an instance of the graph runs in stages: the tenant fills the
+ *   staging memory of every copy to the device before the graph runs, and empties that
+ *   of every copy to the host once it has run.  This gives CUDA's bytes because nothing
+ *   else in such a graph reaches the tenant's pageable memory, save a copy from host
+ *   memory an earlier copy of the same capture writes, which is refused;
+ * - in a capture into a graph (one of the tenant's, or the capture's own once it met a
+ *   host function, ops_gcapture.c), each part captured between two changes of the
+ *   dependencies becomes a child graph node, and its copies become memcpy nodes of the
+ *   graph around that node (ds__ops_ghcopy_nodes), done by the tenant at their turn
+ *   like any copy node of its own memory, so host functions between the parts see
+ *   them, and they see what host functions wrote.
+ *
  * A copy on a stream that joined the capture (by waiting for an event of it) belongs to
  * it by the backend's capture id.
  */
@@ -39,8 +47,7 @@ uint64_t ds__ops_ghcopy_capture(struct ds_tenant *t, struct ds_vstream *s)
     return capture_of(t, s->real);
 }
 
-/* The stream whose cuStreamBeginCapture began capture `id`, or NULL. */
-static struct ds_vstream *origin(struct ds_tenant *t, uint64_t id)
+struct ds_vstream *ds__ops_ghcopy_origin(struct ds_tenant *t, uint64_t id, uint64_t *handle)
 {
     uint32_t cur = 0;
     uint64_t h;
@@ -48,10 +55,21 @@ static struct ds_vstream *origin(struct ds_tenant *t, uint64_t id)
     while ((h = ds_handles_next(&t->h, DS_H_STREAM, &cur)) != 0) {
         struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
 
-        if (s->capturing && capture_of(t, s->real) == id)
+        if (s->capturing && capture_of(t, s->real) == id) {
+            *handle = h;
             return s;
+        }
     }
     return NULL;
+}
+
+/* Whether o captures into a conditional node's body, which runs on the device as often
+ * as its condition says and cannot wait for the tenant's process. */
+static int into_body(struct ds_tenant *t, const struct ds_vstream *o)
+{
+    struct ds_vgraph *g = ds_handles_get(&t->h, o->into, DS_H_GRAPH);
+
+    return o->into != 0 && (g == NULL || g->embedded);
 }
 
 static int overlap(uint64_t a, uint64_t n, uint64_t b, uint64_t m)
@@ -107,7 +125,7 @@ CUresult ds__ops_capture_host_copy(struct ds_tenant *t, const ds_capture_copy_ar
 {
     struct ds_vstream *o;
     struct ds_bstream *s;
-    uint64_t id;
+    uint64_t id, oh;
     CUresult rc;
 
     r->ds_int_res_u.value = 0;
@@ -115,10 +133,11 @@ CUresult ds__ops_capture_host_copy(struct ds_tenant *t, const ds_capture_copy_ar
         return CUDA_ERROR_INVALID_HANDLE;
     /* A stream not captured, or one whose capture is not the tenant's to end: the copy
      * goes as any other, with what the backend says of it. */
-    if ((id = capture_of(t, s)) == 0 || (o = origin(t, id)) == NULL)
+    if ((id = capture_of(t, s)) == 0 || (o = ds__ops_ghcopy_origin(t, id, &oh)) == NULL)
         return CUDA_SUCCESS;
-    if (o->into != 0) {
-        ds_warn("a copy of pageable memory in a capture into a graph is not served");
+    if (into_body(t, o)) {
+        ds_warn("a copy of pageable memory in a capture into a conditional node's body is "
+                "not served");
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     if (a->size == 0 || a->host == 0 || (a->to_device != 0 && a->to_device != 1) ||
@@ -161,6 +180,51 @@ CUresult ds__ops_ghcopy_captured(struct ds_tenant *t, uint64_t id, struct ds_vgr
         }
         g->hcopies[g->nhcopies++] = h->copy;
         g->gmems[g->ngmems++] = h->m;
+    }
+    t->nhcap = kept;
+    return rc;
+}
+
+/* Copy h as a memcpy node of built graph gh after deps, which holds h's staging memory
+ * from then on; its handle appended to *out (*nout).  *taken says whether the node was
+ * made (and the memory is its). */
+static CUresult add_node(struct ds_tenant *t, const struct ds_hcap *h, uint64_t gh,
+                         const uint64_t *deps, uint32_t ndeps, uint64_t **out,
+                         uint32_t *nout, int *taken)
+{
+    ds_node_params p = { .kind = DS_NODE_MEMCPY };
+    ds_handle node;
+    CUresult rc;
+
+    p.ds_node_params_u.copy = h->copy;
+    *taken = 0;
+    if ((rc = ds__gnode_add(t, gh, &p, deps, ndeps, &node)) != CUDA_SUCCESS)
+        return rc;
+    ds__gnode_of(t, node, gh)->gmem = h->m;
+    *taken = 1;
+    return ds__gnode_append_handle(out, nout, node) == 0 ? CUDA_SUCCESS
+                                                         : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult ds__ops_ghcopy_nodes(struct ds_tenant *t, uint64_t id, int to_device, uint64_t gh,
+                              const uint64_t *deps, uint32_t ndeps, uint64_t **out,
+                              uint32_t *nout)
+{
+    CUresult rc = CUDA_SUCCESS;
+    uint32_t kept = 0;
+    int taken = 0;
+
+    for (uint32_t i = 0; i < t->nhcap; i++) {
+        struct ds_hcap h = t->hcap[i];
+
+        if (h.capture == id && id != 0 && rc == CUDA_SUCCESS &&
+            (h.copy.host == DS_COPY_SRC_HOST) == (to_device != 0))
+            rc = add_node(t, &h, gh, deps, ndeps, out, nout, &taken);
+        else
+            taken = 0;
+        /* A copy not taken stays the capture's, which releases it when it ends. */
+        if (!taken)
+            t->hcap[kept++] = h;
     }
     t->nhcap = kept;
     return rc;

@@ -182,13 +182,49 @@ static struct ds_vnode *new_node(uint64_t graph, const ds_node_params *p, const 
 static CUresult add_node(struct ds_tenant *t, uint64_t gh, const ds_node_params *p,
                          const uint64_t *deps, uint32_t ndeps, ds_handle *out);
 
+/* A copy of c, a captured part of a capture into a graph (ops_gcapture.c), for a clone
+ * of that graph: the backend's graph of c cannot be copied node by node, so the copy is a
+ * backend graph that runs a copy of it as its one child graph node, and holds c's graph
+ * memory too.  Its handle in *copy. */
+static CUresult copy_captured(struct ds_tenant *t, const struct ds_vgraph *c, uint64_t *copy)
+{
+    struct ds_gnode_desc d = { .kind = DS_GNODE_CHILD, .child = c->real };
+    struct ds_vgraph *v = calloc(1, sizeof(*v));
+    struct ds_bnode *n;
+    CUresult rc;
+
+    if (v == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *v = (struct ds_vgraph){ .ctx = c->ctx, .embedded = 1, .frozen = 1 };
+    if ((rc = ds_error_to_cu(t->ops->graph_create(t->be, 0, (struct ds_bgraph **)&v->real))) !=
+        CUDA_SUCCESS) {
+        free(v);
+        return rc;
+    }
+    rc = ds_error_to_cu(t->ops->graph_add_node(t->be, v->real, &d, NULL, 0, &n));
+    if (rc == CUDA_SUCCESS && c->ngmems > 0 &&
+        (v->gmems = malloc(c->ngmems * sizeof(*v->gmems))) == NULL)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; rc == CUDA_SUCCESS && i < c->ngmems; i++) {
+        v->gmems[v->ngmems++] = c->gmems[i];
+        c->gmems[i]->refs++;
+    }
+    if (rc == CUDA_SUCCESS && (*copy = ds_handles_add(&t->h, DS_H_GRAPH, v)) == 0)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CUDA_SUCCESS)
+        ds__ops_graph_free(t, v);
+    return rc;
+}
+
 /* A child graph node's own copy of graph h, as CUDA makes one: its handle in *copy. */
 static CUresult copy_child(struct ds_tenant *t, uint64_t h, uint64_t *copy)
 {
-    struct ds_vgraph *g;
+    struct ds_vgraph *g = ds_handles_get(&t->h, h, DS_H_GRAPH);
     ds_handle_res r;
     CUresult rc;
 
+    if (g != NULL && !g->built && g->embedded)
+        return copy_captured(t, g, copy);
     if ((rc = ds__gnode_child_of(t, h, &g)) != CUDA_SUCCESS ||
         (rc = ds__ops_graph_clone(t, &h, &r)) != CUDA_SUCCESS)
         return rc;
@@ -531,6 +567,17 @@ static CUresult clone_edges(struct ds_tenant *t, const struct ds_vgraph *g,
     return rc;
 }
 
+/* Clone node c of node n (handle h): the copy of a captured copy of pageable memory
+ * (ops_ghcopy.c) holds its staging memory too. */
+static void keep_origin(struct ds_vnode *c, uint64_t h, const struct ds_vnode *n)
+{
+    c->origin = h;
+    if (n->params.kind == DS_NODE_MEMCPY && n->gmem != NULL) {
+        c->gmem = n->gmem;
+        c->gmem->refs++;
+    }
+}
+
 /* A copy of a built graph: its nodes first, then its edges (a node may depend on one
  * added after it). */
 CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_res *r)
@@ -555,7 +602,7 @@ CUresult ds__ops_graph_clone(struct ds_tenant *t, const ds_handle *h, ds_handle_
         else
             rc = add_node(t, ch, &n->params, NULL, 0, &node);
         if (rc == CUDA_SUCCESS)
-            ((struct ds_vnode *)ds_handles_get(&t->h, node, DS_H_NODE))->origin = g->nodes[i];
+            keep_origin(ds_handles_get(&t->h, node, DS_H_NODE), g->nodes[i], n);
     }
     if (rc == CUDA_SUCCESS)
         rc = clone_edges(t, g, c, ch);

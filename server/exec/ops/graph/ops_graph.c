@@ -25,8 +25,10 @@ CUresult ds__ops_capture_begin(struct ds_tenant *t, const ds_capture_args *a, ds
     if (s->capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
     rc = t->ops->capture_begin(t->be, s->real, a->mode);
-    if (rc == 0)
+    if (rc == 0) {
         s->capturing = 1;
+        s->mode = a->mode;
+    }
     return ds_error_to_cu(rc);
 }
 

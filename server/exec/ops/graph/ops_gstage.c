@@ -115,6 +115,18 @@ static CUresult add_call(struct ds_gstage *s, uint64_t h, const struct ds_vnode 
     return CUDA_SUCCESS;
 }
 
+/* A memory node's memory is made when the node is added and kept until the node and the
+ * instances of its graph are gone (ops_gmem.c), so in a stage the node only orders, as
+ * an empty node does. */
+static CUresult describe(struct ds_tenant *t, const ds_node_params *p, struct ds_gnode_desc *d,
+                         struct ds_gnode_scratch *sc)
+{
+    if (p->kind != DS_NODE_MEM_ALLOC && p->kind != DS_NODE_MEM_FREE)
+        return ds__ops_gnode_describe(t, p, d, sc);
+    *d = (struct ds_gnode_desc){ .kind = DS_GNODE_EMPTY };
+    return CUDA_SUCCESS;
+}
+
 /* Device node v (handle h, index i) joins stage s (level l), after its dependencies of
  * the same stage; real[] holds each placed node's backend node by index. */
 static CUresult add_device(struct ds_tenant *t, struct ds_gstage *s, uint64_t h,
@@ -135,7 +147,7 @@ static CUresult add_device(struct ds_tenant *t, struct ds_gstage *s, uint64_t h,
         if (level[dv->mark] == l && !ds__gnode_in_tenant(&dv->params))
             deps[nd++] = real[dv->mark];
     }
-    rc = ds__ops_gnode_describe(t, &v->params, &d, &sc);
+    rc = describe(t, &v->params, &d, &sc);
     if (rc == CUDA_SUCCESS && s->g == NULL)
         rc = ds_error_to_cu(t->ops->graph_create(t->be, 0, &s->g));
     if (rc == CUDA_SUCCESS)
