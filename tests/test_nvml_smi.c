@@ -303,7 +303,10 @@ static int smi(const char *args, char *out, size_t len)
     slash = strrchr(lib, '/');
     cr_assert_not_null(slash);
     *slash = '\0';
-    snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s nvidia-smi %s 2>&1", lib, args);
+    /* Ahead of the caller's path, not instead of it: that is where our libcuda's own
+     * libraries (libtirpc, libuv) are found on a machine without them installed. */
+    snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} nvidia-smi %s 2>&1",
+             lib, args);
     p = popen(cmd, "r");
     cr_assert_not_null(p);
     while (n + 1 < len && (got = fread(out + n, 1, len - 1 - n, p)) > 0)
