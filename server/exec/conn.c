@@ -242,6 +242,7 @@ static int reply(struct ds_conn *c, const struct ds_call *call, enum accept_stat
     c->sock.x_op = XDR_ENCODE;
     if (!xdr_replymsg(&c->sock, &m) || !ds_rec_endofrecord(&c->sock, TRUE))
         return DS_EIO;
+    c->replies++;
     return 0;
 }
 

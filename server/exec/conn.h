@@ -30,6 +30,7 @@ struct ds_conn {
     struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
+    unsigned long long replies; /* round trips the tenant made, for the log */
     unsigned turns; /* looks at the ring, to look at the socket first now and then */
     int nowait;     /* the socket is being looked at: a read does not wait */
     struct ds_tlsrec *tls; /* a TLS tenant's stream protection, or NULL */

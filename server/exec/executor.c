@@ -811,8 +811,8 @@ static void log_paths(void)
 {
     struct ds_rec_stats st;
 
-    ds_debug("calls from the ring: %llu, from the socket: %llu", conn.from_ring,
-             conn.from_socket);
+    ds_debug("calls from the ring: %llu, from the socket: %llu; replies: %llu", conn.from_ring,
+             conn.from_socket, conn.replies);
     ds_rec_stats(&conn.sock, &st);
     ds_debug("socket bytes in place: %llu read, %llu sent; through the buffer: %llu read, "
              "%llu sent", st.in_direct, st.out_direct, st.in_buffered, st.out_buffered);
