@@ -167,6 +167,11 @@ int ds_tlsrec_sendv(struct ds_tlsrec *r, const struct iovec *iov, int n)
 
     if (r->tx.aead == NULL)
         return ds_sendv_all(r->fd, iov, n);
+    /* A record gathers at most all the pieces and its type byte (seal_one's parts). */
+    if (n < 0 || n > DS_SENDV_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
     for (int i = 0; i < n; i++)
         left += iov[i].iov_len;
     while (left > 0) {

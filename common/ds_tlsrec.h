@@ -46,7 +46,8 @@ void ds_tlsrec_free(struct ds_tlsrec *r);
  * damaged, after which the stream is unusable). */
 ssize_t ds_tlsrec_recv(struct ds_tlsrec *r, void *buf, size_t len, int flags);
 
-/* Send all of iov[0..n).  Returns 0, or -1 with errno. */
+/* Send all of iov[0..n), n at most DS_SENDV_MAX (ds_sock.h).  Returns 0, or -1 with
+ * errno. */
 int ds_tlsrec_sendv(struct ds_tlsrec *r, const struct iovec *iov, int n);
 
 /* Bytes opened and not yet taken, or 1 for a whole record read and not yet opened (or

@@ -247,6 +247,7 @@ def write_md(path, meta, rows, runs):
                            ("date_utc", "Date (UTC)"), ("host_cpu", "Host CPU"),
                            ("torch_version", "PyTorch"), ("build", "Build"),
                            ("commit", "Commit"), ("params", "Sizes"),
+                           ("loopback", "TCP on 127.0.0.1 without detshare"),
                            ("server_exit", "Server exit status (0: clean stop)")):
             f.write(f"- {label}: {'—' if meta.get(key) is None else meta[key]}\n")
         f.write(f"\nEach value is the median over {meta['rounds']} of each round's median of "
@@ -395,6 +396,13 @@ def main():
         f"{first_info(infos, 'launches', driver_parts)} launches per repeat, "
         f"{params} MiB large copies, {first_info(infos, 'repeats', driver_parts)} repeats",
     }
+    loop = first_info(infos, "tcp_rtt_us", ("loopback",))
+    if loop is not None:
+        meta["loopback"] = (f"round trip {loop} us (64 bytes, both ends polling); "
+                            f"{first_info(infos, 'tcp_gbps_1', ('loopback',))} GB/s over one "
+                            f"connection, {first_info(infos, 'tcp_gbps_2', ('loopback',))} "
+                            f"over two, {first_info(infos, 'tcp_gbps_4', ('loopback',))} "
+                            "over four (loopback_bench)")
     if args.device_kind == "sim":
         meta["note"] = SIM_NOTE
     rows = build_rows(metrics, runs)

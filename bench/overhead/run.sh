@@ -191,6 +191,10 @@ idle() {
 echo "bench/overhead: device $device${gpu:+ ($gpu)}, build $build, modes ${modes[*]}"
 echo "  results: $out/$name.{json,md,png}"
 start_server
+# The loopback's own TCP costs, once: the floor the tcp column is read against.
+if wanted micro && [ -x "$build/bench/loopback_bench" ]; then
+    tenant loopback native 1 "$limit" "$build/bench/loopback_bench"
+fi
 if wanted micro; then rounds micro "$nrounds" "$limit" "$bench" -r 5 -s "$copy_mib" micro; fi
 if wanted startup; then rounds startup 1 "$limit" "$bench" -r 10 startup; fi
 if wanted idle; then for m in "${modes[@]}"; do idle "$m"; done; fi

@@ -566,6 +566,7 @@ static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *k
 {
     char name[DS_NAME_MAX + 1];
     struct ds_tls *session = NULL;
+    struct ds_tls_pipe guard;
     ds_class klass;
     CUresult rc;
 
@@ -573,14 +574,16 @@ static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *k
     *tls = a->kind == DS_ADDR_TCP && ds__tls_wanted();
     if (!*tls)
         return ds__token_present(fd, NULL, conn.where, name);
-    if (ds__tls_start(fd, a, conn.where, &session) != CUDA_SUCCESS)
-        return CUDA_ERROR_NO_DEVICE;
-    rc = ds__token_present(fd, session, conn.where, name);
+    ds__tls_pipe_begin(&guard);
+    rc = ds__tls_start(fd, a, conn.where, &session);
+    if (rc == CUDA_SUCCESS)
+        rc = ds__token_present(fd, session, conn.where, name);
     if (rc == CUDA_SUCCESS && ds_tls_keys(session, keys) != 0) {
         ds_error("cannot derive the TLS stream's keys for %s", conn.where);
         rc = CUDA_ERROR_NO_DEVICE;
     }
     ds_tls_free(session);
+    ds__tls_pipe_end(&guard);
     return rc;
 }
 

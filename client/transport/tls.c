@@ -3,8 +3,10 @@
 #include "ds_log.h"
 #include "ds_tls.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* DETSHARE_TLS_CA, when set and not empty. */
 static const char *ca_file(void)
@@ -40,4 +42,28 @@ CUresult ds__tls_start(int fd, const struct ds_addr *a, const char *where, struc
         return CUDA_ERROR_NO_DEVICE;
     }
     return CUDA_SUCCESS;
+}
+
+void ds__tls_pipe_begin(struct ds_tls_pipe *g)
+{
+    sigset_t pipe, pending;
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    g->pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+void ds__tls_pipe_end(struct ds_tls_pipe *g)
+{
+    sigset_t pipe;
+    struct timespec zero = { 0, 0 };
+
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (!g->pending)
+        while (sigtimedwait(&pipe, NULL, &zero) == SIGPIPE)
+            ;
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }

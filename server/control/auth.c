@@ -22,8 +22,13 @@ struct ds_auth {
     int mode; /* enum mode */
     struct ds_tls *tls;
     int handshaken;
+    size_t tls_bytes; /* read from a TLS connection so far */
     unsigned char in[4096]; /* bytes of a TLS connection, or the first byte of any */
 };
+
+/* Bytes a TLS connection may send before its preface is in: a tenant's handshake and
+ * preface take a few KiB; more would only pile up in the session's buffers. */
+#define TLS_BYTES_MAX (64u * 1024)
 
 /* How a connection's bytes are read: a TCP tenant of a server with TLS shows by its
  * first byte whether it speaks TLS (a handshake record) or not (a preface's marker). */
@@ -128,9 +133,18 @@ static int tls_flush(uv_stream_t *client, struct ds_tls *t)
 static void tls_took(struct ds_auth *a, size_t n)
 {
     char why[300], msg[340];
-    int rc = ds_tls_feed(a->tls, a->in, n);
+    int rc;
 
-    if (rc == 0 && !a->handshaken) {
+    a->tls_bytes += n;
+    if (a->tls_bytes > TLS_BYTES_MAX) {
+        finish(a, NULL, 0, "it sent more than a TLS handshake and a preface unanswered");
+        return;
+    }
+    if (ds_tls_feed(a->tls, a->in, n) != 0) {
+        finish(a, NULL, 0, "the server has no memory for the TLS handshake");
+        return;
+    }
+    if (!a->handshaken) {
         rc = ds_tls_handshake(a->tls, why, sizeof(why));
         if (tls_flush(a->client, a->tls) != 0 && rc >= 0) {
             snprintf(why, sizeof(why), "cannot send the handshake");
@@ -234,6 +248,7 @@ int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const char *peer,
     client->data = a;
     rc = uv_read_start(client, on_alloc, on_read);
     if (rc != 0) {
+        client->data = NULL;
         free(a);
         return rc;
     }

@@ -63,7 +63,8 @@ typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name, i
  * under tls_only.  Over TLS, the whole preface is read whatever its records' sizes
  * (the tenant sends nothing after it until the answer), and ds_auth_done's stream keeps
  * the session: ds_auth_answer answers through it, ds_auth_keys gives the keys of the
- * rest of the stream, ds_auth_forget frees it.  Returns 0, or a libuv error (the stream is
+ * rest of the stream, ds_auth_forget frees it.  client->data is auth.c's: NULL when the
+ * stream comes, NULL or that session after.  Returns 0, or a libuv error (the stream is
  * then still the caller's): UV_EBUSY when DS_AUTH_MAX are waiting already, UV_EAGAIN
  * when DS_AUTH_PER_PEER of them are peer's. */
 int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const char *peer,

@@ -202,6 +202,8 @@ static uv_stream_t *new_client(struct listener *l)
         uv_tcp_nodelay(t, 1);
         s = (uv_stream_t *)t;
     }
+    /* Where auth.c keeps a TLS session once the preface is in (auth.h). */
+    s->data = NULL;
     return s;
 }
 
