@@ -7,32 +7,44 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int ds_preface_send(int sock, const void *token, size_t token_len, const char *name)
+size_t ds_preface_encode(unsigned char *buf, const void *token, size_t token_len,
+                         const char *name)
 {
-    unsigned char buf[DS_PREFACE_MAX];
     size_t name_len = strnlen(name, DS_NAME_MAX), n = 0;
-    ssize_t sent;
 
     if (token_len > DS_TOKEN_MAX)
-        return DS_EINVAL;
+        return 0;
     buf[n++] = DS_PREFACE_MARKER;
     buf[n++] = (unsigned char)token_len;
     memcpy(buf + n, token, token_len);
     n += token_len;
     buf[n++] = (unsigned char)name_len;
     memcpy(buf + n, name, name_len);
-    n += name_len;
+    return n + name_len;
+}
+
+int ds_preface_send(int sock, const void *token, size_t token_len, const char *name)
+{
+    unsigned char buf[DS_PREFACE_MAX];
+    size_t n = ds_preface_encode(buf, token, token_len, name);
+    ssize_t sent;
+
+    if (n == 0)
+        return DS_EINVAL;
     do
         sent = send(sock, buf, n, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
+    explicit_bzero(buf, sizeof(buf));
     return sent == (ssize_t)n ? 0 : DS_EIO;
 }
 
-/* Exactly len bytes.  Returns 0 or DS_EIO. */
-static int recv_all(int sock, unsigned char *buf, size_t len)
+static int recv_all(void *h, void *buf, size_t len)
 {
+    int sock = *(int *)h;
+    unsigned char *p = buf;
+
     while (len > 0) {
-        ssize_t n = recv(sock, buf, len, 0);
+        ssize_t n = recv(sock, p, len, 0);
 
         if (n < 0 && errno == EINTR)
             continue;
@@ -41,30 +53,35 @@ static int recv_all(int sock, unsigned char *buf, size_t len)
                 errno = ECONNRESET;
             return DS_EIO;
         }
-        buf += n;
+        p += n;
         len -= (size_t)n;
     }
     return 0;
 }
 
-int ds_preface_await(int sock, char *why, size_t len)
+int ds_preface_await_with(ds_preface_read_fn rd, void *h, char *why, size_t len)
 {
     unsigned char head[2], text[DS_PREFACE_REASON_MAX];
     size_t n;
 
-    if (recv_all(sock, head, 1) != 0)
+    if (rd(h, head, 1) != 0)
         return DS_EIO;
     if (head[0] == DS_PREFACE_ACCEPTED)
         return 0;
     if (head[0] != DS_PREFACE_REFUSED)
         return DS_EPROTO;
-    if (recv_all(sock, head + 1, 1) != 0 || recv_all(sock, text, head[1]) != 0)
+    if (rd(h, head + 1, 1) != 0 || rd(h, text, head[1]) != 0)
         return DS_EIO;
     for (n = 0; n < head[1] && n + 1 < len; n++)
         why[n] = text[n] >= 32 && text[n] < 127 ? (char)text[n] : '?';
     if (len > 0)
         why[n] = '\0';
     return 1;
+}
+
+int ds_preface_await(int sock, char *why, size_t len)
+{
+    return ds_preface_await_with(recv_all, &sock, why, len);
 }
 
 int ds_preface_missing(const unsigned char *buf, size_t have)

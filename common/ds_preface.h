@@ -40,10 +40,21 @@ struct ds_preface {
  * longer than DS_TOKEN_MAX, or DS_EIO. */
 int ds_preface_send(int sock, const void *token, size_t token_len, const char *name);
 
+/* The same preface into buf (DS_PREFACE_MAX bytes), for a stream that is not a plain
+ * socket (TLS): returns its length, or 0 when the token is longer than DS_TOKEN_MAX. */
+size_t ds_preface_encode(unsigned char *buf, const void *token, size_t token_len,
+                         const char *name);
+
 /* Tenant side: wait for the answer.  Returns 0 when accepted; 1 when refused, with the
  * reason in why (terminated, unprintable bytes replaced); DS_EIO when the connection
  * ended first; DS_EPROTO when the answer is malformed. */
 int ds_preface_await(int sock, char *why, size_t len);
+
+/* Read exactly len bytes into buf: 0, or DS_EIO. */
+typedef int (*ds_preface_read_fn)(void *h, void *buf, size_t len);
+
+/* ds_preface_await reading through rd(h, ...). */
+int ds_preface_await_with(ds_preface_read_fn rd, void *h, char *why, size_t len);
 
 /* Server side: how many more bytes the first `have` bytes of a preface need to be
  * complete: 0 when complete, DS_EPROTO when they cannot start one.  Reading exactly

@@ -3,6 +3,7 @@
 # The CUDA toolkit itself is expected to be installed already (/usr/local/cuda).
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config rpcsvc-proto libtirpc-dev libuv1-dev libzstd-dev libcriterion-dev libmsgpack-dev procps jq
+    libssl-dev openssl
     python3-numpy g++ libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
     libcurl4-openssl-dev python3-grpcio python3-protobuf)
 # deploy/kubernetes's checks (scripts/check-k8s-manifests.sh) and the container image

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "exec_spawn.h"
 
+#include "ds_tls.h"
+
 #include "ds_fdpass.h"
 
 #include <errno.h>
@@ -116,10 +118,23 @@ int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spaw
 #define TAKEN 'A'
 /* The tag the connection is handed over with. */
 #define TENANT 'T'
+/* ...a TLS tenant's, its stream keys in the next message. */
+#define TENANT_TLS 'K'
 
-int ds_spawn_handover(struct ds_spawned *e, int tenant_fd)
+int ds_spawn_handover(struct ds_spawned *e, int tenant_fd, const struct ds_tls_keys *keys)
 {
-    return ds_fd_send(e->ctl, TENANT, tenant_fd) == 0 ? 0 : -1;
+    ssize_t n;
+
+    if (ds_fd_send(e->ctl, keys != NULL ? TENANT_TLS : TENANT, tenant_fd) != 0)
+        return -1;
+    if (keys == NULL)
+        return 0;
+    do
+        n = send(e->ctl, keys, sizeof(*keys), MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0 && n != (ssize_t)sizeof(*keys))
+        errno = EMSGSIZE;
+    return n == (ssize_t)sizeof(*keys) ? 0 : -1;
 }
 
 int ds_spawn_taken(struct ds_spawned *e)
@@ -155,7 +170,20 @@ static struct {
     int running; /* started, not yet joined */
     int ended;   /* eventfd, written as the thread ends */
     int fd;
+    int tls;     /* keys came with fd */
+    struct ds_tls_keys keys;
 } taker = { .ended = -1, .fd = -1 };
+
+/* The keys after a TENANT_TLS descriptor.  Returns 1 when they came whole. */
+static int take_keys(void)
+{
+    ssize_t n;
+
+    do
+        n = recv(DS_EXEC_CTL_FD, &taker.keys, sizeof(taker.keys), 0);
+    while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(taker.keys);
+}
 
 static void *take(void *arg)
 {
@@ -167,7 +195,9 @@ static void *take(void *arg)
         errno = 0;
         rc = ds_fd_recv(DS_EXEC_CTL_FD, &tag, &fd);
     } while (rc != 0 && errno == EINTR);
-    if (rc == 0 && tag != TENANT) {
+    if (rc == 0 && tag == TENANT_TLS)
+        taker.tls = take_keys();
+    if (rc == 0 && tag != TENANT && !taker.tls) {
         close(fd);
         fd = -1;
     }
@@ -234,6 +264,16 @@ void ds_spawn_stop_taking(void)
     shutdown(DS_EXEC_CTL_FD, SHUT_RD);
     while (!taker_ended(-1))
         ;
+}
+
+int ds_spawn_tenant_keys(struct ds_tls_keys *k)
+{
+    if (!taker.tls)
+        return 0;
+    *k = taker.keys;
+    explicit_bzero(&taker.keys, sizeof(taker.keys));
+    taker.tls = 0;
+    return 1;
 }
 
 int ds_spawn_await_tenant(const volatile sig_atomic_t *stop)

@@ -46,8 +46,10 @@ int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spaw
 /* Give the executor its tenant's connection, keeping the control end open for the
  * executor's word that it took it (ds_spawn_taken).  The executor need not have
  * finished starting: the descriptor waits in the socket.  Returns 0, or -1 with errno
- * set (EPIPE: the executor is leaving, or has died). */
-int ds_spawn_handover(struct ds_spawned *e, int tenant_fd);
+ * set (EPIPE: the executor is leaving, or has died).  keys, when not NULL, are a TLS
+ * tenant's stream keys (ds_tls.h), sent with the descriptor. */
+struct ds_tls_keys;
+int ds_spawn_handover(struct ds_spawned *e, int tenant_fd, const struct ds_tls_keys *keys);
 
 /* Whether the executor took the connection handed to it: 1 when it said so, 0 when it
  * has not yet, -1 when it never will (it closed its end: it has died).  Does not wait. */
@@ -75,5 +77,9 @@ void ds_spawn_stop_taking(void);
  * descriptor (close-on-exec), or -1 when *stop was set first or none will come (the
  * control process closed the pair: it stops, or has died; or ds_spawn_stop_taking). */
 int ds_spawn_await_tenant(const volatile sig_atomic_t *stop);
+
+/* The stream keys that came with a TLS tenant's connection: 1 with *k set (and the
+ * executor's copy wiped), 0 for a tenant without TLS. */
+int ds_spawn_tenant_keys(struct ds_tls_keys *k);
 
 #endif

@@ -1,5 +1,6 @@
 /* detshare-server: option parsing; the work is in control.c and executor.c. */
 #include "config.h"
+#include "ds_tls.h"
 #include "control.h"
 #include "ds_error.h"
 #include "ds_log.h"
@@ -249,6 +250,35 @@ static int set_policy_dir(const char *dir)
     return 0;
 }
 
+/* --tls-cert, --tls-key and --tls-only.  Returns 0, or 2 after saying why. */
+static int set_tls(struct ds_server_config *cfg, const char *cert, const char *key)
+{
+    char why[320], where[300] = "";
+
+    for (int i = 0; i < cfg->nlisten && where[0] == '\0'; i++)
+        if (cfg->listen[i].kind != DS_ADDR_UNIX)
+            ds_addr_format(&cfg->listen[i], where, sizeof(where));
+    if ((cert == NULL) != (key == NULL) || (cfg->tls_only && cert == NULL)) {
+        ds_error("%s", cfg->tls_only && cert == NULL
+                           ? "--tls-only needs --tls-cert and --tls-key"
+                           : "--tls-cert and --tls-key go together");
+        return 2;
+    }
+    if (cert == NULL)
+        return 0;
+    if ((cfg->tls = ds_tls_server_ctx(cert, key, why, sizeof(why))) == NULL) {
+        ds_error("cannot use --tls-cert %s with --tls-key %s: %s", cert, key,
+                 why);
+        return 2;
+    }
+    if (where[0] == '\0')
+        ds_warn("--tls-cert changes nothing: there is no TCP listener (Unix tenants never use TLS)");
+    else
+        ds_info("TCP tenants on %s%s may use TLS 1.3%s", where, cfg->nlisten > 1 ? "..." : "",
+                cfg->tls_only ? ", and must" : "");
+    return 0;
+}
+
 /* What --insecure means here, said once at start. */
 static void warn_insecure(const struct ds_server_config *cfg)
 {
@@ -315,6 +345,7 @@ struct cmdline {
     enum ds_mps_mode mps_mode;
     const char *device, *mps_dir, *policy_dir;
     int insecure;
+    const char *tls_cert, *tls_key;
 };
 
 /* What an option's function returns when the command line goes on. */
@@ -428,6 +459,15 @@ static int option_value(int c, const char *arg, struct ds_server_config *cfg,
     case 'U':
         cfg->unix_token = 1;
         break;
+    case 'C':
+        cl->tls_cert = arg;
+        break;
+    case 'K':
+        cl->tls_key = arg;
+        break;
+    case 'O':
+        cfg->tls_only = 1;
+        break;
     case 'a':
         if (set_admin(arg, cfg) != 0)
             return 2;
@@ -509,10 +549,12 @@ int main(int argc, char **argv)
     }
     if (cl.insecure)
         warn_insecure(&cfg);
-    if (check_tcp(&cfg, cl.insecure) != 0 || choose_device(cl.device, &cfg) != 0)
+    if (set_tls(&cfg, cl.tls_cert, cl.tls_key) != 0 || check_tcp(&cfg, cl.insecure) != 0 ||
+        choose_device(cl.device, &cfg) != 0)
         rc = 2;
     else
         rc = serve(&cfg, cl.mps_mode, cl.mps_dir);
     ds_tokens_free(tokens);
+    ds_tls_ctx_free(cfg.tls);
     return rc;
 }

@@ -28,6 +28,13 @@
       "allow TCP listeners without a token file: anyone who\n"                                \
       "can reach one (on loopback, every local user) can use\n"                               \
       "the GPU; traffic is never encrypted")                                                  \
+    X("tls-cert", 'C', 0, required_argument, "FILE",                                          \
+      "TCP tenants may use TLS 1.3 (DETSHARE_TLS=1 or\n"                                       \
+      "DETSHARE_TLS_CA): this certificate chain (PEM) names\n"                                 \
+      "the server to them; with --tls-key (docs/security.md)")                                 \
+    X("tls-key", 'K', 0, required_argument, "FILE", "the certificate's private key (PEM)")     \
+    X("tls-only", 'O', 0, no_argument, NULL,                                                  \
+      "refuse TCP tenants that do not use TLS (needs\n--tls-cert)")                             \
     X("unix-token", 'U', 0, no_argument, NULL,                                               \
       "Unix tenants must show a token too, from --token-file\n"                              \
       "or added through the admin socket (detshare-ctl token;\n"                              \

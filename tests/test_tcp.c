@@ -1,7 +1,8 @@
 /* Copies of a remote (TCP) tenant: their bytes travel in-band, in chunks, and must go
  * between the socket and their buffers in place on both sides (common/ds_rec.h), with
  * no round trip per host-to-device chunk, and at a speed near the socket's own, which
- * the test measures first on the same loopback. */
+ * the test measures first on the same loopback.  Launches over TCP are batched and take
+ * no round trip. */
 #include "ds_test.h"
 
 #include <arpa/inet.h>
@@ -315,5 +316,74 @@ Test(tcp, chunks_held_behind_the_gate_keep_their_bytes, .timeout = 120)
             cr_assert_fail("byte %zu is %u after the gate opened", i, back[i]);
     free(h);
     free(back);
+    ds_test_server_stop(&srv);
+}
+
+/* Every value after `key` in the server's log, in order; returns how many (at most n). */
+static int log_numbers(const char *key, double *v, int n)
+{
+    FILE *f = fopen(srv.log, "r");
+    char line[1024];
+    int k = 0;
+
+    cr_assert_not_null(f);
+    while (k < n && fgets(line, sizeof(line), f) != NULL) {
+        const char *at = strstr(line, key);
+
+        if (at != NULL && sscanf(at + strlen(key), "%lf", &v[k]) == 1)
+            k++;
+    }
+    fclose(f);
+    return k;
+}
+
+#define LAUNCHES 2000
+
+/* A TCP tenant that synchronises once, after `launches` launches. */
+static int launch_then_sync(void *arg)
+{
+    int launches = *(int *)arg, v = 1, count = 1;
+    CUfunction fill;
+    CUdeviceptr d;
+    void *params[] = { &d, &v, &count };
+
+    if (ds_test_connect() != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill") !=
+            CUDA_SUCCESS ||
+        cuMemAlloc(&d, 64) != CUDA_SUCCESS)
+        return 1;
+    for (int i = 0; i < launches; i++)
+        if (cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS)
+            return 2;
+    return cuCtxSynchronize() == CUDA_SUCCESS ? 0 : 3;
+}
+
+/* Launches are fire-and-forget over TCP as through the call ring: a tenant that
+ * launches LAUNCHES kernels before it synchronises makes as many round trips as one
+ * that launches none (each executor logs its replies as its tenant leaves). */
+Test(tcp, launches_take_no_round_trip, .timeout = 120)
+{
+    int counts[2] = { 0, LAUNCHES };
+    double replies[2], calls[2];
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    for (int k = 0; k < 2; k++) {
+        struct ds_test_peer p;
+
+        ds_test_peer_fork(&p, launch_then_sync, &counts[k]);
+        ds_test_peer_join(&p);
+        ds_test_peer_leave(&p);
+        for (int i = 0; i < 250 && log_numbers("replies: ", replies, 2) <= k; i++)
+            usleep(20000);
+    }
+    cr_assert_eq(log_numbers("replies: ", replies, 2), 2, "the executors did not log replies");
+    cr_assert_eq(log_numbers("from the socket: ", calls, 2), 2);
+    cr_log_info("calls %.0f and %.0f, replies %.0f and %.0f", calls[0], calls[1], replies[0],
+                replies[1]);
+    cr_expect_geq(calls[1] - calls[0], LAUNCHES, "the launches did not all come over TCP");
+    cr_expect_leq(replies[1] - replies[0], 2, "launches took round trips: %.0f replies more",
+                  replies[1] - replies[0]);
     ds_test_server_stop(&srv);
 }

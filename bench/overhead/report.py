@@ -7,7 +7,8 @@ Usage: report.py RAW_DIR PREFIX --device-kind cuda|sim [--date-utc ISO] [--drive
 
 RAW_DIR holds runs.jsonl, one line per tenant run ({"part", "mode", "round", "rc",
 "seconds"}), and each run's output as PART.MODE.rROUND.out (JSON lines from driver_bench
-or torch_bench.py) and PART.MODE.rROUND.err.  MODE is native, unix or tcp.  --also adds
+or torch_bench.py) and PART.MODE.rROUND.err.  MODE is native, unix, tcp or tls (TCP
+with TLS).  --also adds
 the runs of another RAW_DIR (a suite run in parts, as on a box that limits a command's
 time).
 
@@ -24,7 +25,9 @@ import re
 import signal
 import statistics
 
-MODES = ("native", "unix", "tcp")
+MODES = ("native", "unix", "tcp", "tls")
+# Modes whose figures are also given as ratios to the Unix socket's, same machine, same round.
+REMOTE = ("tcp", "tls")
 SIM_NOTE = ("SIM DEVICE, NOT A GPU. The detshare columns ran against the simulated device "
             "(--device sim), whose kernel and copy times are a model (docs/sim-device.md); "
             "there is no native column and the PyTorch part did not run. These numbers show "
@@ -77,10 +80,12 @@ TARGETS = [
     Target(r"resnet50_step_ms|gpt2_step_ms", "unix", "ratio", "≤", 1.03),
     Target(r"decode_tpot_ms", "unix", "ratio", "≤", 1.05),
     Target(r"connect_to_first_kernel_ms", "unix", "abs", "≤", 5),
-    # Over TCP: small ops within 1.5× (a rate within 1/1.5), copies at 3 GB/s or more.
+    # Over TCP (issue 26): small ops within 1.5× (a rate within 1/1.5), page-locked copies
+    # at 10 GB/s or more, pageable ones at 3.
     Target(r"add_small_us|add_sync_us|item_us", "tcp", "ratio", "≤", 1.5),
     Target(r"launch_async_per_s", "tcp", "ratio", "≥", 1 / 1.5),
-    Target(r"copy_\d+m_\w+_gbps", "tcp", "abs", "≥", 3),
+    Target(r"copy_\d+m_pinned_\w+_gbps", "tcp", "abs", "≥", 10),
+    Target(r"copy_\d+m_pageable_\w+_gbps", "tcp", "abs", "≥", 3),
 ]
 
 
@@ -143,9 +148,9 @@ def json_lines(path):
             continue  # a line cut short by a kill
 
 
-def paired_ratios(rounds, mode):
-    """detshare ÷ native within each round that has both."""
-    own, native = rounds.get(mode, {}), rounds.get("native", {})
+def paired_ratios(rounds, mode, base="native"):
+    """detshare ÷ base (native, or the Unix socket) within each round that has both."""
+    own, native = rounds.get(mode, {}), rounds.get(base, {})
     return [own[r] / native[r] for r in sorted(own) if native.get(r)]
 
 
@@ -183,11 +188,15 @@ def build_rows(metrics, runs):
                                           else "not run" if (m["part"], mode) not in ran
                                           else "not printed")
         ratios = {}
-        for mode in ("unix", "tcp"):
+        for mode in ("unix",) + REMOTE:
             pairs = paired_ratios(rounds, mode)
             ratios[mode] = statistics.median(pairs) if pairs else None
             row[mode + "_ratio"] = ratios[mode]
             row[mode + "_ratio_range"] = [min(pairs), max(pairs)] if len(pairs) > 1 else None
+        for mode in REMOTE:
+            pairs = paired_ratios(rounds, mode, "unix")
+            row[mode + "_unix"] = statistics.median(pairs) if pairs else None
+            row[mode + "_unix_range"] = [min(pairs), max(pairs)] if len(pairs) > 1 else None
         row["targets"] = [{"target": t.text(unit), "mode": t.mode,
                            "met": t.met(values, ratios)}
                           for t in TARGETS if t.applies(name)]
@@ -215,10 +224,10 @@ def cell(row, mode):
             "n/a": "n/a"}[row[mode + "_missing"]]
 
 
-def ratio_cell(row, mode):
+def ratio_cell(row, mode, key="_ratio"):
     """The median ratio, and the spread over rounds where there were several."""
-    spread = row[mode + "_ratio_range"]
-    text = fmt(row[mode + "_ratio"])
+    spread = row[mode + key + "_range"]
+    text = fmt(row[mode + key])
     return text if spread is None else f"{text} ({fmt(spread[0])}–{fmt(spread[1])})"
 
 
@@ -238,6 +247,7 @@ def write_md(path, meta, rows, runs):
                            ("date_utc", "Date (UTC)"), ("host_cpu", "Host CPU"),
                            ("torch_version", "PyTorch"), ("build", "Build"),
                            ("commit", "Commit"), ("params", "Sizes"),
+                           ("loopback", "TCP on 127.0.0.1 without detshare"),
                            ("server_exit", "Server exit status (0: clean stop)")):
             f.write(f"- {label}: {'—' if meta.get(key) is None else meta[key]}\n")
         f.write(f"\nEach value is the median over {meta['rounds']} of each round's median of "
@@ -248,23 +258,39 @@ def write_md(path, meta, rows, runs):
                 "column: for *higher* rows (throughput, GB/s, launches/s) a ratio below 1 "
                 "means detshare is slower; for *lower* rows (times, memory) above 1 does. "
                 "\"—\" means not run, FAILED that the run failed (see below).\n\n")
-        f.write("| metric | unit | better | native | unix | tcp | unix/native | tcp/native "
-                "| target | met |\n")
-        f.write("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
+        f.write("| metric | unit | better | native | unix | tcp | tls | unix/native | tcp/native "
+                "| tls/native | target | met |\n")
+        f.write("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
         title = None
         for r in rows:
             if PART_TITLES.get(r["part"], r["part"]) != title:
                 title = PART_TITLES.get(r["part"], r["part"])
-                f.write(f"| **{title}** | | | | | | | | | |\n")
+                f.write(f"| **{title}** | | | | | | | | | | | |\n")
             targets = "; ".join(t["target"] for t in r["targets"])
             met = "; ".join(verdict(t) for t in r["targets"])
             f.write(f"| {r['metric']} | {r['unit']} | {r['better']} | {cell(r, 'native')} | "
-                    f"{cell(r, 'unix')} | {cell(r, 'tcp')} | {ratio_cell(r, 'unix')} | "
-                    f"{ratio_cell(r, 'tcp')} | {targets} | {met} |\n")
+                    f"{cell(r, 'unix')} | {cell(r, 'tcp')} | {cell(r, 'tls')} | "
+                    f"{ratio_cell(r, 'unix')} | {ratio_cell(r, 'tcp')} | {ratio_cell(r, 'tls')} | "
+                    f"{targets} | {met} |\n")
+        write_md_remote(f, rows)
         f.write("\nexecutor_rss_mib is the server's executor process serving a tenant that "
                 "only initialised (no executor natively); tenant_rss_mib is that tenant's "
                 "own RSS after cuInit and primary-context retain.\n")
         write_md_runs(f, runs)
+
+
+def write_md_remote(f, rows):
+    """TCP and TLS against the Unix socket: the same server, machine and rounds, so the
+    ratio is what the network path costs, whatever native costs."""
+    shown = [r for r in rows if any(r[m + "_unix"] is not None for m in REMOTE)]
+    if not shown:
+        return
+    f.write("\n## TCP and TLS against the Unix socket\n\nThe median over rounds of tcp ÷ "
+            "unix and tls ÷ unix within a round (range in brackets); read with *better* as "
+            "above.\n\n| metric | better | tcp/unix | tls/unix |\n| --- | --- | ---: | ---: |\n")
+    for r in shown:
+        f.write(f"| {r['metric']} | {r['better']} | {ratio_cell(r, 'tcp', '_unix')} | "
+                f"{ratio_cell(r, 'tls', '_unix')} |\n")
 
 
 def write_md_runs(f, runs):
@@ -370,6 +396,13 @@ def main():
         f"{first_info(infos, 'launches', driver_parts)} launches per repeat, "
         f"{params} MiB large copies, {first_info(infos, 'repeats', driver_parts)} repeats",
     }
+    loop = first_info(infos, "tcp_rtt_us", ("loopback",))
+    if loop is not None:
+        meta["loopback"] = (f"round trip {loop} us (64 bytes, both ends polling); "
+                            f"{first_info(infos, 'tcp_gbps_1', ('loopback',))} GB/s over one "
+                            f"connection, {first_info(infos, 'tcp_gbps_2', ('loopback',))} "
+                            f"over two, {first_info(infos, 'tcp_gbps_4', ('loopback',))} "
+                            "over four (loopback_bench)")
     if args.device_kind == "sim":
         meta["note"] = SIM_NOTE
     rows = build_rows(metrics, runs)

@@ -40,12 +40,12 @@ if [ "$device" = cuda ]; then
     driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
     slug=$(echo "$gpu" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//;s/-$//')
     slug=${slug:-gpu}
-    modes=(native unix tcp)
+    modes=(native unix tcp tls)
     copy_mib=${COPY_MIB:-256} limit=300 nrounds=${ROUNDS:-3}
 else
     driver="none (sim device)" slug=sim
     # The sim cannot run a program natively: detshare columns only.
-    modes=(unix tcp)
+    modes=(unix tcp tls)
     copy_mib=${COPY_MIB:-16} limit=120 nrounds=${ROUNDS:-1}
 fi
 model_rounds=${MODEL_ROUNDS:-$nrounds}
@@ -63,10 +63,23 @@ trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null; rm -rf "$tmp"' EXIT
 
 # TCP tenants show a token, as in production.
 (umask 077; echo "overhead-$$-$RANDOM" > "$tmp/tokens")
+# The tls column: TCP tenants with TLS 1.3 to a self-signed certificate they trust.
+tls_args=()
+if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj /CN=overhead -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/tls.key" \
+        -out "$tmp/tls.pem" 2> /dev/null; then
+    tls_args=(--tls-cert "$tmp/tls.pem" --tls-key "$tmp/tls.key")
+else
+    echo "run.sh: no openssl to make a certificate: no tls column" >&2
+    kept=()
+    for m in "${modes[@]}"; do [ "$m" = tls ] || kept+=("$m"); done
+    modes=("${kept[@]}")
+fi
 
 start_server() {
     "$build/server/detshare-server" --device "$device" --mps "${MPS:-off}" --listen "unix:$sock" \
-        --listen "tcp:127.0.0.1:$port" --token-file "$tmp/tokens" 2> "$raw/server.log" &
+        --listen "tcp:127.0.0.1:$port" --token-file "$tmp/tokens" "${tls_args[@]}" \
+        2> "$raw/server.log" &
     srv=$!
     for _ in $(seq 600); do
         [ -S "$sock" ] && kill -0 "$srv" 2> /dev/null && return 0
@@ -85,6 +98,8 @@ tenant_env() {
     native) return ;;
     unix) envs=(DETSHARE_SERVER="unix:$sock") ;;
     tcp) envs=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens") ;;
+    tls) envs=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens"
+               DETSHARE_TLS_CA="$tmp/tls.pem") ;;
     esac
     envs+=(LD_LIBRARY_PATH="$build/client${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
            DETSHARE_TENANT="overhead-$1-$2")
@@ -176,6 +191,10 @@ idle() {
 echo "bench/overhead: device $device${gpu:+ ($gpu)}, build $build, modes ${modes[*]}"
 echo "  results: $out/$name.{json,md,png}"
 start_server
+# The loopback's own TCP costs, once: the floor the tcp column is read against.
+if wanted micro && [ -x "$build/bench/loopback_bench" ]; then
+    tenant loopback native 1 "$limit" "$build/bench/loopback_bench"
+fi
 if wanted micro; then rounds micro "$nrounds" "$limit" "$bench" -r 5 -s "$copy_mib" micro; fi
 if wanted startup; then rounds startup 1 "$limit" "$bench" -r 10 startup; fi
 if wanted idle; then for m in "${modes[@]}"; do idle "$m"; done; fi

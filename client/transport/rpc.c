@@ -7,7 +7,9 @@
 #include "ds_error.h"
 #include "arena.h"
 #include "ds_log.h"
+#include "ds_tls.h"
 #include "stats.h"
+#include "tls.h"
 #include "token.h"
 #include "vaspace.h"
 #include "wire.h"
@@ -560,12 +562,53 @@ static int start_flusher(void)
     return rc;
 }
 
-static CUresult connect_once(void)
+/* Show the preface, through TLS when the tenant asks for it over TCP: then the token
+ * crosses the network only encrypted, and *keys (and *tls set) protect the rest of the
+ * stream.  Returns CUDA_SUCCESS or CUDA_ERROR_NO_DEVICE (said why). */
+static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *keys, int *tls)
 {
     char name[DS_NAME_MAX + 1];
+    struct ds_tls *session = NULL;
+    struct ds_tls_pipe guard;
     ds_class klass;
+    CUresult rc;
+
+    tenant_identity(name, sizeof(name), &klass);
+    *tls = a->kind == DS_ADDR_TCP && ds__tls_wanted();
+    if (!*tls)
+        return ds__token_present(fd, NULL, conn.where, name);
+    ds__tls_pipe_begin(&guard);
+    rc = ds__tls_start(fd, a, conn.where, &session);
+    if (rc == CUDA_SUCCESS)
+        rc = ds__token_present(fd, session, conn.where, name);
+    if (rc == CUDA_SUCCESS && ds_tls_keys(session, keys) != 0) {
+        ds_error("cannot derive the TLS stream's keys for %s", conn.where);
+        rc = CUDA_ERROR_NO_DEVICE;
+    }
+    ds_tls_free(session);
+    ds__tls_pipe_end(&guard);
+    return rc;
+}
+
+/* The local tenant's descriptors: its host arena, stdout and stderr. */
+static void hand_over_local(int fd)
+{
+    int arena = ds__arena_create();
+
+    if (arena >= 0) {
+        if (ds_arena_send(fd, arena) != 0)
+            ds_debug("could not hand the host arena over: mapped memory unavailable");
+        close(arena);
+    }
+    if (ds_devout_send(fd) != 0)
+        ds_debug("could not hand stdout and stderr over: device output goes to the server");
+}
+
+static CUresult connect_once(void)
+{
+    struct ds_tls_keys keys;
     struct ds_addr a;
-    int fd;
+    int fd, tls;
     CUresult rc;
 
     if (server_addr(&a) != 0)
@@ -580,30 +623,29 @@ static CUresult connect_once(void)
         close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }
-    tenant_identity(name, sizeof(name), &klass);
-    if (ds__token_present(fd, conn.where, name) != CUDA_SUCCESS) {
+    if (introduce(fd, &a, &keys, &tls) != CUDA_SUCCESS) {
         close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (a.kind == DS_ADDR_UNIX) {
-        int arena = ds__arena_create();
-
-        if (arena >= 0) {
-            if (ds_arena_send(fd, arena) != 0)
-                ds_debug("could not hand the host arena over: mapped memory unavailable");
-            close(arena);
-        }
-        if (ds_devout_send(fd) != 0)
-            ds_debug("could not hand stdout and stderr over: device output goes to the server");
-    }
+    if (a.kind == DS_ADDR_UNIX)
+        hand_over_local(fd);
     conn.auto_spin_us = spin_from_env();
     atomic_store(&conn.wait_spin_us, conn.auto_spin_us);
     conn.wire = ds__wire_open(fd, conn.auto_spin_us);
-    if (conn.wire == NULL) {
-        close(fd);
+    if (conn.wire == NULL || (tls && ds__wire_tls(conn.wire, &keys) != 0)) {
+        explicit_bzero(&keys, sizeof(keys));
+        if (conn.wire == NULL)
+            close(fd);
+        ds__wire_close(conn.wire);
+        conn.wire = NULL;
         ds_error("cannot set up RPC to %s: out of memory", conn.where);
         return CUDA_ERROR_NO_DEVICE;
     }
+    explicit_bzero(&keys, sizeof(keys));
+    if (tls)
+        ds_debug("TLS to %s: the kernel protects %s", conn.where,
+                 (const char *[]){ "neither direction", "what is received",
+                                   "what is sent", "both directions" }[ds__wire_tls_kernel(conn.wire)]);
     if (a.kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(conn.wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
     rc = handshake();

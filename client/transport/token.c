@@ -4,6 +4,7 @@
 #include "ds_log.h"
 #include "ds_preface.h"
 #include "ds_token.h"
+#include "ds_tls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,17 +57,49 @@ static int find_token(char *buf, size_t len)
     return 0;
 }
 
-CUresult ds__token_present(int sock, const char *where, const char *name)
+/* The answer's bytes through a TLS session. */
+static int tls_read_all(void *h, void *buf, size_t len)
+{
+    unsigned char *p = buf;
+
+    while (len > 0) {
+        int n = ds_tls_read(h, p, len);
+
+        if (n <= 0)
+            return DS_EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Send the preface on sock, or through tls when not NULL, and await the answer. */
+static int present(int sock, struct ds_tls *tls, const char *token, const char *name, char *why,
+                   size_t len)
+{
+    unsigned char buf[DS_PREFACE_MAX];
+    size_t n;
+    int rc;
+
+    if (tls == NULL) {
+        rc = ds_preface_send(sock, token, strlen(token), name);
+        return rc == 0 ? ds_preface_await(sock, why, len) : rc;
+    }
+    n = ds_preface_encode(buf, token, strlen(token), name);
+    rc = n == 0 ? DS_EINVAL : ds_tls_write(tls, buf, n);
+    explicit_bzero(buf, sizeof(buf));
+    return rc == 0 ? ds_preface_await_with(tls_read_all, tls, why, len) : rc;
+}
+
+CUresult ds__token_present(int sock, struct ds_tls *tls, const char *where, const char *name)
 {
     char token[DS_TOKEN_MAX + 1] = "", why[DS_PREFACE_REASON_MAX + 1];
     int rc;
 
     if (find_token(token, sizeof(token)) != 0)
         return CUDA_ERROR_NO_DEVICE;
-    rc = ds_preface_send(sock, token, strlen(token), name);
+    rc = present(sock, tls, token, name, why, sizeof(why));
     explicit_bzero(token, sizeof(token));
-    if (rc == 0)
-        rc = ds_preface_await(sock, why, sizeof(why));
     if (rc == 1)
         ds_error("detshare-server at %s refused this tenant: %s", where, why);
     else if (rc != 0)

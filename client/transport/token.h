@@ -10,10 +10,13 @@
 
 #include <cuda.h>
 
-/* Send the preface for tenant `name` on sock, with the token when one is set, and wait
- * for the server's answer; `where` names the server for messages.  Returns
+struct ds_tls;
+
+/* Send the preface for tenant `name` on sock, or through TLS session tls when it is not
+ * NULL (the token then crosses the network only encrypted), with the token when one is
+ * set, and wait for the server's answer; `where` names the server for messages.  Returns
  * CUDA_SUCCESS when accepted, else CUDA_ERROR_NO_DEVICE after one line on stderr saying
  * why (the server's reason when it refused). */
-CUresult ds__token_present(int sock, const char *where, const char *name);
+CUresult ds__token_present(int sock, struct ds_tls *tls, const char *where, const char *name);
 
 #endif

@@ -8,6 +8,7 @@
 #include "ds_rec.h"
 #include "ds_ring.h"
 #include "ds_sock.h"
+#include "ds_tlsrec.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -35,7 +36,14 @@ struct ds_wire {
      * by ending a record, and ending an empty one would put an empty record on the wire. */
     int open;
     struct ds_ring ring; /* ring.hdr is NULL without one */
+    struct ds_tlsrec *tls; /* the stream's protection, for a TLS tenant */
 };
+
+/* recv(2) on the socket, or on its protected stream. */
+static ssize_t take_in(struct ds_wire *w, void *buf, size_t len, int flags)
+{
+    return w->tls != NULL ? ds_tlsrec_recv(w->tls, buf, len, flags) : recv(w->fd, buf, len, flags);
+}
 
 /* The record stream's reader: poll without sleeping for spin_us, then sleep in poll().
  * Returns the bytes read, or -1 at end of stream or on error. */
@@ -46,7 +54,7 @@ static ssize_t read_fd(void *h, void *buf, size_t len)
     int spinning = 1;
 
     for (;;) {
-        ssize_t n = recv(w->fd, buf, len, spinning ? MSG_DONTWAIT : 0);
+        ssize_t n = take_in(w, buf, len, spinning ? MSG_DONTWAIT : 0);
 
         if (n > 0)
             return n;
@@ -77,7 +85,7 @@ static int write_fd(void *h, const struct iovec *iov, int n)
 {
     struct ds_wire *w = h;
 
-    return ds_sendv_all(w->fd, iov, n);
+    return w->tls != NULL ? ds_tlsrec_sendv(w->tls, iov, n) : ds_sendv_all(w->fd, iov, n);
 }
 
 struct ds_wire *ds__wire_open(int fd, unsigned spin_us)
@@ -110,8 +118,30 @@ void ds__wire_close(struct ds_wire *w)
     XDR_DESTROY(&w->tx);
     XDR_DESTROY(&w->rx);
     ds_ring_close(&w->ring);
+    if (w->tls != NULL)
+        ds_tlsrec_free(w->tls);
+    free(w->tls);
     close(w->fd);
     free(w);
+}
+
+int ds__wire_tls(struct ds_wire *w, const struct ds_tls_keys *k)
+{
+    int rc;
+
+    if ((w->tls = calloc(1, sizeof(*w->tls))) == NULL)
+        return DS_ENOMEM;
+    rc = ds_tlsrec_init(w->tls, w->fd, k, 0);
+    if (rc != 0) {
+        free(w->tls);
+        w->tls = NULL;
+    }
+    return rc;
+}
+
+int ds__wire_tls_kernel(struct ds_wire *w)
+{
+    return w->tls != NULL ? ds_tlsrec_kernel(w->tls) : 0;
 }
 
 void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us)

@@ -35,6 +35,15 @@ void ds__wire_close(struct ds_wire *w);
  * or DS_EIO when no ring could be made or handed over (calls stay on the socket). */
 int ds__wire_offer_ring(struct ds_wire *w);
 
+/* Protect the stream from now on with a TLS tenant's keys (ds_tlsrec.h), before the
+ * first call.  Returns 0, DS_ENOMEM or DS_EIO. */
+struct ds_tls_keys;
+int ds__wire_tls(struct ds_wire *w, const struct ds_tls_keys *k);
+
+/* Which directions of a TLS stream the kernel protects (ds_tlsrec_kernel); 0 without
+ * TLS. */
+int ds__wire_tls_kernel(struct ds_wire *w);
+
 /* How long a reply is awaited without sleeping, from now on. */
 void ds__wire_set_spin(struct ds_wire *w, unsigned spin_us);
 

@@ -19,6 +19,8 @@
 #define DS_AUTH_PEER_MAX 64
 
 struct ds_auth;
+struct ds_tls_ctx;
+struct ds_tls_keys;
 
 /* Connections whose preface is awaited; zero-initialised by its owner, who sets tokens
  * and may replace them at any time (SIGHUP), and minted, the tokens the admin API adds
@@ -28,6 +30,9 @@ struct ds_auth_list {
     int n;
     const struct ds_tokens *tokens;
     const struct ds_tokens *minted;
+    /* TLS for TCP tenants (NULL: none), and whether they must use it. */
+    struct ds_tls_ctx *tls;
+    int tls_only;
 };
 
 /* What ds_auth_start checks of a preface's token. */
@@ -53,18 +58,31 @@ typedef void (*ds_auth_done)(void *ctx, uv_stream_t *client, const char *name, i
                              const char *why);
 
 /* Read client's preface and check its token as check_tokens (enum ds_auth_tokens) says.  `peer` names
- * who connected (for the per-peer bound).  Returns 0, or a libuv error (the stream is
+ * who connected (for the per-peer bound).  A TCP tenant (tcp) of a list with TLS shakes
+ * hands first when its first byte starts a TLS handshake; without one it is refused
+ * under tls_only.  Over TLS, the whole preface is read whatever its records' sizes
+ * (the tenant sends nothing after it until the answer), and ds_auth_done's stream keeps
+ * the session: ds_auth_answer answers through it, ds_auth_keys gives the keys of the
+ * rest of the stream, ds_auth_forget frees it.  client->data is auth.c's: NULL when the
+ * stream comes, NULL or that session after.  Returns 0, or a libuv error (the stream is
  * then still the caller's): UV_EBUSY when DS_AUTH_MAX are waiting already, UV_EAGAIN
  * when DS_AUTH_PER_PEER of them are peer's. */
 int ds_auth_start(struct ds_auth_list *l, uv_stream_t *client, const char *peer,
-                  int check_tokens, ds_auth_done done, void *ctx);
+                  int check_tokens, int tcp, ds_auth_done done, void *ctx);
 
 /* End every wait in l, each with `why` (the server stops). */
 void ds_auth_cancel_all(struct ds_auth_list *l, const char *why);
 
-/* Answer the preface: accepted when why is NULL, else refused for that reason.  A few
- * bytes on a connection that has sent nothing else, so they go without blocking.
- * Returns 0 or a libuv error. */
+/* Answer the preface: accepted when why is NULL, else refused for that reason (through
+ * the stream's TLS session, when it has one).  A few bytes on a connection that has sent
+ * nothing else, so they go without blocking.  Returns 0 or a libuv error. */
 int ds_auth_answer(uv_stream_t *client, const char *why);
+
+/* A TLS tenant's stream keys into *k (ds_tls.h): returns 1, 0 for a tenant without TLS,
+ * -1 when they cannot be had. */
+int ds_auth_keys(uv_stream_t *client, struct ds_tls_keys *k);
+
+/* Free the stream's TLS session, if any; before the stream's memory goes. */
+void ds_auth_forget(uv_stream_t *client);
 
 #endif

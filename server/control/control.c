@@ -173,8 +173,10 @@ static int open_metrics(struct control *c)
                                                                                           : -1;
 }
 
+/* A tenant's stream, once closed: its TLS session, if any, goes with it. */
 static void free_handle(uv_handle_t *h)
 {
+    ds_auth_forget((uv_stream_t *)h);
     free(h);
 }
 
@@ -200,6 +202,8 @@ static uv_stream_t *new_client(struct listener *l)
         uv_tcp_nodelay(t, 1);
         s = (uv_stream_t *)t;
     }
+    /* Where auth.c keeps a TLS session once the preface is in (auth.h). */
+    s->data = NULL;
     return s;
 }
 
@@ -341,8 +345,9 @@ void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name
 {
     struct control *c = l->ctl;
     struct ds_spawned e;
+    struct ds_tls_keys keys;
     uv_os_fd_t fd;
-    int warm, kept;
+    int warm, kept, tls;
 
     if (c->stopping) {
         refuse(l, client, DS_REFUSED_SHUTDOWN, "the server is shutting down");
@@ -373,7 +378,12 @@ void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name
         ds_debug("tenant %llu left before its preface was answered",
                  (unsigned long long)c->shm->slots[e.slot].id);
     c->served++;
-    ds__handover_offer(l, &e, kept, name, vouched, 1);
+    tls = ds_auth_keys(client, &keys);
+    if (tls < 0)
+        ds_warn("tenant %llu: no keys for its TLS stream: its executor will not understand it",
+                (unsigned long long)c->shm->slots[e.slot].id);
+    ds__handover_offer(l, &e, kept, name, vouched, 1, tls > 0 ? &keys : NULL);
+    explicit_bzero(&keys, sizeof(keys));
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }
@@ -460,7 +470,7 @@ static void on_connection(uv_stream_t *server, int status)
                        l->addr.kind != DS_ADDR_UNIX ? DS_AUTH_TOKEN_IF_ANY
                        : c->cfg->unix_token         ? DS_AUTH_TOKEN_ALWAYS
                                                     : DS_AUTH_NO_TOKEN,
-                       authed, l);
+                       l->addr.kind != DS_ADDR_UNIX, authed, l);
     if (rc != 0) {
         refuse(l, client, DS_REFUSED_CAPACITY,
                rc == UV_EBUSY    ? "too many connections are presenting prefaces"
@@ -872,6 +882,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.shm->sm_groups = cfg->sm.count;
     c.shm->mps_expected = expects_mps(cfg) ? DS_SHM_MPS_RETRY : DS_SHM_MPS_NONE;
     c.authing.tokens = cfg->tokens;
+    c.authing.tls = cfg->tls;
+    c.authing.tls_only = cfg->tls_only;
     /* Tokens the admin API adds; without memory for an empty set, it adds none. */
     c.authing.minted = c.minted = ds_tokens_new();
     c.domains.fallback = cfg->isolation;

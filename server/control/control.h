@@ -50,6 +50,10 @@ struct ds_server_config {
     /* --unix-token: Unix tenants show a known token too (a pod's socket is shared by
      * every pod of the node, whose uids say nothing). */
     int unix_token;
+    /* --tls-cert and --tls-key: TCP tenants may shake hands in TLS 1.3 with this context
+     * (NULL: none); --tls-only: they must. */
+    struct ds_tls_ctx *tls;
+    int tls_only;
     /* The quota rules at start, from the config file (config.h), which SIGHUP reads
      * again (NULL: none). */
     const char *config;

@@ -38,6 +38,8 @@ struct handover {
     int tries; /* executors offered the tenant so far, this one included */
     int vouched;
     char name[DS_NAME_MAX + 1];
+    int tls; /* keys holds the TLS stream's keys, for each executor offered it */
+    struct ds_tls_keys keys;
     struct handover *next, **prev;
 };
 
@@ -45,8 +47,10 @@ static void free_handover(uv_handle_t *hd)
 {
     struct handover *h = hd->data;
 
-    if (--h->handles == 0)
+    if (--h->handles == 0) {
+        explicit_bzero(&h->keys, sizeof(h->keys));
         free(h);
+    }
 }
 
 /* Forget handover h: its executor's pair is closed, and the connection unless taken
@@ -74,7 +78,8 @@ static void pass_on(struct handover *h, int fresh)
     unsigned group = h->group;
     struct listener *l = h->l;
     char name[DS_NAME_MAX + 1];
-    int fd = h->fd, vouched = h->vouched, tries = h->tries, warm = 0;
+    struct ds_tls_keys keys = h->keys;
+    int fd = h->fd, vouched = h->vouched, tries = h->tries, warm = 0, tls = h->tls;
     struct ds_spawned next;
     const char *why = c->stopping            ? "the server is shutting down"
                       : tries >= HANDOVER_TRIES ? "it was offered as many as it may be"
@@ -91,12 +96,14 @@ static void pass_on(struct handover *h, int fresh)
         ds_error("tenant %llu (%s): no other executor takes it (%s): closing its connection",
                  id, name, why);
         close(fd);
+        explicit_bzero(&keys, sizeof(keys));
         return;
     }
     ds__control_assign(l, &next, warm, fd, name, vouched);
     ds_info("tenant %llu (%s) is now tenant %llu, on executor pid %d", id, name,
             (unsigned long long)c->shm->slots[next.slot].id, (int)next.pid);
-    ds__handover_offer(l, &next, fd, name, vouched, tries + 1);
+    ds__handover_offer(l, &next, fd, name, vouched, tries + 1, tls ? &keys : NULL);
+    explicit_bzero(&keys, sizeof(keys));
 }
 
 /* The executor said it took the tenant, or left without it. */
@@ -132,7 +139,8 @@ static void on_handover_late(uv_timer_t *t)
  * tries-th executor offered the tenant.  Takes fd and e's end of the pair; NULL when
  * no watch can be set up (out of memory). */
 static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
-                              const char *name, int vouched, int tries)
+                              const char *name, int vouched, int tries,
+                              const struct ds_tls_keys *keys)
 {
     struct control *c = l->ctl;
     struct handover *h = calloc(1, sizeof(*h));
@@ -153,6 +161,9 @@ static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
     h->tries = tries;
     h->vouched = vouched;
     snprintf(h->name, sizeof(h->name), "%s", name);
+    h->tls = keys != NULL;
+    if (keys != NULL)
+        h->keys = *keys;
     h->next = c->handovers;
     if (h->next != NULL)
         h->next->prev = &h->next;
@@ -165,14 +176,14 @@ static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
 }
 
 void ds__handover_offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                        int vouched, int tries)
+                        int vouched, int tries, const struct ds_tls_keys *keys)
 {
     struct control *c = l->ctl;
     unsigned long long id = (unsigned long long)c->shm->slots[e->slot].id;
     struct ds_spawned next;
     int warm;
 
-    while (ds_spawn_handover(e, fd) != 0) {
+    while (ds_spawn_handover(e, fd, keys) != 0) {
         int err = errno;
         uint32_t isolation = atomic_load(&c->shm->slots[e->slot].isolation);
         unsigned group = atomic_load(&c->shm->slots[e->slot].group);
@@ -193,7 +204,7 @@ void ds__handover_offer(struct listener *l, struct ds_spawned *e, int fd, const 
         close(fd);
         return;
     }
-    if (watch(l, e, fd, name, vouched, tries) == NULL) {
+    if (watch(l, e, fd, name, vouched, tries, keys) == NULL) {
         ds_warn("tenant %llu: no memory to watch its executor take it", id);
         ds_spawn_close(e);
         close(fd);

@@ -7,9 +7,11 @@
 #include "ds_error.h"
 #include "ds_rec.h"
 #include "ds_sock.h"
+#include "ds_tlsrec.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -30,7 +32,9 @@ static ssize_t read_fd(void *h, void *buf, size_t len)
     struct ds_conn *c = h;
 
     for (;;) {
-        ssize_t n = recv(c->fd, buf, len, c->nowait ? MSG_DONTWAIT : 0);
+        int flags = c->nowait ? MSG_DONTWAIT : 0;
+        ssize_t n = c->tls != NULL ? ds_tlsrec_recv(c->tls, buf, len, flags)
+                                   : recv(c->fd, buf, len, flags);
 
         if (n > 0)
             return n;
@@ -48,7 +52,7 @@ static int write_fd(void *h, const struct iovec *iov, int n)
 {
     struct ds_conn *c = h;
 
-    if (ds_sendv_all(c->fd, iov, n) == 0)
+    if ((c->tls != NULL ? ds_tlsrec_sendv(c->tls, iov, n) : ds_sendv_all(c->fd, iov, n)) == 0)
         return 0;
     if (errno == EPIPE || errno == ECONNRESET)
         c->eof = 1;
@@ -62,6 +66,19 @@ int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
     c->stop = stop;
     c->ring.bell = -1;
     return ds_rec_create(&c->sock, DS_RECBUF, DS_RECBUF, c, read_fd, write_fd);
+}
+
+int ds_conn_tls(struct ds_conn *c, const struct ds_tls_keys *k)
+{
+    int rc;
+
+    if ((c->tls = calloc(1, sizeof(*c->tls))) == NULL)
+        return DS_ENOMEM;
+    if ((rc = ds_tlsrec_init(c->tls, c->fd, k, 1)) != 0) {
+        free(c->tls);
+        c->tls = NULL;
+    }
+    return rc;
 }
 
 /* Decode a call header from xdrs.  Only AUTH_NONE is spoken: a tenant is who its
@@ -167,6 +184,9 @@ int ds_conn_sleep(struct ds_conn *c, int wake_fd, uint64_t wake_ns)
 
     if (c->ring.hdr != NULL && !ds_ring_sleep(&c->ring))
         return 0;
+    /* Bytes a TLS record brought that nobody took yet would wait for the next. */
+    if (c->tls != NULL && ds_tlsrec_pending(c->tls) > 0)
+        return 0;
     if (wake_ns != 0) {
         uint64_t now = ds_now_ns(), left = wake_ns > now ? wake_ns - now : 0;
 
@@ -222,6 +242,7 @@ static int reply(struct ds_conn *c, const struct ds_call *call, enum accept_stat
     c->sock.x_op = XDR_ENCODE;
     if (!xdr_replymsg(&c->sock, &m) || !ds_rec_endofrecord(&c->sock, TRUE))
         return DS_EIO;
+    c->replies++;
     return 0;
 }
 
@@ -242,6 +263,10 @@ void ds_conn_close(struct ds_conn *c)
     if (c->sock.x_ops != NULL)
         XDR_DESTROY(&c->sock);
     ds_ring_close(&c->ring);
+    if (c->tls != NULL)
+        ds_tlsrec_free(c->tls);
+    free(c->tls);
+    c->tls = NULL;
     close(c->fd);
     c->fd = -1;
 }

@@ -30,8 +30,10 @@ struct ds_conn {
     struct ds_ring ring; /* ring.hdr is NULL without a ring; set up with ds_ring_attach */
     const volatile sig_atomic_t *stop;
     unsigned long long from_ring, from_socket; /* calls taken from each, for the log */
+    unsigned long long replies; /* round trips the tenant made, for the log */
     unsigned turns; /* looks at the ring, to look at the socket first now and then */
     int nowait;     /* the socket is being looked at: a read does not wait */
+    struct ds_tlsrec *tls; /* a TLS tenant's stream protection, or NULL */
 };
 
 struct ds_call {
@@ -45,6 +47,11 @@ struct ds_call {
 /* Serve connected socket fd (taken over); a wait ends early once *stop is set.
  * Returns 0, or DS_ENOMEM (then only ds_conn_close may follow, which closes fd). */
 int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop);
+
+/* Protect the stream with a TLS tenant's keys (ds_tlsrec.h), before anything is read.
+ * Returns 0, DS_ENOMEM or DS_EIO. */
+struct ds_tls_keys;
+int ds_conn_tls(struct ds_conn *c, const struct ds_tls_keys *k);
 
 /* Take the next call if one has come, without waiting.  `look` counts the caller's
  * looks since its last call: the ring (a load) is looked at every time, the socket (a

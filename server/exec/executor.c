@@ -3,6 +3,7 @@
 #include "fault.h"
 
 #include "conn.h"
+#include "ds_tlsrec.h"
 #include "devout.h"
 #include "ds_rec.h"
 #include "ds_arena.h"
@@ -873,11 +874,29 @@ static void log_paths(void)
 {
     struct ds_rec_stats st;
 
-    ds_debug("calls from the ring: %llu, from the socket: %llu", conn.from_ring,
-             conn.from_socket);
+    ds_debug("calls from the ring: %llu, from the socket: %llu; replies: %llu", conn.from_ring,
+             conn.from_socket, conn.replies);
     ds_rec_stats(&conn.sock, &st);
     ds_debug("socket bytes in place: %llu read, %llu sent; through the buffer: %llu read, "
              "%llu sent", st.in_direct, st.out_direct, st.in_buffered, st.out_buffered);
+}
+
+/* A TLS tenant's stream is protected with the keys that came with its connection.
+ * Returns 0, or DS_ENOMEM / DS_EIO. */
+static int take_tls(void)
+{
+    struct ds_tls_keys k;
+    int rc;
+
+    if (!ds_spawn_tenant_keys(&k))
+        return 0;
+    rc = ds_conn_tls(&conn, &k);
+    explicit_bzero(&k, sizeof(k));
+    if (rc == 0)
+        ds_debug("TLS tenant: the kernel protects %s of its stream",
+                 ds_tlsrec_kernel(conn.tls) == 3 ? "both directions"
+                 : ds_tlsrec_kernel(conn.tls) == 0 ? "neither direction" : "one direction");
+    return rc;
 }
 
 /* Serve the tenant on connected socket fd until it leaves; returns a ds_exec_status. */
@@ -888,7 +907,7 @@ static int serve_tenant(int fd, unsigned spin_us, unsigned sync_spin_us)
     /* The socket comes from libuv's accept, which makes it non-blocking; the record
      * stream reads and writes block. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if (ds_conn_init(&conn, fd, &stop_requested) != 0) {
+    if (ds_conn_init(&conn, fd, &stop_requested) != 0 || take_tls() != 0) {
         ds_error("no memory for the tenant's connection");
         ds_conn_close(&conn);
         return DS_EXEC_FAILED;
