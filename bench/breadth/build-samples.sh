@@ -13,6 +13,8 @@
 set -euo pipefail
 src=${1:?usage: build-samples.sh SAMPLES_CHECKOUT OUT.tar.xz [ARCH] [JOBS]}
 out=${2:?usage: build-samples.sh SAMPLES_CHECKOUT OUT.tar.xz [ARCH] [JOBS]}
+mkdir -p "$(dirname "$out")"
+out=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
 arch=${3:-90}
 jobs=${4:-2}
 here=$(cd "$(dirname "$0")" && pwd)
