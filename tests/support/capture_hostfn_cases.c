@@ -87,9 +87,14 @@ static void launches(struct env *v, const char *name, CUgraphExec e)
     for (int k = 1; k <= 2; k++) {
         v->p->w[0] = v->p->w[1] = 0;
         v->p->calls = 0;
+        CUresult synced;
+
         say(v->l, "%s launch%d %d", name, k, (int)cuGraphLaunch(e, v->s));
-        say(v->l, " sync %d calls %d saw %d %d after %d %d\n", (int)cuStreamSynchronize(v->s),
-            v->p->calls, v->p->steps, v->p->fill, v->p->w[0], v->p->w[1]);
+        /* Apart from the line's other arguments, whose order of evaluation C leaves open:
+         * read before it, they showed the native program's function as not yet run. */
+        synced = cuStreamSynchronize(v->s);
+        say(v->l, " sync %d calls %d saw %d %d after %d %d\n", (int)synced, v->p->calls,
+            v->p->steps, v->p->fill, v->p->w[0], v->p->w[1]);
     }
 }
 
