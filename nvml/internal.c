@@ -43,14 +43,18 @@
  * so that what nvidia-smi asks for shows in the log and nothing of the device's or the
  * host's reaches the tenant unasked.
  */
+#define _GNU_SOURCE /* process_vm_readv */
 #include "nvml_int.h"
 
 #include "ds_log.h"
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 typedef void *slot_t;
@@ -113,6 +117,29 @@ static int first_call(unsigned slot)
     return (atomic_fetch_or(&logged[slot / 32], bit) & bit) == 0;
 }
 
+/* What an argument of an unknown slot points at, for the log: the text there when it
+ * reads as text, else its first bytes.  process_vm_readv on this process reads without
+ * faulting where nothing is mapped: the arguments are the caller's, of unknown kind. */
+static const char *pointee(const void *p, char *buf, size_t len)
+{
+    unsigned char b[32];
+    struct iovec local = { b, sizeof(b) }, remote = { (void *)p, sizeof(b) };
+    ssize_t n = p == NULL ? -1 : process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    size_t text = 0, at = 0;
+
+    if (n <= 0)
+        return "(unreadable)";
+    while (text < (size_t)n && b[text] != 0 && isprint(b[text]))
+        text++;
+    if (text >= 3 && (text == (size_t)n || b[text] == 0)) {
+        snprintf(buf, len, "\"%.*s\"", (int)text, (const char *)b);
+        return buf;
+    }
+    for (ssize_t i = 0; i < n && i < 16 && at + 3 < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%02x", b[i]);
+    return buf;
+}
+
 /* Success, and the zero count the mock writes when handed a device handle: nothing of
  * the device's is in it, and a count of nothing is the least a caller can misread. */
 static nvmlReturn_t acknowledged(unsigned slot, void *a0, void *a1, void *a2, void *a3)
@@ -123,10 +150,15 @@ static nvmlReturn_t acknowledged(unsigned slot, void *a0, void *a1, void *a2, vo
 
     if (device && a1 != NULL)
         *(unsigned *)a1 = 0;
-    if (first_call(slot))
+    if (first_call(slot)) {
+        char t[4][80];
+
         ds_debug("nvmlInternalGetExportTable slot %u is acknowledged by detshare's NVML "
-                 "(NVML_SUCCESS%s); called with %p %p %p %p",
-                 slot, device && a1 != NULL ? ", a zero count" : "", a0, a1, a2, a3);
+                 "(NVML_SUCCESS%s); called with %p %p %p %p, pointing at %s %s %s %s",
+                 slot, device && a1 != NULL ? ", a zero count" : "", a0, a1, a2, a3,
+                 pointee(a0, t[0], sizeof(t[0])), pointee(a1, t[1], sizeof(t[1])),
+                 pointee(a2, t[2], sizeof(t[2])), pointee(a3, t[3], sizeof(t[3])));
+    }
     return NVML_SUCCESS;
 }
 
