@@ -60,6 +60,7 @@ static void wait_log(const char *needle)
 Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
 {
     char out[16384], obj[2048], peer_json[128];
+    const char *decisions;
     struct ds_test_peer peer;
     CUfunction f;
     CUdeviceptr d;
@@ -77,6 +78,11 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
     cr_assert(strstr(out, "\"policy\":\"static\""), "%s", out);
     cr_assert(strstr(out, "\"backend\":\"sim\""), "%s", out);
+    /* Two joins at least, each a timed decision of the policy's. */
+    decisions = strstr(out, "\"policy_decisions\":{\"count\":");
+    cr_expect(decisions != NULL && atoi(decisions + strlen("\"policy_decisions\":{\"count\":")) >= 2 &&
+                  strstr(decisions, "\"mean_us\":") && strstr(decisions, "\"max_us\":"),
+              "%s", out);
     ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
     cr_expect(strstr(obj, "\"class\":\"best-effort\""), "%s", obj);
     cr_expect(strstr(obj, "\"sms\":64,\"sm_groups\":[0,1,2,3,4,5,6,7]"), "%s", obj);

@@ -532,8 +532,8 @@ def _scale(n):
         "alone, summed), the control process's answer time to status requests polled every "
         "250 ms and the time the tenants spent at closed gates (its admin API), the moves the "
         "executors logged and how long after the policy's decision each came, and the host "
-        "cores the server and its executors used.  The policy's own decision time is not "
-        "exposed by the server (neither its log, its status nor its metrics)." % (
+        "cores the server and its executors used, and the policy's own decision time (the "
+        "status's policy_decisions: mean and longest callback)." % (
             n, n // 2, SCALE_RATE, n // 2),
         jobs=jobs,
         mps_pct={j.name: 100 // n for j in jobs},
@@ -542,6 +542,8 @@ def _scale(n):
                  ("server", "admin_ms_p99", "status answer p99 ms"),
                  ("server", "gated_share", "gated share"), ("server", "moves", "moves"),
                  ("server", "lag_us_p50", "move after decision p50 us"),
+                 ("server", "decision_us_mean", "policy decision mean us"),
+                 ("server", "decision_us_max", "policy decision max us"),
                  ("host", "server_cores", "server cores")],
         targets=[Target("lat1 p99 <= 1.2x alone", "lat1", "p99_ms_1", "alone", "<=", 1.2)],
         windows={"quick": 3, "full": 10},

@@ -209,7 +209,8 @@ class Ctl:
     answer and how long each tenant was held at its gate.  stop() -> the figures:
     {"told": {job: seconds after the start it took, or None}, and when polled
     "admin_ms_p50", "admin_ms_p99", "polls", "gated_share" (the tenants' time at closed
-    gates, summed, over the tenants' time connected, summed, as far as seen)}."""
+    gates, summed, over the tenants' time connected, summed, as far as seen),
+    "decision_us_mean", "decision_us_max" (the policy's callbacks, from the status)}."""
 
     POLL_S = 0.25
 
@@ -219,7 +220,7 @@ class Ctl:
         self.slos = {j.name: j.slo(run) for j in exp.jobs if j.slo and j.slo(run)}
         self.poll = exp.poll_status
         self.told = {n: None for n in self.slos}
-        self.ms, self.gated, self.seen = [], {}, {}
+        self.ms, self.gated, self.seen, self.decisions = [], {}, {}, None
         self.done = threading.Event()
         self.t = threading.Thread(target=self.loop, daemon=True)
 
@@ -247,7 +248,10 @@ class Ctl:
         if rc != 0:
             return
         self.ms.append((time.perf_counter() - t) * 1e3)
-        for tn in json.loads(out)["tenants"]:
+        st = json.loads(out)
+        # The server's own count since it started: the last poll's is the cell's.
+        self.decisions = st.get("policy_decisions") or self.decisions
+        for tn in st["tenants"]:
             first = self.seen.setdefault(tn["id"], now)
             self.gated[tn["id"]] = (tn["gated_ms"], (now - first) * 1e3)
 
@@ -268,7 +272,9 @@ class Ctl:
             conn = sum(c for _, c in self.gated.values())
             out.update(polls=len(ms), admin_ms_p50=ms[len(ms) // 2] if ms else None,
                        admin_ms_p99=ms[min(len(ms) - 1, int(len(ms) * 0.99))] if ms else None,
-                       gated_share=sum(g for g, _ in self.gated.values()) / conn if conn else None)
+                       gated_share=sum(g for g, _ in self.gated.values()) / conn if conn else None,
+                       decision_us_mean=(self.decisions or {}).get("mean_us"),
+                       decision_us_max=(self.decisions or {}).get("max_us"))
         return out
 
 

@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "predict.h"
+#include "status.h"
 #include "quota.h"
 #include "recovery.h"
 #include "shm.h"
@@ -48,6 +49,7 @@ struct control {
     uv_timer_t refill; /* a warm executor started again after one came up without MPS */
     int no_mps;        /* warm executors in a row that came up without MPS */
     uint64_t next_tick_ns; /* when the policy's on_tick is due */
+    struct ds_decisions decisions; /* the policy's callbacks, timed (placement.c) */
     struct ds_shm *shm;
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */

@@ -168,14 +168,28 @@ static struct ds_sched_view view_of(struct control *c)
     return v;
 }
 
+/* One of the policy's callbacks started at t0 has returned. */
+static void decided(struct control *c, uint64_t t0)
+{
+    uint64_t ns = ds_now_ns() - t0;
+
+    c->decisions.count++;
+    c->decisions.total_ns += ns;
+    if (ns > c->decisions.max_ns)
+        c->decisions.max_ns = ns;
+}
+
 void ds__place_joined(struct control *c, int slot)
 {
     struct ds_sched_view v;
+    uint64_t t0;
 
     c->tenants[c->ntenants++] = (struct ds_sched_tenant){ .id = slot };
     memset(&c->track[slot], 0, sizeof(c->track[slot]));
     v = view_of(c);
+    t0 = ds_now_ns();
     c->policy->on_tenant_join(&v, c->ntenants - 1);
+    decided(c, t0);
     apply(c);
 }
 
@@ -183,6 +197,7 @@ void ds__place_joined(struct control *c, int slot)
 void ds__place_left(struct control *c, int slot)
 {
     struct ds_sched_view v;
+    uint64_t t0;
     int i = 0;
 
     while (i < c->ntenants && c->tenants[i].id != slot)
@@ -193,7 +208,9 @@ void ds__place_left(struct control *c, int slot)
             (size_t)(c->ntenants - i - 1) * sizeof(c->tenants[0]));
     c->ntenants--;
     v = view_of(c);
+    t0 = ds_now_ns();
     c->policy->on_tenant_leave(&v);
+    decided(c, t0);
     apply(c);
 }
 
@@ -201,8 +218,10 @@ void ds__place_left(struct control *c, int slot)
 static void policy_tick(struct control *c)
 {
     struct ds_sched_view v = view_of(c);
+    uint64_t t0 = ds_now_ns();
 
     c->policy->on_tick(&v);
+    decided(c, t0);
     apply(c);
     for (int i = 0; i < c->ntenants; i++) {
         int id = c->tenants[i].id;
@@ -246,7 +265,8 @@ static void admin_status(void *ctx, msgpack_packer *pk)
 
     /* The predictor's latest, whether or not the policy has looked since. */
     view_of(c);
-    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, &c->domains, c->tenants, c->ntenants);
+    ds_status_pack(pk, c->cfg, c->shm, c->policy->name, &c->decisions, &c->domains, c->tenants,
+                   c->ntenants);
 }
 
 /* A run-time switch: the new policy places every tenant served now. */

@@ -253,14 +253,25 @@ static void pack_until(msgpack_packer *pk, const struct ds_domains *d, int proba
     }
 }
 
+static void pack_decisions(msgpack_packer *pk, const struct ds_decisions *d)
+{
+    msgpack_pack_map(pk, 3);
+    key(pk, DS_ADMIN_KEY_COUNT);
+    msgpack_pack_uint64(pk, d->count);
+    key(pk, DS_ADMIN_KEY_MEAN_US);
+    msgpack_pack_double(pk, d->count > 0 ? (double)d->total_ns / (double)d->count / 1e3 : 0.0);
+    key(pk, DS_ADMIN_KEY_MAX_US);
+    msgpack_pack_double(pk, (double)d->max_ns / 1e3);
+}
+
 void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
                     const struct ds_shm *shm, const char *policy,
-                    const struct ds_domains *domains, const struct ds_sched_tenant *tenants,
-                    int n)
+                    const struct ds_decisions *decisions, const struct ds_domains *domains,
+                    const struct ds_sched_tenant *tenants, int n)
 {
     char iso[DS_GROUP_MAX + 8];
 
-    msgpack_pack_map(pk, 7);
+    msgpack_pack_map(pk, 8);
     key(pk, DS_ADMIN_KEY_ISOLATION);
     key(pk, ds_quota_isolation_format(cfg->isolation, cfg->isolation_group, iso, sizeof(iso)));
     key(pk, DS_ADMIN_KEY_QUARANTINE);
@@ -273,6 +284,8 @@ void ds_status_pack(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, cfg->mps);
     key(pk, DS_ADMIN_KEY_POLICY);
     key(pk, policy);
+    key(pk, DS_ADMIN_KEY_POLICY_DECISIONS);
+    pack_decisions(pk, decisions);
     key(pk, DS_ADMIN_KEY_TENANTS);
     msgpack_pack_array(pk, (size_t)n);
     for (int i = 0; i < n; i++)
