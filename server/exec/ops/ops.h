@@ -208,4 +208,8 @@ extern const struct ds_tenant_areas ds__ops_areas;
  * known from the handshake on (cudart asks for it before retaining it).  0 or DS_E*. */
 int ds__ops_make_primary(struct ds_tenant *t);
 
+/* Open the device if it is not (ds__tenant_open), then, with primary, make the primary
+ * context, below room held for the tenant's memory (ops_hello.c).  0 or DS_E*. */
+int ds__ops_open_device(struct ds_tenant *t, int primary);
+
 #endif
