@@ -222,12 +222,15 @@ class Ctl:
         self.poll = exp.poll_status
         self.told = {n: None for n in self.slos}
         self.ms, self.gated, self.seen, self.decisions = [], {}, {}, None
+        self.last_error = None
         self.done = threading.Event()
         self.t = threading.Thread(target=self.loop, daemon=True)
 
     def ctl(self, *args):
         r = subprocess.run(self.argv + list(args), capture_output=True, text=True,
                            env=self.env, timeout=10)
+        if r.returncode != 0:
+            self.last_error = (r.stdout + r.stderr).strip()[-300:]
         return r.returncode, r.stdout
 
     def untold(self):
@@ -240,12 +243,16 @@ class Ctl:
         while not self.done.wait(self.TELL_S if self.untold() else self.POLL_S):
             try:
                 for name, ms in self.slos.items():
+                    # The admin API takes whole milliseconds from 1: a sim stand-in's
+                    # SLO can be under half a millisecond, which "slo 0" would refuse.
                     if self.told[name] is None and self.ctl(
-                            "tenant", name, "class", "latency", "slo", "%d" % round(ms))[0] == 0:
+                            "tenant", name, "class", "latency", "slo",
+                            "%d" % max(1, round(ms)))[0] == 0:
                         self.told[name] = round(time.time() - t0, 2)
                 if self.poll:
                     self.status(time.time())
-            except (OSError, subprocess.SubprocessError, ValueError):
+            except (OSError, subprocess.SubprocessError, ValueError) as e:
+                self.last_error = repr(e)[-300:]
                 continue  # the server not up yet, or gone: the next poll tries again
 
     def status(self, now):
@@ -273,6 +280,8 @@ class Ctl:
 
     def figures(self):
         out = {"told": self.told} if self.slos else {}
+        if self.slos and self.untold():
+            out["tell_error"] = self.last_error  # why, as the last try said
         if self.poll:
             ms = sorted(self.ms)
             conn = sum(c for _, c in self.gated.values())
