@@ -108,6 +108,27 @@ void ds_tlsrec_free(struct ds_tlsrec *r)
     r->plain = NULL;
 }
 
+int ds_tlsrec_open(int fd, const struct ds_tls_keys *k, int server, struct ds_tlsrec **out)
+{
+    struct ds_tlsrec *r = calloc(1, sizeof(*r));
+    int rc = r != NULL ? ds_tlsrec_init(r, fd, k, server) : DS_ENOMEM;
+
+    if (rc != 0) {
+        free(r);
+        r = NULL;
+    }
+    *out = r;
+    return rc;
+}
+
+void ds_tlsrec_close(struct ds_tlsrec *r)
+{
+    if (r == NULL)
+        return;
+    ds_tlsrec_free(r);
+    free(r);
+}
+
 int ds_tlsrec_kernel(const struct ds_tlsrec *r)
 {
     return (r->rx.aead == NULL ? 1 : 0) | (r->tx.aead == NULL ? 2 : 0);

@@ -41,6 +41,12 @@ int ds_tlsrec_init(struct ds_tlsrec *r, int fd, const struct ds_tls_keys *k, int
 
 void ds_tlsrec_free(struct ds_tlsrec *r);
 
+/* ds_tlsrec_init on a stream of its own, for a connection that holds it by pointer (the
+ * tenant's wire, the executor's connection): *out is NULL on failure.  Returns as
+ * ds_tlsrec_init.  ds_tlsrec_close frees it whole; NULL is nothing to close. */
+int ds_tlsrec_open(int fd, const struct ds_tls_keys *k, int server, struct ds_tlsrec **out);
+void ds_tlsrec_close(struct ds_tlsrec *r);
+
 /* As recv(2) with flags 0 or MSG_DONTWAIT: bytes read (> 0), 0 at end of stream, or -1
  * with errno (EAGAIN: nothing yet; EBADMSG: a record that does not open, forged or
  * damaged, after which the stream is unusable). */

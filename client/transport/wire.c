@@ -118,25 +118,14 @@ void ds__wire_close(struct ds_wire *w)
     XDR_DESTROY(&w->tx);
     XDR_DESTROY(&w->rx);
     ds_ring_close(&w->ring);
-    if (w->tls != NULL)
-        ds_tlsrec_free(w->tls);
-    free(w->tls);
+    ds_tlsrec_close(w->tls);
     close(w->fd);
     free(w);
 }
 
 int ds__wire_tls(struct ds_wire *w, const struct ds_tls_keys *k)
 {
-    int rc;
-
-    if ((w->tls = calloc(1, sizeof(*w->tls))) == NULL)
-        return DS_ENOMEM;
-    rc = ds_tlsrec_init(w->tls, w->fd, k, 0);
-    if (rc != 0) {
-        free(w->tls);
-        w->tls = NULL;
-    }
-    return rc;
+    return ds_tlsrec_open(w->fd, k, 0, &w->tls);
 }
 
 int ds__wire_tls_kernel(struct ds_wire *w)

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -70,15 +69,7 @@ int ds_conn_init(struct ds_conn *c, int fd, const volatile sig_atomic_t *stop)
 
 int ds_conn_tls(struct ds_conn *c, const struct ds_tls_keys *k)
 {
-    int rc;
-
-    if ((c->tls = calloc(1, sizeof(*c->tls))) == NULL)
-        return DS_ENOMEM;
-    if ((rc = ds_tlsrec_init(c->tls, c->fd, k, 1)) != 0) {
-        free(c->tls);
-        c->tls = NULL;
-    }
-    return rc;
+    return ds_tlsrec_open(c->fd, k, 1, &c->tls);
 }
 
 /* Decode a call header from xdrs.  Only AUTH_NONE is spoken: a tenant is who its
@@ -263,9 +254,7 @@ void ds_conn_close(struct ds_conn *c)
     if (c->sock.x_ops != NULL)
         XDR_DESTROY(&c->sock);
     ds_ring_close(&c->ring);
-    if (c->tls != NULL)
-        ds_tlsrec_free(c->tls);
-    free(c->tls);
+    ds_tlsrec_close(c->tls);
     c->tls = NULL;
     close(c->fd);
     c->fd = -1;
