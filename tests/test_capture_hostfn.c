@@ -303,6 +303,7 @@ Test(capture_hostfn, no_function_is_refused)
  * stream, so this runs on a GPU. */
 Test(capture_hostfn, on_a_stream_that_joined_the_capture)
 {
+    CUstreamCaptureStatus status;
     CUevent fork, join;
     CUstream side;
     struct probe p;
@@ -319,6 +320,8 @@ Test(capture_hostfn, on_a_stream_that_joined_the_capture)
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_OK(cuEventRecord(fork, s));
     CU_OK(cuStreamWaitEvent(side, fork, 0));
+    CU_OK(cuStreamIsCapturing(side, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_ACTIVE, "a forked stream is in the capture");
     CU_OK(cuMemsetD32Async(d, 7, 1, side));
     step_on(side, d + sizeof(int), 0);
     CU_OK(cuLaunchHostFunc(side, look, &p));

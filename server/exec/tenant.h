@@ -218,6 +218,7 @@ struct ds_tenant {
     uint64_t next_id;
     int pending;          /* CUresult of the first failed batched call, 0 if none */
     int greeted;          /* hello accepted */
+    int captures;         /* streams with capturing set (ds__tenant_set_capturing) */
     int closing;          /* the connection must end after this request */
     char name[DS_NAME_MAX + 1];
     struct ds_shm *shm;
@@ -341,14 +342,14 @@ struct ds_vctx *ds__tenant_ctx(struct ds_tenant *t, uint64_t h);
  * per-thread default streams).  Returns 0 or DS_EHANDLE. */
 int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
 
-/* 1 when tenant stream h is being captured into a graph.  Inline: the trace (trace.c),
- * which tenant.c calls, asks it too. */
-static inline int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
-{
-    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+/* 1 when tenant stream h is being captured into a graph: it began a capture, or joined
+ * one by waiting for an event recorded in it (a fork of the capture), which only the
+ * backend knows: asked only while one of the tenant's captures is in progress, so that
+ * a launch outside captures pays nothing for it. */
+int ds__tenant_capturing(struct ds_tenant *t, uint64_t h);
 
-    return s != NULL && s->capturing;
-}
+/* Stream s begins (on 1) or ends (0) a capture of its own. */
+void ds__tenant_set_capturing(struct ds_tenant *t, struct ds_vstream *s, int on);
 
 /* 0 when [addr, addr+len) lies inside one allocation of this tenant, or in contiguous
  * accessible VMM mappings of one reservation, else DS_ERANGE. */

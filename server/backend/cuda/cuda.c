@@ -413,6 +413,7 @@ int ds__cuda_stream_create(struct ds_backend *b, unsigned flags, int priority,
  * stream that no longer exists. */
 void ds__cuda_stream_destroy(struct ds_backend *b, struct ds_bstream *s)
 {
+    b->captures -= s->capturing;
     DS_RING_UNLINK(s);
     fini_stream(b, s);
     free(s);

@@ -276,6 +276,7 @@ struct ds_backend {
     int nshm_pages;
     struct ds_bstream legacy;
     struct ds_bstream streams; /* list head */
+    int captures;              /* streams that began a capture (capturing set) */
     uint64_t identity;         /* the CONTEXT_IDENTITY value (kind 0), once asked */
     int identity_known;
     unsigned spin_us;          /* a synchronisation polls this long before blocking */
@@ -329,6 +330,11 @@ int ds__cuda_sticky(void);
 
 /* The real stream behind s (NULL: the tenant's legacy stream). */
 struct ds_bstream *ds__cuda_real(struct ds_backend *b, struct ds_bstream *s);
+
+/* Whether s's work goes into a graph: it began a capture, or joined one by waiting for an
+ * event recorded in it, which only the driver knows (asked only while a capture is in
+ * progress, so work outside captures pays nothing for it). */
+int ds__cuda_capturing(struct ds_backend *b, struct ds_bstream *s);
 
 /* Before new work on s: the legacy default stream's ordering rules.  Returns 0 or DS_E*. */
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s);

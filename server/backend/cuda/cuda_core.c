@@ -98,20 +98,33 @@ int ds__cuda_record_tail(struct ds_backend *b, struct ds_bstream *s)
 /* Before new work on s: the legacy default stream's ordering rules.  They do not reach
  * into a capture: a graph holds no implicit dependency on the legacy stream, and the
  * driver refuses a capturing stream's wait on an event recorded outside it. */
+int ds__cuda_capturing(struct ds_backend *b, struct ds_bstream *s)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+
+    if (s->capturing)
+        return 1;
+    if (b->captures == 0)
+        return 0;
+    return b->cu.cuStreamGetCaptureInfo(s->s, &st, NULL, NULL, NULL, NULL, NULL) !=
+               CUDA_SUCCESS ||
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 int ds__cuda_order(struct ds_backend *b, struct ds_bstream *s)
 {
     int rc = 0;
 
     if (s == &b->legacy) {
         for (struct ds_bstream *o = b->streams.next; o != &b->streams && rc == 0; o = o->next) {
-            if (!o->blocking || o->capturing || o->legacy_given == o->seq)
+            if (!o->blocking || o->legacy_given == o->seq || ds__cuda_capturing(b, o))
                 continue;
             rc = ds__cuda_record_tail(b, o);
             if (rc == 0)
                 rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, o->tail, 0));
             o->legacy_given = o->seq;
         }
-    } else if (s->blocking && !s->capturing && s->legacy_seen != b->legacy.seq) {
+    } else if (s->blocking && s->legacy_seen != b->legacy.seq && !ds__cuda_capturing(b, s)) {
         rc = ds__cuda_record_tail(b, &b->legacy);
         if (rc == 0)
             rc = ds__cuda_err(b->cu.cuStreamWaitEvent(s->s, b->legacy.tail, 0));

@@ -72,7 +72,7 @@ static int wait_all(struct ds_backend *b, struct ds_bfence *f)
     int any = 0, rc = 0;
 
     do {
-        if (!s->capturing && (rc = busy(b, s->s)) == 1) {
+        if (!ds__cuda_capturing(b, s) && (rc = busy(b, s->s)) == 1) {
             any = 1;
             rc = ds__cuda_record_tail(b, s);
             if (rc == 0)
@@ -106,7 +106,7 @@ static CUresult print_out_idle(struct ds_backend *b, const struct ds_fence_at *a
 
     if (at->kind == DS_FENCE_EVENT)
         return print_out(b, at->event->e);
-    if (s->capturing)
+    if (ds__cuda_capturing(b, s))
         return CUDA_SUCCESS;
     r = b->cu.cuEventRecord(f->done, s->s);
     return r == CUDA_SUCCESS ? print_out(b, f->done) : r;
@@ -152,7 +152,7 @@ int ds__cuda_fence_create(struct ds_backend *b, const struct ds_fence_at *at,
     *out = NULL;
     /* What the driver answers a synchronisation of a capturing stream: an error, and the
      * capture invalidated. */
-    if (at->kind == DS_FENCE_STREAM && s->capturing)
+    if (at->kind == DS_FENCE_STREAM && ds__cuda_capturing(b, s))
         return ds__cuda_err(b->cu.cuStreamSynchronize(s->s));
     if ((rc = fence_new(b, &f)) != 0)
         return rc;

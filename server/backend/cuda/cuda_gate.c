@@ -37,7 +37,8 @@ static int register_page(struct ds_backend *b, uintptr_t page, CUdeviceptr *dev)
     return 0;
 }
 
-/* The device address of a word of the control block. */
+/* The device address of a word of the control block, or DS_EBUSY while a capture is in
+ * progress and the word's page is not registered yet. */
 static int map_word(struct ds_backend *b, const volatile void *word, CUdeviceptr *out)
 {
     uintptr_t page = (uintptr_t)word & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
@@ -48,6 +49,8 @@ static int map_word(struct ds_backend *b, const volatile void *word, CUdeviceptr
         i++;
     if (i < b->nshm_pages)
         d = b->shm_pages[i].dev;
+    else if (b->captures > 0)
+        return DS_EBUSY; /* registering would invalidate a global-mode capture in progress */
     else if ((rc = register_page(b, page, &d)) != 0)
         return rc;
     *out = d + ((uintptr_t)word - page);
@@ -68,12 +71,12 @@ int ds__cuda_gate(struct ds_backend *b, struct ds_bstream *s, const volatile uns
 
     s = ds__cuda_real(b, s);
     /* A capture would record the wait into the graph. */
-    if (s->capturing)
+    if (ds__cuda_capturing(b, s))
         return 0;
     rc = map_word(b, word, &d);
     if (rc == 0)
         rc = ds__cuda_err(b->cu.cuStreamWaitValue32(s->s, d, 0, CU_STREAM_WAIT_VALUE_EQ));
-    return rc;
+    return rc == DS_EBUSY ? 0 : rc;
 }
 
 int ds__cuda_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,
@@ -83,7 +86,7 @@ int ds__cuda_stamp(struct ds_backend *b, struct ds_bstream *s, struct ds_shm_sta
     int rc;
 
     s = ds__cuda_real(b, s);
-    if (s->capturing)
+    if (ds__cuda_capturing(b, s))
         return DS_EBUSY;
     rc = map_word(b, &st->seq, &d);
     if (rc == 0)

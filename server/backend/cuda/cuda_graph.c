@@ -13,6 +13,7 @@ int ds__cuda_capture_begin(struct ds_backend *b, struct ds_bstream *s, int mode)
     CUresult r = b->cu.cuStreamBeginCapture(s->s, (CUstreamCaptureMode)mode);
 
     s->capturing = r == CUDA_SUCCESS;
+    b->captures += s->capturing;
     return ds__cuda_err(r);
 }
 
@@ -23,6 +24,7 @@ int ds__cuda_capture_end(struct ds_backend *b, struct ds_bstream *s, struct ds_b
 
     if (g == NULL)
         return DS_ENOMEM;
+    b->captures -= s->capturing;
     s->capturing = 0;
     r = b->cu.cuStreamEndCapture(s->s, &g->g);
     if (r != CUDA_SUCCESS) {

@@ -247,7 +247,8 @@ int ds__cuda_launch(struct ds_backend *b, struct ds_bfunc *f, const struct ds_la
     if (rc != 0)
         return rc;
     r = launch_on(b, f, l, s->s);
-    if (r == CUDA_ERROR_INVALID_CLUSTER_SIZE && b->pc.bound != b->green && !s->capturing) {
+    if (r == CUDA_ERROR_INVALID_CLUSTER_SIZE && b->pc.bound != b->green &&
+        !ds__cuda_capturing(b, s)) {
         r = spill(b, f, l, s);
         if (r == CUDA_SUCCESS)
             return DS_LAUNCH_ESCAPED;

@@ -46,6 +46,7 @@ CUresult ds__ops_stream_destroy(struct ds_tenant *t, const ds_handle *h, ds_void
     (void)r;
     if (s == NULL)
         return CUDA_ERROR_INVALID_HANDLE;
+    ds__tenant_set_capturing(t, s, 0);
     ds__tenant_stream_gone(t, s->real);
     t->ops->stream_destroy(t->be, s->real);
     free(s->into_deps);
@@ -112,6 +113,7 @@ void ds__ops_stream_drop(struct ds_tenant *t, uint64_t ctx, int all)
 
         if (all || s->ctx == ctx) {
             ds_handles_remove(&t->h, h, DS_H_STREAM);
+            ds__tenant_set_capturing(t, s, 0);
             ds__tenant_stream_gone(t, s->real);
             t->ops->stream_destroy(t->be, s->real);
             free(s->into_deps);

@@ -66,9 +66,9 @@ static CUresult set_deps(struct ds_vstream *s, const uint64_t *deps, uint32_t n)
     return CUDA_SUCCESS;
 }
 
-static void stop(struct ds_vstream *s)
+static void stop(struct ds_tenant *t, struct ds_vstream *s)
 {
-    s->capturing = 0;
+    ds__tenant_set_capturing(t, s, 0);
     s->into = 0;
     s->owns_into = 0;
     free(s->into_deps);
@@ -101,10 +101,10 @@ CUresult ds__ops_capture_to_graph(struct ds_tenant *t, const ds_capture_to_graph
     if ((rc = set_deps(s, a->deps.deps_val, a->deps.deps_len)) != CUDA_SUCCESS)
         return rc;
     if ((rc = ds_error_to_cu(t->ops->capture_begin(t->be, s->real, a->mode))) != CUDA_SUCCESS) {
-        stop(s);
+        stop(t, s);
         return rc;
     }
-    s->capturing = 1;
+    ds__tenant_set_capturing(t, s, 1);
     s->into = a->graph;
     s->mode = a->mode;
     return CUDA_SUCCESS;
@@ -237,7 +237,7 @@ static CUresult seal(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh)
     struct ds_bgraph *c = NULL;
     CUresult rc;
 
-    s->capturing = 0;
+    ds__tenant_set_capturing(t, s, 0);
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &c));
     if (rc == CUDA_SUCCESS)
         rc = ds_error_to_cu(t->ops->graph_node_count(t->be, c, &n));
@@ -276,7 +276,7 @@ static CUresult restart(struct ds_tenant *t, struct ds_vstream *s, struct ds_vst
 
     if (rc != CUDA_SUCCESS)
         return rc;
-    s->capturing = 1;
+    ds__tenant_set_capturing(t, s, 1);
     return tie(t, s, j, nj, 0);
 }
 
@@ -305,7 +305,7 @@ static void abandon(struct ds_tenant *t, struct ds_vstream *o, uint64_t oh)
     }
     if (o->owns_into)
         drop_own(t, o->into);
-    stop(o);
+    stop(t, o);
 }
 
 CUresult ds__ops_capture_end_into(struct ds_tenant *t, struct ds_vstream *s, uint64_t sh,
@@ -321,7 +321,7 @@ CUresult ds__ops_capture_end_into(struct ds_tenant *t, struct ds_vstream *s, uin
         abandon(t, s, sh);
         return rc;
     }
-    stop(s);
+    stop(t, s);
     r->ds_handle_res_u.handle = into;
     return CUDA_SUCCESS;
 }

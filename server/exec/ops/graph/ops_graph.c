@@ -26,7 +26,7 @@ CUresult ds__ops_capture_begin(struct ds_tenant *t, const ds_capture_args *a, ds
         return CUDA_ERROR_ILLEGAL_STATE;
     rc = t->ops->capture_begin(t->be, s->real, a->mode);
     if (rc == 0) {
-        s->capturing = 1;
+        ds__tenant_set_capturing(t, s, 1);
         s->mode = a->mode;
     }
     return ds_error_to_cu(rc);
@@ -63,7 +63,7 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
         return CUDA_ERROR_ILLEGAL_STATE;
     if (s->into != 0)
         return ds__ops_capture_end_into(t, s, *h, r);
-    s->capturing = 0;
+    ds__tenant_set_capturing(t, s, 0);
     id = ds__ops_ghcopy_capture(t, s);
     rc = ds_error_to_cu(t->ops->capture_end(t->be, s->real, &g));
     if (rc != CUDA_SUCCESS) {
@@ -99,7 +99,8 @@ CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_captur
 
     if (ds__tenant_stream(t, *h, &real) != 0)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (s != NULL && s->capturing) {
+    /* A stream that joined a capture (a fork) is in it too, as natively. */
+    if (s != NULL && (s->capturing || t->captures > 0)) {
         rc = t->ops->capture_info(t->be, s->real, &status, &id);
         if (rc != 0)
             return ds_error_to_cu(rc);
