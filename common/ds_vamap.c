@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "ds_vamap.h"
 
 #include "ds_error.h"
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* The whole maps file of pid, NUL-terminated, in a malloc'd buffer. */
@@ -144,4 +146,25 @@ int ds_vamap_reserved(int pid, uint64_t min_size, struct ds_vamap_range *out, in
     keep(&g);
     qsort(out, (size_t)g.n, sizeof(*out), by_base);
     return g.n;
+}
+
+#define PAGE 4096ull
+
+int ds_vamap_user_range(uint64_t base, uint64_t size)
+{
+    return size != 0 && ((base | size) % PAGE) == 0 && base != 0 && base < DS_VAMAP_USER_END &&
+           size <= DS_VAMAP_USER_END - base;
+}
+
+void *ds_vamap_at(uint64_t base, size_t size, int prot, int flags, int fd, off_t offset)
+{
+    void *want = (void *)(uintptr_t)base;
+    void *p = mmap(want, size, prot, flags | MAP_FIXED_NOREPLACE, fd, offset);
+
+    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
+    if (p != MAP_FAILED && p != want) {
+        munmap(p, size);
+        return MAP_FAILED;
+    }
+    return p;
 }

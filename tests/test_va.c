@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define PAGE 4096
-#define USER_VA_END (1ull << 47)
 
 static struct ds_test_server srv;
 
@@ -177,16 +176,11 @@ static int take_one(const struct ds_vamap_entry *e, void *arg)
 {
     void *p;
 
-    if (e->base >= USER_VA_END)
+    if (e->base >= DS_VAMAP_USER_END)
         return 0;
-    p = mmap((void *)(uintptr_t)e->base, PAGE, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    p = ds_vamap_at(e->base, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return 0;
-    if (p != (void *)(uintptr_t)e->base) {
-        munmap(p, PAGE);
-        return 0;
-    }
     *(unsigned char **)arg = p;
     return 1;
 }

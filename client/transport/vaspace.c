@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "vaspace.h"
 
 #include "ds_error.h"
@@ -8,34 +7,23 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
-#define PAGE 4096ull
-#define USER_VA_END (1ull << 47) /* the end of a user address space on x86-64 and arm64 */
 /* A server may take at most this much of the tenant's address space: whatever it says,
  * the program keeps room for its own mappings. */
-#define RESERVE_MAX (USER_VA_END / 2)
+#define RESERVE_MAX (DS_VAMAP_USER_END / 2)
 
 static int valid(const ds_va_range *r)
 {
-    return r->size != 0 && ((r->base | r->size) % PAGE) == 0 && r->base != 0 &&
-           r->base < USER_VA_END && r->size <= USER_VA_END - r->base;
+    return ds_vamap_user_range(r->base, r->size);
 }
 
 /* Reserve [base, base+size) where nothing is: 0, or -1 when some of it is taken (or the
  * kernel refused). */
 static int reserve(uint64_t base, uint64_t size)
 {
-    void *want = (void *)(uintptr_t)base;
-    void *p = mmap(want, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    void *p = ds_vamap_at(base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
 
-    if (p == MAP_FAILED)
-        return -1;
-    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
-    if (p != want) {
-        munmap(p, size);
-        return -1;
-    }
-    return 0;
+    return p == MAP_FAILED ? -1 : 0;
 }
 
 /* The walk over this process's mappings that reserves the free gaps of [at, end). */

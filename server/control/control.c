@@ -345,9 +345,8 @@ void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name
 {
     struct control *c = l->ctl;
     struct ds_spawned e;
-    struct ds_tls_keys keys;
     uv_os_fd_t fd;
-    int warm, kept, tls;
+    int warm, kept;
 
     if (c->stopping) {
         refuse(l, client, DS_REFUSED_SHUTDOWN, "the server is shutting down");
@@ -358,7 +357,7 @@ void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name
         uv_close((uv_handle_t *)client, free_handle);
         return;
     }
-    /* Kept until the executor says it took the connection (offer). */
+    /* Kept until the executor says it took the connection (handover.h). */
     if ((kept = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
         refuse(l, client, DS_REFUSED_CAPACITY, "the server has no descriptor left for it");
         uv_close((uv_handle_t *)client, free_handle);
@@ -378,12 +377,7 @@ void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name
         ds_debug("tenant %llu left before its preface was answered",
                  (unsigned long long)c->shm->slots[e.slot].id);
     c->served++;
-    tls = ds_auth_keys(client, &keys);
-    if (tls < 0)
-        ds_warn("tenant %llu: no keys for its TLS stream: its executor will not understand it",
-                (unsigned long long)c->shm->slots[e.slot].id);
-    ds__handover_offer(l, &e, kept, name, vouched, 1, tls > 0 ? &keys : NULL);
-    explicit_bzero(&keys, sizeof(keys));
+    ds__handover_start(l, &e, client, kept, name, vouched);
     fill_pool(c);
     uv_close((uv_handle_t *)client, free_handle);
 }

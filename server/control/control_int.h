@@ -1,8 +1,9 @@
 /*
  * The control process's state, shared by its parts: control.c (listeners, the
  * executors, signals, the admin and metrics endpoints), handover.c (executors taking
- * their tenants' connections) and placement.c (what runs where: the policy, the tenants
- * it places, their progress, and the quota rules that bound it).
+ * their tenants' connections, with their TLS stream keys) and placement.c (what runs
+ * where: the policy, the tenants it places, their progress, and the quota rules that
+ * bound it).
  */
 #ifndef DS_CONTROL_INT_H
 #define DS_CONTROL_INT_H

@@ -22,6 +22,9 @@
  * it needs: a slow host is no reason to refuse a tenant. */
 #define HANDOVER_DEADLINE_MS 2000
 
+static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
+                  int vouched, int tries, const struct ds_tls_keys *keys);
+
 /* A tenant's connection handed to an executor that has not yet said it took it. */
 struct handover {
     uv_poll_t word;   /* the executor's end of the pair: its word, or its exit */
@@ -102,7 +105,7 @@ static void pass_on(struct handover *h, int fresh)
     ds__control_assign(l, &next, warm, fd, name, vouched);
     ds_info("tenant %llu (%s) is now tenant %llu, on executor pid %d", id, name,
             (unsigned long long)c->shm->slots[next.slot].id, (int)next.pid);
-    ds__handover_offer(l, &next, fd, name, vouched, tries + 1, tls ? &keys : NULL);
+    offer(l, &next, fd, name, vouched, tries + 1, tls ? &keys : NULL);
     explicit_bzero(&keys, sizeof(keys));
 }
 
@@ -175,8 +178,10 @@ static struct handover *watch(struct listener *l, struct ds_spawned *e, int fd,
     return h;
 }
 
-void ds__handover_offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
-                        int vouched, int tries, const struct ds_tls_keys *keys)
+/* Hand the tenant on fd to executor e, the tries-th offered it, with its TLS stream's
+ * keys when not NULL (copied: the caller wipes its own), and watch for e's word. */
+static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *name,
+                  int vouched, int tries, const struct ds_tls_keys *keys)
 {
     struct control *c = l->ctl;
     unsigned long long id = (unsigned long long)c->shm->slots[e->slot].id;
@@ -209,6 +214,19 @@ void ds__handover_offer(struct listener *l, struct ds_spawned *e, int fd, const 
         ds_spawn_close(e);
         close(fd);
     }
+}
+
+void ds__handover_start(struct listener *l, struct ds_spawned *e, uv_stream_t *client, int fd,
+                        const char *name, int vouched)
+{
+    struct ds_tls_keys keys;
+    int tls = ds_auth_keys(client, &keys);
+
+    if (tls < 0)
+        ds_warn("tenant %llu: no keys for its TLS stream: its executor will not understand it",
+                (unsigned long long)l->ctl->shm->slots[e->slot].id);
+    offer(l, e, fd, name, vouched, 1, tls > 0 ? &keys : NULL);
+    explicit_bzero(&keys, sizeof(keys));
 }
 
 void ds__handover_forget_all(struct control *c)

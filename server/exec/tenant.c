@@ -4,6 +4,7 @@
 #include "ds_error.h"
 #include "ds_log.h"
 #include "ds_groups.h"
+#include "ds_vamap.h"
 #include "shm.h"
 #include "ds_clock.h"
 
@@ -115,13 +116,8 @@ int ds__tenant_map_arena(struct ds_tenant *t, uint64_t base)
     if (t->arena_fd < 0 || t->arena != NULL)
         return 0;
     if (base != 0 && base % 4096 == 0 && base <= UINTPTR_MAX - t->arena_len)
-        p = mmap((void *)(uintptr_t)base, (size_t)t->arena_len, PROT_READ | PROT_WRITE,
-                 MAP_SHARED | MAP_FIXED_NOREPLACE, t->arena_fd, 0);
-    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
-    if (p != MAP_FAILED && p != (void *)(uintptr_t)base) {
-        munmap(p, (size_t)t->arena_len);
-        p = MAP_FAILED;
-    }
+        p = ds_vamap_at(base, (size_t)t->arena_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        t->arena_fd, 0);
     if (p == MAP_FAILED) {
         if (base != 0)
             ds_debug("the tenant's host arena is mapped at another address here: its "

@@ -4,6 +4,7 @@
 #include "ds_preface.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -274,6 +275,50 @@ pid_t ds_test_warm_executor(const struct ds_test_server *s)
         usleep(10000);
     }
     return 0;
+}
+
+/* Whether every thread of process pid is stopped ('T' in its stat, after the name). */
+static int all_threads_stopped(pid_t pid)
+{
+    char path[64], stat[512], *state;
+    struct dirent *d;
+    DIR *dir;
+    int stopped = 1, any = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    if ((dir = opendir(path)) == NULL)
+        return 0;
+    while (stopped && (d = readdir(dir)) != NULL) {
+        FILE *f;
+
+        if (d->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)pid, d->d_name);
+        f = fopen(path, "r");
+        stat[0] = '\0';
+        if (f != NULL) {
+            if (fgets(stat, sizeof(stat), f) == NULL)
+                stat[0] = '\0';
+            fclose(f);
+        }
+        state = strrchr(stat, ')');
+        stopped = state != NULL && state[1] == ' ' && state[2] == 'T';
+        any = 1;
+    }
+    closedir(dir);
+    return stopped && any;
+}
+
+int ds_test_stop_process(pid_t pid)
+{
+    if (kill(pid, SIGSTOP) != 0)
+        return -1;
+    for (int i = 0; i < 5000; i++) {
+        if (all_threads_stopped(pid))
+            return 0;
+        usleep(1000);
+    }
+    return -1;
 }
 
 CUresult ds_test_connect(void)

@@ -80,6 +80,12 @@ int ds_test_raw_connect(const struct ds_test_server *s, const char *name);
  * too) have exited.  0 when there is none after 5 s. */
 pid_t ds_test_warm_executor(const struct ds_test_server *s);
 
+/* Stop process pid with SIGSTOP and return once every thread of it has stopped: kill
+ * returns as soon as the signal is queued, and the other threads of a process stop only
+ * after the one the signal woke has run, so an executor's taker thread could still take
+ * a connection and say so.  0, or -1 when some thread had not stopped after 5 s. */
+int ds_test_stop_process(pid_t pid);
+
 const char *ds_test_cu_name(CUresult rc);
 
 /* Load the file at `path` (fatbin or cubin) as a module of the current context. */

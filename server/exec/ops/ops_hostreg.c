@@ -5,8 +5,8 @@
  * moved onto the arena); for cuMemAllocManaged, where the arena itself lies.  The executor
  * maps the same part at the same address when that range is free here, so that the
  * address the tenant holds is the one the device is given (unified addressing), and
- * registers it with the device.  MAP_FIXED_NOREPLACE never replaces anything of this
- * process, so a hostile address costs only a refusal or an address of the arena's.
+ * registers it with the device.  ds_vamap_at never replaces anything of this process,
+ * so a hostile address costs only a refusal or an address of the arena's.
  *
  * When the tenant's address is taken here, the device reaches the pages only at another
  * address, which cuMemHostGetDevicePointer and the pointer attributes then give: a
@@ -21,23 +21,21 @@
  * process has at the same addresses).  Managed memory is one pointer by definition: it
  * is refused instead.
  */
-#define _GNU_SOURCE /* MAP_FIXED_NOREPLACE */
 #include "ops.h"
 
 #include "ds_error.h"
 #include "ds_log.h"
+#include "ds_vamap.h"
 
 #include <stdatomic.h>
 #include <sys/mman.h>
 
 #define PAGE 4096ull
-#define USER_VA_END (1ull << 47) /* the end of a user address space on x86-64 and arm64 */
 
 static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a)
 {
-    return a->size == 0 || ((a->offset | a->size | a->addr) % PAGE) != 0 ||
-           a->offset > t->arena_len || a->size > t->arena_len - a->offset || a->addr == 0 ||
-           a->addr >= USER_VA_END || a->size > USER_VA_END - a->addr;
+    return !ds_vamap_user_range(a->addr, a->size) || a->offset % PAGE != 0 ||
+           a->offset > t->arena_len || a->size > t->arena_len - a->offset;
 }
 
 /* This process's view of the arena part, at the tenant's address when it can be: the
@@ -47,20 +45,15 @@ static int bad_request(const struct ds_tenant *t, const ds_host_register_args *a
 static unsigned char *place(struct ds_tenant *t, const ds_host_register_args *a, int *own)
 {
     unsigned char *in_arena = t->arena + a->offset;
-    void *want = (void *)(uintptr_t)a->addr, *p;
+    void *p;
 
     *own = 0;
-    if (in_arena == want || t->arena_fd < 0)
+    if (in_arena == (void *)(uintptr_t)a->addr || t->arena_fd < 0)
         return in_arena;
-    p = mmap(want, a->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
-             t->arena_fd, (off_t)a->offset);
+    p = ds_vamap_at(a->addr, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, t->arena_fd,
+                    (off_t)a->offset);
     if (p == MAP_FAILED)
         return in_arena;
-    /* An old kernel takes MAP_FIXED_NOREPLACE as a hint and may map elsewhere. */
-    if (p != want) {
-        munmap(p, a->size);
-        return in_arena;
-    }
     *own = 1;
     return p;
 }
