@@ -108,7 +108,7 @@ row = [r for r in exps["train-small"]["rows"] if r["scenario"] == "detshare-slo-
 assert row["figures"]["*.agg"]["median"] > 0, row
 PY
 moves='^\| steps/s >= 0.97x kept on one half \| detshare-pulse-flip-100 \|'
-grep -Eq "$moves [^|]+\| [^|]+\| (met|missed|inconclusive)" "$md" ||
+grep -Eq "$moves [^|]+\| [^|]+\| no claim \(one repeat\)" "$md" ||
     fail "no verdict on the moves' cost"
 echo "calibrated and ran the other experiments: $out/more"
 
@@ -136,10 +136,10 @@ PY
 md=$out/new/report.md
 for t in 'TPOT p99 <= 1.2x alone' '0 LM-head trials differ from native alone' \
     'the slicing baseline drifts' 'lat1 p99 <= 1.2x alone'; do
-    grep -Eq "^\| $t[^|]*\| detshare-slo-aware \| [^|]+\| [^|]+\| (met|missed|inconclusive)" "$md" ||
+    grep -Eq "^\| $t[^|]*\| detshare-slo-aware \| [^|]+\| [^|]+\| no claim \(one repeat\)" "$md" ||
         fail "no verdict on '$t'"
 done
-grep -q '^| 0 LM-head trials differ from native alone | detshare-pulse-flip-100 | 0 \[0, 0\] | 0 | met' \
+grep -q '^| 0 LM-head trials differ from native alone | detshare-pulse-flip-100 | 0 \[0, 0\] | 0 | no claim' \
     "$md" || fail "the moved tenant's LM head differs from alone's"
 grep -q 'best native baseline.*not run: no native mode' "$md" || fail "no word on the native baseline"
 est=$("$python" "$here/harness.py" --quick --device cuda --calibrate --estimate --out "$out/est" \

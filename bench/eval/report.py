@@ -7,7 +7,8 @@
 Every figure is the median over repeats with its 95% bootstrap interval (stats.py); a
 ratio is taken within each repeat (a mode against the reference of the same repeat) and
 its median and interval are over repeats.  A target is met only when its whole interval
-is on the right side.
+is on the right side, and one repeat is no claim either way.  docs/evaluation.md is made
+from these results by publish.py.
 """
 
 import argparse
@@ -171,8 +172,8 @@ def target_entry(db, exp, t, mode, device):
             else "not in this run"))
     else:
         r = stats.paired_ratios(num, db.by_repeat(exp, ref, t.job, t.metric))
-    s = stats.summary(r)
-    return dict(entry, ratio=s, per_repeat=r, verdict=stats.decide(s["ci"], t.op, t.bound))
+    return dict(entry, ratio=stats.summary(r), per_repeat=r,
+                verdict=stats.verdict(r, t.op, t.bound))
 
 
 def fmt(s, digits=3):
@@ -186,6 +187,23 @@ def edge(t):
     """The end of a missed target's interval nearest its bound: what is missed by."""
     lo, hi = t["ratio"]["ci"]
     return lo if t["op"] == "<=" else hi
+
+
+def verdict_text(t):
+    """A target's verdict as the report words it: by how much a ratio misses its bound or
+    where its median lies when the interval is across it; the reason when it did not run."""
+    if "ratio" not in t:
+        return "%s: %s" % (t["verdict"], t["why"])
+    scaled = t["reference"] != "abs"  # else the figure itself, maybe against 0
+    if t["verdict"] == "no claim":
+        return "no claim (one repeat)"
+    if scaled and t["verdict"] == "missed":
+        return "missed by %.2fx (median %.2fx the bound)" % (
+            edge(t) / t["bound"], t["ratio"]["median"] / t["bound"])
+    if scaled and t["verdict"] == "inconclusive":
+        return "inconclusive (median %.2fx the bound, the interval across it)" % (
+            t["ratio"]["median"] / t["bound"])
+    return t["verdict"]
 
 
 def conditions(cells, name, cpus):
@@ -286,20 +304,12 @@ def markdown(meta, results, plots, plot_note, cells, cal):
                 "| --- | --- | --- | --- | --- |"]
         for t in r["targets"]:
             if "ratio" in t:
-                miss = ""
-                scaled = t["reference"] != "abs"  # else the figure itself, maybe against 0
-                if scaled and t["verdict"] == "missed":
-                    miss = " by %.2fx (median %.2fx the bound)" % (
-                        edge(t) / t["bound"], t["ratio"]["median"] / t["bound"])
-                elif scaled and t["verdict"] == "inconclusive":
-                    miss = " (median %.2fx the bound, the interval across it)" % (
-                        t["ratio"]["median"] / t["bound"])
-                out.append("| %s | %s | %s | %s | %s%s |" % (
+                out.append("| %s | %s | %s | %s | %s |" % (
                     t["target"], t["mode"], fmt(t["ratio"]),
-                    ", ".join("%.3g" % x for x in t["per_repeat"]), t["verdict"], miss))
+                    ", ".join("%.3g" % x for x in t["per_repeat"]), verdict_text(t)))
             else:
-                out.append("| %s | %s | - | - | %s: %s |" % (t["target"], t["mode"],
-                                                           t["verdict"], t["why"]))
+                out.append("| %s | %s | - | - | %s |" % (t["target"], t["mode"],
+                                                       verdict_text(t)))
         out += ["", conditions(cells, r["name"], meta["cpus"])]
         for p in plots.get(r["name"], []):
             out += ["", "![%s](%s)" % (r["name"], p)]

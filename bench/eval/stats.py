@@ -68,6 +68,16 @@ def decide(ci, op, target):
     raise ValueError("op must be <= or >=, not %r" % (op,))
 
 
+def verdict(values, op, target):
+    """decide() on the bootstrap interval of the median of values (ratios, one a repeat),
+    except that one value is "no claim": its interval is that value, and one repeat says
+    nothing of how much the next would differ."""
+    v = list(values)
+    if len(v) == 1:
+        return "no claim"
+    return decide(bootstrap_ci(v), op, target)
+
+
 def met(ci, op, target):
     """True only when decide() says met: an interval across the line is not met."""
     return decide(ci, op, target) == "met"

@@ -77,6 +77,11 @@ class Decisions(unittest.TestCase):
         with self.assertRaises(ValueError):
             stats.decide((1, 2), "<", 1.2)
 
+    def test_one_repeat_is_no_claim(self):
+        self.assertEqual(stats.verdict([1.0], "<=", 1.2), "no claim")
+        self.assertEqual(stats.verdict([1.0, 1.1, 1.05], "<=", 1.2), "met")
+        self.assertEqual(stats.verdict([], "<=", 1.2), "no data")
+
 
 if __name__ == "__main__":
     unittest.main()
