@@ -115,7 +115,7 @@ static int kernel_and_copies(void)
         return 5;
     /* The sim runs no kernel code (docs/sim-device.md); a GPU does. */
     for (int i = 0; !ds_test_on_sim() && i < count; i++)
-        if (out[i] != v)
+        if (out[i] != v + i)
             return 6;
     return 0;
 }
