@@ -8,6 +8,12 @@
 /* The current context's handle in *h; CUDA_ERROR_INVALID_CONTEXT when there is none. */
 CUresult ds__ctx_current(uint64_t *h);
 
+/* Send the calling thread's calls to device dev's server (route.h) until
+ * ds__route_unpin: for a call naming the device by ordinal, which its server knows as
+ * device 0.  Returns CUDA_SUCCESS, or CUDA_ERROR_INVALID_DEVICE (nothing pinned) when
+ * the tenant has no such device. */
+CUresult ds__ctx_pin(CUdevice dev);
+
 /* fn is called with a context's handle when the context ends (destroyed, reset, or
  * released for the last time).  One hook: context-local storage sets it on first use,
  * since it lies above contexts and keeps values that must go with them. */

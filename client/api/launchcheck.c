@@ -24,7 +24,7 @@ _Static_assert(sizeof(CUlaunchAttributeValue) == sizeof(((ds_launch_attr *)0)->v
 /* Device attribute a, or -1 when the device view does not have it. */
 static long long dev_attr(CUdevice_attribute a)
 {
-    const ds_device_desc *d = ds__rpc_device();
+    const ds_device_desc *d = ds__rpc_device(ds__route_current());
 
     if (d == NULL || (unsigned)a >= d->attrs.attrs_len)
         return -1;

@@ -77,14 +77,17 @@ CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 
 static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, int current)
 {
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     ds_handle_res r;
     CUresult rc;
 
     DS_NEED_INIT();
     if (pool == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = current ? ds_rpc_pool_current(&d, &r) : ds_rpc_pool_default(&d, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *pool = (CUmemoryPool)(uintptr_t)r.ds_handle_res_u.handle;
     return rc;
@@ -102,11 +105,16 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    ds_pool_set_args a = { .dev = dev, .pool = (ds_handle)(uintptr_t)pool };
+    ds_pool_set_args a = { .dev = 0, .pool = (ds_handle)(uintptr_t)pool };
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_pool_set_current(&a, &r);
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_pool_set_current(&a, &r);
+    ds__route_unpin();
+    return rc;
 }
 
 /* CUDA 13's forms by location: device memory of a device is what cuDevice*MemPool
