@@ -11,8 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Where the packaged service (detshare@N.service) puts GPU N's tenant socket. */
-#define RUN_DIR "/run/detshare"
+/* Where the packaged service (detshare@N.service) puts GPU N's tenant socket; a unit
+ * test compiles this file with a directory of its own. */
+#ifndef DS_RUN_DIR
+#define DS_RUN_DIR "/run/detshare"
+#endif
 
 #define TAG_MASK (0xfull << DS_ROUTE_SHIFT)
 
@@ -193,11 +196,11 @@ static int by_number(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* Every RUN_DIR/gpuN/detshare.sock, in N order, into out; the count. */
+/* Every DS_RUN_DIR/gpuN/detshare.sock, in N order, into out; the count. */
 static int packaged_sockets(struct ds_addr out[DS_ROUTE_MAX])
 {
     int gpus[DS_ROUTE_MAX], n = 0;
-    DIR *d = opendir(RUN_DIR);
+    DIR *d = opendir(DS_RUN_DIR);
     struct dirent *e;
 
     if (d == NULL)
@@ -207,7 +210,7 @@ static int packaged_sockets(struct ds_addr out[DS_ROUTE_MAX])
         struct stat st;
         int g = gpu_number(e->d_name);
 
-        snprintf(path, sizeof(path), RUN_DIR "/gpu%d/detshare.sock", g);
+        snprintf(path, sizeof(path), DS_RUN_DIR "/gpu%d/detshare.sock", g);
         if (g >= 0 && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
             gpus[n++] = g;
     }
@@ -216,7 +219,7 @@ static int packaged_sockets(struct ds_addr out[DS_ROUTE_MAX])
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
         out[i].kind = DS_ADDR_UNIX;
-        snprintf(out[i].path, sizeof(out[i].path), RUN_DIR "/gpu%d/detshare.sock", gpus[i]);
+        snprintf(out[i].path, sizeof(out[i].path), DS_RUN_DIR "/gpu%d/detshare.sock", gpus[i]);
     }
     return n;
 }
