@@ -215,6 +215,7 @@ CUresult cuCtxGetExecAffinity(CUexecAffinityParam *p, CUexecAffinityType type)
     if ((rc = ds__ctx_current(&cur)) != CUDA_SUCCESS)
         return rc;
     p->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
-    p->param.smCount.val = (unsigned)attr(ds__route_dev_of(cur), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p->param.smCount.val =
+        (unsigned)attr(ds__route_dev_of(cur), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     return CUDA_SUCCESS;
 }

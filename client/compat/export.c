@@ -386,7 +386,8 @@ static CUresult identity_object(CUcontext ctx, CUstream s, void **out, int per_t
         return rc;
     if (c == 0 && (rc = ds__ctx_current(&c)) != CUDA_SUCCESS)
         return rc;
-    if (c != ds__rpc_primary(ds__route_dev_of(c)) && (rc = cuCtxGetId((CUcontext)(uintptr_t)c, &id)) != CUDA_SUCCESS)
+    if (c != ds__rpc_primary(ds__route_dev_of(c)) &&
+        (rc = cuCtxGetId((CUcontext)(uintptr_t)c, &id)) != CUDA_SUCCESS)
         return rc;
     /* The driver's object lives as long as its stream, and nothing says when the caller
      * is done with it: a few bytes per call are kept. */

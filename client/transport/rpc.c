@@ -63,7 +63,6 @@ struct ds_rpc_session {
     int flusher_idle;
     int after_sync; /* the last call sent awaits a reply: the device may be idle */
     int dev;
-    unsigned auto_spin_us;
     ds_hello_res hello;
     char where[300];
 };
@@ -72,6 +71,7 @@ static struct ds_rpc_session sess[DS_ROUTE_MAX];
 static int nsess;
 static atomic_int ready;
 static atomic_uint_fast64_t calls;
+static unsigned auto_spin_us; /* DETSHARE_SPIN_US, read at cuInit */
 /* Taken before any session's lock by cuInit, so that one thread connects. */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -227,17 +227,16 @@ void ds__rpc_sched_flags(unsigned flags)
         spin = 0;
         break;
     default:
-        spin = UINT_MAX;
+        spin = auto_spin_us;
         break;
     }
     for (int i = 0; i < nsess; i++) {
         struct ds_rpc_session *s = &sess[i];
-        unsigned us = spin == UINT_MAX ? s->auto_spin_us : spin;
 
-        atomic_store(&s->wait_spin_us, us);
+        atomic_store(&s->wait_spin_us, spin);
         pthread_mutex_lock(&s->lock);
         if (s->wire != NULL)
-            ds__wire_set_spin(s->wire, us);
+            ds__wire_set_spin(s->wire, spin);
         pthread_mutex_unlock(&s->lock);
     }
 }
@@ -681,9 +680,8 @@ static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
     }
     if (a->kind == DS_ADDR_UNIX)
         hand_over_local(fd);
-    s->auto_spin_us = spin_from_env();
-    atomic_store(&s->wait_spin_us, s->auto_spin_us);
-    s->wire = ds__wire_open(fd, s->auto_spin_us);
+    atomic_store(&s->wait_spin_us, auto_spin_us);
+    s->wire = ds__wire_open(fd, auto_spin_us);
     if (s->wire == NULL || (tls && ds__wire_tls(s->wire, &keys) != 0)) {
         explicit_bzero(&keys, sizeof(keys));
         if (s->wire == NULL)
@@ -696,8 +694,8 @@ static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
     explicit_bzero(&keys, sizeof(keys));
     if (tls)
         ds_debug("TLS to %s: the kernel protects %s", s->where,
-                 (const char *[]){ "neither direction", "what is received",
-                                   "what is sent", "both directions" }[ds__wire_tls_kernel(s->wire)]);
+                 (const char *[]){ "neither direction", "what is received", "what is sent",
+                                   "both directions" }[ds__wire_tls_kernel(s->wire)]);
     if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
     rc = handshake(s);
@@ -741,6 +739,7 @@ static CUresult connect_all(int *broken)
 
     if (ds__route_servers(addrs, &n) != 0)
         return CUDA_ERROR_NO_DEVICE;
+    auto_spin_us = spin_from_env();
     if (n == 0) {
         ds_error("CUDA_VISIBLE_DEVICES=%s leaves no device", getenv("CUDA_VISIBLE_DEVICES"));
         return CUDA_ERROR_NO_DEVICE;
