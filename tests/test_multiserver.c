@@ -232,6 +232,68 @@ Test(multiserver, a_stream_goes_to_its_device)
     CU_OK(cuMemFree(p1));
 }
 
+/* Memory named by location: a physical allocation and a pool of device 1, made while
+ * device 0's context is current, are device 1's, and so is what they hold. */
+Test(multiserver, locations_name_their_device)
+{
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 1 } };
+    CUmemAccessDesc access = { .location = prop.location,
+                               .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CUmemPoolProps pprops = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = prop.location };
+    CUmemAllocationProp got;
+    CUmemGenericAllocationHandle h;
+    CUmemoryPool pool, def0, def1;
+    CUcontext c0, c1;
+    CUstream s1;
+    CUdeviceptr va, fromPool;
+    size_t g, free1, free1_after, total;
+    static int host[N], back[N];
+
+    CU_OK(cuInit(0));
+    c0 = primary(0);
+    c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemGetInfo(&free1, &total));
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuMemCreate(&h, g, &prop, 0));
+    CU_OK(cuMemGetAllocationPropertiesFromHandle(&got, h));
+    cr_assert_eq(got.location.id, 1);
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    CU_OK(cuMemSetAccess(va, g, &access, 1));
+    for (int i = 0; i < N; i++)
+        host[i] = 5 * i;
+    CU_OK(cuMemcpyHtoD(va, host, sizeof(host)));
+    read_back(c1, va, back);
+    cr_assert_arr_eq(back, host, sizeof(back));
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuMemGetInfo(&free1_after, &total));
+    cr_assert_geq(free1 - free1_after, g);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuMemUnmap(va, g));
+    CU_OK(cuMemRelease(h));
+
+    CU_OK(cuMemPoolCreate(&pool, &pprops));
+    CU_OK(cuMemAllocFromPoolAsync(&fromPool, sizeof(host), pool, s1));
+    CU_OK(cuMemcpyHtoDAsync(fromPool, host, sizeof(host), s1));
+    CU_OK(cuStreamSynchronize(s1));
+    read_back(c1, fromPool, back);
+    cr_assert_arr_eq(back, host, sizeof(back));
+    CU_OK(cuMemFreeAsync(fromPool, s1));
+    CU_OK(cuStreamSynchronize(s1));
+    CU_OK(cuMemPoolDestroy(pool));
+    CU_OK(cuDeviceGetDefaultMemPool(&def0, 0));
+    CU_OK(cuDeviceGetDefaultMemPool(&def1, 1));
+    cr_assert_neq(def0, def1);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuMemAddressFree(va, g));
+}
+
 Test(multiserver, visible_devices_choose_among_servers)
 {
     int n = 0, sms;

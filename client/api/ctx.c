@@ -117,6 +117,22 @@ CUresult ds__ctx_pin(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+int ds__ctx_loc_id(int type, int id, int dev)
+{
+    if (type != CU_MEM_LOCATION_TYPE_DEVICE || ds__rpc_device(id) == NULL)
+        return id;
+    return id == dev ? 0 : -1;
+}
+
+CUresult ds__ctx_pin_location(int type, int id, int *wire_id)
+{
+    *wire_id = id;
+    if (type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_SUCCESS;
+    *wire_id = 0;
+    return ds__ctx_pin(id);
+}
+
 CUresult ds__ctx_current(uint64_t *h)
 {
     if (depth == 0 || stack[depth - 1] == NULL)

@@ -168,10 +168,12 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
     a.alloc_type = props->allocType;
     a.handle_types = props->handleTypes;
     a.loc_type = props->location.type;
-    a.loc_id = props->location.id;
     a.max_size = props->maxSize;
     a.usage = props->usage;
-    rc = ds_rpc_pool_create(&a, &r);
+    rc = ds__ctx_pin_location(a.loc_type, props->location.id, &a.loc_id);
+    if (rc == CUDA_SUCCESS)
+        rc = ds_rpc_pool_create(&a, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *pool = (CUmemoryPool)(uintptr_t)r.ds_handle_res_u.handle;
     return rc;
@@ -270,7 +272,8 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++) {
         wire[i].loc_type = map[i].location.type;
-        wire[i].loc_id = map[i].location.id;
+        wire[i].loc_id = ds__ctx_loc_id(map[i].location.type, map[i].location.id,
+                                        ds__route_dev_of(a.pool));
         wire[i].flags = map[i].flags;
     }
     a.desc.desc_len = (u_int)count;
@@ -288,7 +291,7 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLo
     if (flags == NULL || loc == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     a.loc_type = loc->type;
-    a.loc_id = loc->id;
+    a.loc_id = ds__ctx_loc_id(loc->type, loc->id, ds__route_dev_of(a.pool));
     rc = ds_rpc_pool_get_access(&a, &r);
     if (rc == CUDA_SUCCESS)
         *flags = (CUmemAccess_flags)r.ds_hyper_res_u.value;
