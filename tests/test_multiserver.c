@@ -226,6 +226,13 @@ Test(multiserver, a_stream_goes_to_its_device)
     CU_IS(cuStreamWaitEvent(s0, e1, 0), CUDA_ERROR_NOT_SUPPORTED);
     read_back(c1, p1, back);
     cr_assert_arr_eq(back, host, sizeof(back));
+    /* Device 0's context, sent to device 1's server with device 1's event, is no
+     * context of that server's, though both primaries have the same number there (the
+     * error of a batched call comes with the next synchronous one). */
+    CU_OK(cuCtxRecordEvent(c0, e1));
+    CU_IS(cuStreamSynchronize(s1), CUDA_ERROR_INVALID_CONTEXT);
+    CU_OK(cuCtxRecordEvent(c1, e1));
+    CU_OK(cuStreamSynchronize(s1));
     CU_OK(cuStreamDestroy(s1));
     CU_OK(cuStreamDestroy(s0));
     CU_OK(cuEventDestroy(e1));

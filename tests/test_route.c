@@ -175,8 +175,9 @@ Test(route, handles_carry_their_device)
     cr_assert_eq(ds__route_dev_of(decoded(CTX(3), 1)), 1);
     /* Back to its own server untagged; to another, as a handle it never issued. */
     cr_assert_eq(encoded(STREAM(7) | TAG(1), 1), STREAM(7));
-    cr_assert_eq(encoded(STREAM(7) | TAG(1), 0), STREAM(7) | TAG(1));
+    cr_assert_eq(encoded(STREAM(7) | TAG(1), 0), STREAM(7) | TAG(15));
     cr_assert_eq(encoded(STREAM(7), 0), STREAM(7));
+    cr_assert_eq(encoded(STREAM(7), 1), STREAM(7) | TAG(15));
 }
 
 Test(route, a_call_goes_where_its_objects_are)

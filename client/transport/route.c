@@ -61,7 +61,9 @@ static bool_t view_handle(XDR *x, ds_handle *h)
         else
             discovering->objects |= bit;
     }
-    wire = ds__route_dev_of(*h) == enc ? *h & ~TAG_MASK : *h;
+    /* Another device's handle goes with every tag bit set: device 0's carries no tag,
+     * and untagged it could be one this server issued. */
+    wire = ds__route_dev_of(*h) == enc ? *h & ~TAG_MASK : *h | TAG_MASK;
     return ds_xdr_handle_plain(x, &wire);
 }
 

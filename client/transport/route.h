@@ -6,9 +6,9 @@
  * Handles of two servers could be equal, so the client tags every handle it receives
  * with its device, in the top four bits, which a server's handles never use
  * (server/exec/handles.h keeps the type below them), and strips the tag as it sends the
- * handle back to that server; a handle sent to a server it did not come from keeps its
- * tag, which that server refuses as a handle it never issued.  Device 0's tag is 0, so a
- * tenant with one server sees the very handles the server issued.
+ * handle back to that server; a handle sent to a server it did not come from goes with
+ * all four bits set, which that server refuses as a handle it never issued.  Device 0's
+ * tag is 0, so a tenant with one server sees the very handles the server issued.
  *
  * A call goes to the device of the objects it names (streams, events, modules,
  * functions, graphs, pools, device addresses), else to the device of the context it
