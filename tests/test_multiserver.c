@@ -239,6 +239,36 @@ Test(multiserver, a_stream_goes_to_its_device)
     CU_OK(cuMemFree(p1));
 }
 
+/* A synchronisation of device 0 says nothing of device 1's work, though both have a
+ * legacy stream numbered alike. */
+Test(multiserver, idle_is_known_per_device)
+{
+    CUcontext c0, c1;
+    CUdeviceptr p;
+    CUfunction f;
+    int v = 0, n = 0;
+    void *params[] = { &p, &v, &n };
+
+    CU_OK(cuInit(0));
+    c0 = primary(0);
+    c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuMemAlloc(&p, 4096));
+    CU_OK(cuModuleGetFunction(&f, load_launch(), "fill"));
+    CU_OK(cuCtxSynchronize());
+    /* Wide kernels that touch nothing: tens of milliseconds, modelled or real. */
+    for (int i = 0; i < 16; i++)
+        CU_OK(cuLaunchKernel(f, 2640000, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuStreamQuery(NULL));
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_IS(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
+    CU_OK(cuCtxSynchronize());
+    CU_OK(cuStreamQuery(NULL));
+    CU_OK(cuMemFree(p));
+}
+
 /* Memory named by location: a physical allocation and a pool of device 1, made while
  * device 0's context is current, are device 1's, and so is what they hold. */
 Test(multiserver, locations_name_their_device)

@@ -271,11 +271,11 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     DS_NEED_INIT();
     if (ctx == NULL && (rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
         return rc;
-    if (ds__quiet_all())
+    if (ds__quiet_is(h, 1))
         return CUDA_SUCCESS;
     rc = ds_rpc_ctx_synchronize(&h, &r);
     if (rc == CUDA_SUCCESS)
-        ds__quiet_mark(0, 1);
+        ds__quiet_mark(h, 1);
     return rc;
 }
 
