@@ -345,6 +345,15 @@ Test(multiserver, visible_devices_choose_among_servers)
     }
 }
 
+/* detshare-ctl, given no --admin, asks the first server of the list. */
+Test(multiserver, ctl_asks_the_first_server)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd), "%s status >%s/ctl.out 2>&1", DS_CTL_BIN, srv[0].dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 /* cuInit with stderr in a file: its result, and what the client wrote into err. */
 static CUresult init_saying(char *err, size_t len)
 {
