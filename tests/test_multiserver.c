@@ -222,6 +222,11 @@ Test(multiserver, a_stream_goes_to_its_device)
     CU_OK(cuStreamSynchronize(s1));
     CU_OK(cuEventSynchronize(e1));
     CU_OK(cuStreamQuery(s1));
+    /* A made-up stream is nobody's, whatever its top bits say. */
+    CU_IS(cuStreamQuery((CUstream)(uintptr_t)0xdeadbeefdeadbeefull), CUDA_ERROR_INVALID_HANDLE);
+    CU_OK(cuCtxSetCurrent((CUcontext)(uintptr_t)0xfeedfacefeedfaceull));
+    CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+    CU_OK(cuCtxSetCurrent(c0));
     /* Device 0's stream cannot wait for device 1's event: no call spans servers. */
     CU_IS(cuStreamWaitEvent(s0, e1, 0), CUDA_ERROR_NOT_SUPPORTED);
     read_back(c1, p1, back);

@@ -194,6 +194,12 @@ Test(route, a_call_goes_where_its_objects_are)
     /* An object of device 0 named with device 1's context: the object decides. */
     d.src = 0x30000;
     cr_assert_eq(ds__route_pick((xdrproc_t)xdr_ds_dtoh_args, &d), 0);
+    /* A made-up handle names no device of the tenant, and decides nothing. */
+    l.fn = FUNC(1) | TAG(9);
+    cr_assert_eq(ds__route_pick((xdrproc_t)xdr_ds_launch_args, &l), 1);
+    ds__route_set_current(CTX(2) | TAG(9));
+    cr_assert_eq(ds__route_current(), 0);
+    l.fn = FUNC(1) | TAG(1);
     /* Objects of two devices: no server can serve it. */
     l.stream = STREAM(1);
     cr_assert_eq(ds__route_pick((xdrproc_t)xdr_ds_launch_args, &l), -1);

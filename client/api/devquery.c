@@ -214,6 +214,8 @@ CUresult cuCtxGetExecAffinity(CUexecAffinityParam *p, CUexecAffinityType type)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = ds__ctx_current(&cur)) != CUDA_SUCCESS)
         return rc;
+    if (ds__rpc_device(ds__route_dev_of(cur)) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
     p->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
     p->param.smCount.val =
         (unsigned)attr(ds__route_dev_of(cur), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);

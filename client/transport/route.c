@@ -53,7 +53,9 @@ static bool_t view_handle(XDR *x, ds_handle *h)
     }
     if (x->x_op != XDR_ENCODE || !is_handle(*h))
         return ds_xdr_handle_plain(x, h);
-    if (discovering != NULL) {
+    /* A made-up handle naming no device of the tenant decides nothing: wherever it
+     * goes, it goes tagged, and is refused. */
+    if (discovering != NULL && ds__route_dev_of(*h) < ndev) {
         unsigned bit = 1u << ds__route_dev_of(*h);
 
         if (((*h >> 56) & 0xf) == 1) /* DS_H_CTX */
@@ -102,7 +104,10 @@ void ds__route_decoding(int dev)
 
 void ds__route_set_current(uint64_t ctx)
 {
-    current = ds__route_dev_of(ctx);
+    int dev = ds__route_dev_of(ctx);
+
+    /* A made-up context is refused by whichever server it reaches. */
+    current = dev < ndev ? dev : 0;
 }
 
 int ds__route_current(void)
