@@ -18,10 +18,11 @@ static struct ds_test_server srv[2];
 static void start(void)
 {
     /* On the sim, device 1 differs from device 0 (132 SMs, 80 GiB, GPU 0) in everything
-     * a tenant can ask. */
-    ds_test_server_start(&srv[0], 0, NULL);
+     * a tenant can ask.  On a GPU both servers serve GPU 0, which takes one MPS daemon
+     * at a time: neither starts one. */
+    ds_test_server_start(&srv[0], 0, ds_test_on_sim() ? NULL : "--mps off");
     ds_test_server_start(&srv[1], 0, ds_test_on_sim() ? "--sim-sms 66 --sim-memory 8G --gpu 1"
-                                                      : NULL);
+                                                      : "--mps off");
     ds_test_servers_use(srv, 2);
 }
 
