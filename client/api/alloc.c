@@ -336,6 +336,15 @@ static struct ptr_info ptr_info(uint64_t p)
     return i;
 }
 
+/* The device of an address of ours: the one whose server allocated it, else (host
+ * memory, which every device of the tenant maps) the current context's. */
+static int device_of(const struct ptr_info *i)
+{
+    int dev = ds__mem_device_of(i->dev);
+
+    return dev >= 0 ? dev : ds__route_current();
+}
+
 /* One attribute into data; CUDA_ERROR_INVALID_VALUE when the address has no such thing
  * (cuPointerGetAttribute's answer), CUDA_ERROR_NOT_SUPPORTED for attributes not kept. */
 static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr, void *data)
@@ -345,7 +354,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
 
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = ours ? (CUcontext)(uintptr_t)ds__rpc_primary() : NULL;
+        *(CUcontext *)data = ours ? (CUcontext)(uintptr_t)ds__rpc_primary(device_of(i)) : NULL;
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = i->type;
@@ -391,7 +400,7 @@ static CUresult one_attribute(const struct ptr_info *i, CUpointer_attribute attr
         *(unsigned *)data = ours;
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = ours ? 0 : -2;
+        *(int *)data = ours ? device_of(i) : -2;
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = i->base;

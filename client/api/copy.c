@@ -169,7 +169,8 @@ static CUresult dtoh_batch(char *dst, CUdeviceptr src, size_t n, ds_handle strea
     struct ds_rpc_pending p[DTOH_BATCH];
     struct dtoh_reply r[DTOH_BATCH];
     size_t posted = 0;
-    CUresult rc = ds__rpc_hold();
+    ds_dtoh_args first_args = { .src = src + first * (size_t)DS_CHUNK_MAX, .stream = stream };
+    CUresult rc = ds__rpc_hold(DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, &first_args);
 
     if (rc != CUDA_SUCCESS)
         return rc;

@@ -12,9 +12,10 @@
 
 #define CTX_STACK_MAX 64
 
-/* This process's references to the primary context, mirroring the executor's count so
- * that the client knows when the context ends (context-local storage goes with it). */
-static atomic_uint primary_refs;
+/* This process's references to each device's primary context, mirroring the executors'
+ * counts so that the client knows when a context ends (context-local storage goes with
+ * it). */
+static atomic_uint primary_refs[DS_ROUTE_MAX];
 static _Atomic(ds_ctx_end_fn) end_hook;
 
 static _Thread_local CUcontext stack[CTX_STACK_MAX];
@@ -101,6 +102,37 @@ static void ended(uint64_t h)
         fn(h);
 }
 
+/* The calling thread's calls that name nothing of their own go to its current
+ * context's device (route.h): told whenever the top of the stack changes. */
+static void now_current(void)
+{
+    ds__route_set_current(depth ? handle_of(stack[depth - 1]) : 0);
+}
+
+CUresult ds__ctx_pin(CUdevice dev)
+{
+    if (ds__rpc_device(dev) == NULL)
+        return CUDA_ERROR_INVALID_DEVICE;
+    ds__route_pin(dev);
+    return CUDA_SUCCESS;
+}
+
+int ds__ctx_loc_id(int type, int id, int dev)
+{
+    if (type != CU_MEM_LOCATION_TYPE_DEVICE || ds__rpc_device(id) == NULL)
+        return id;
+    return id == dev ? 0 : -1;
+}
+
+CUresult ds__ctx_pin_location(int type, int id, int *wire_id)
+{
+    *wire_id = id;
+    if (type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_SUCCESS;
+    *wire_id = 0;
+    return ds__ctx_pin(id);
+}
+
 CUresult ds__ctx_current(uint64_t *h)
 {
     if (depth == 0 || stack[depth - 1] == NULL)
@@ -116,6 +148,7 @@ static void forget(CUcontext c)
     for (int i = 0; i < depth; i++)
         if (stack[i] == c)
             stack[i] = NULL;
+    now_current();
 }
 
 CUresult cuCtxGetCurrent(CUcontext *pctx)
@@ -133,6 +166,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
     if (depth == 0)
         depth = 1;
     stack[depth - 1] = ctx;
+    now_current();
     return CUDA_SUCCESS;
 }
 
@@ -144,6 +178,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     if (depth == CTX_STACK_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
     stack[depth++] = ctx;
+    now_current();
     return CUDA_SUCCESS;
 }
 
@@ -155,12 +190,13 @@ CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
     depth--;
     if (pctx != NULL)
         *pctx = stack[depth];
+    now_current();
     return CUDA_SUCCESS;
 }
 
 static CUresult create(CUcontext *pctx, unsigned flags, CUdevice dev)
 {
-    ds_ctx_create_args a = { .dev = dev, .flags = flags };
+    ds_ctx_create_args a = { .dev = 0, .flags = flags };
     ds_handle_res r;
     CUresult rc;
 
@@ -169,11 +205,15 @@ static CUresult create(CUcontext *pctx, unsigned flags, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (depth == CTX_STACK_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_ctx_create(&a, &r);
+    ds__route_unpin();
     if (rc != CUDA_SUCCESS)
         return rc;
     *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
     stack[depth++] = *pctx;
+    now_current();
     ds__rpc_sched_flags(flags);
     return CUDA_SUCCESS;
 }
@@ -217,6 +257,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
         /* A destroyed context that was current is popped, as in CUDA. */
         while (depth > 0 && stack[depth - 1] == NULL)
             depth--;
+        now_current();
     }
     return rc;
 }
@@ -230,11 +271,11 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
     DS_NEED_INIT();
     if (ctx == NULL && (rc = ds__ctx_current(&h)) != CUDA_SUCCESS)
         return rc;
-    if (ds__quiet_all())
+    if (ds__quiet_is(h, 1))
         return CUDA_SUCCESS;
     rc = ds_rpc_ctx_synchronize(&h, &r);
     if (rc == CUDA_SUCCESS)
-        ds__quiet_mark(0, 1);
+        ds__quiet_mark(h, 1);
     return rc;
 }
 
@@ -243,6 +284,8 @@ CUresult cuCtxSynchronize(void)
     return cuCtxSynchronize_v2(NULL);
 }
 
+/* What the server says of ctx (NULL: the current context), its device as the tenant
+ * numbers it: each server has one, its device 0. */
 static CUresult info(CUcontext ctx, ds_ctx_info *out)
 {
     ds_handle h;
@@ -259,6 +302,7 @@ static CUresult info(CUcontext ctx, ds_ctx_info *out)
     rc = ds_rpc_ctx_get_info(&h, &r);
     if (rc == CUDA_SUCCESS) {
         *out = r.ds_ctx_info_res_u.info;
+        out->dev += ds__route_dev_of(h);
         known_info_put(h, out);
     }
     return rc;
@@ -379,17 +423,20 @@ CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     ds_handle_res r;
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     CUresult rc;
 
     DS_NEED_INIT();
     if (pctx == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_primary_retain(&d, &r);
+    ds__route_unpin();
     known_forget();
     if (rc == CUDA_SUCCESS) {
         *pctx = (CUcontext)(uintptr_t)r.ds_handle_res_u.handle;
-        atomic_fetch_add(&primary_refs, 1);
+        atomic_fetch_add(&primary_refs[dev], 1);
     }
     return rc;
 }
@@ -397,21 +444,24 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     ds_void_res r;
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     CUresult rc;
 
     DS_NEED_INIT();
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_primary_release(&d, &r);
+    ds__route_unpin();
     known_forget();
-    if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs, 1) == 1)
-        ended(ds__rpc_primary());
+    if (rc == CUDA_SUCCESS && atomic_fetch_sub(&primary_refs[dev], 1) == 1)
+        ended(ds__rpc_primary(dev));
     return rc;
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     ds_pstate_res r;
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     CUresult rc;
 
     DS_NEED_INIT();
@@ -425,10 +475,16 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
         return CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&known.lock);
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_primary_get_state(&d, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS) {
         *flags = r.ds_pstate_res_u.state.flags;
         *active = r.ds_pstate_res_u.state.active;
+    }
+    /* Device 0's is the one frameworks ask about around every operation. */
+    if (rc == CUDA_SUCCESS && dev == 0) {
         pthread_mutex_lock(&known.lock);
         known.primary = r.ds_pstate_res_u.state;
         known.primary_known = 1;
@@ -439,13 +495,15 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-    ds_pflags_args a = { .dev = dev, .flags = flags };
+    ds_pflags_args a = { .dev = 0, .flags = flags };
     ds_void_res r;
-
     CUresult rc;
 
     DS_NEED_INIT();
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_primary_set_flags(&a, &r);
+    ds__route_unpin();
     known_forget();
     if (rc == CUDA_SUCCESS)
         ds__rpc_sched_flags(flags);
@@ -473,15 +531,18 @@ CUresult cuCtxSetFlags(unsigned int flags)
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     ds_void_res r;
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     CUresult rc;
 
     DS_NEED_INIT();
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_primary_reset(&d, &r);
+    ds__route_unpin();
     known_forget();
     if (rc == CUDA_SUCCESS) {
-        atomic_store(&primary_refs, 0);
-        ended(ds__rpc_primary());
+        atomic_store(&primary_refs[dev], 0);
+        ended(ds__rpc_primary(dev));
     }
     return rc;
 }

@@ -8,6 +8,24 @@
 /* The current context's handle in *h; CUDA_ERROR_INVALID_CONTEXT when there is none. */
 CUresult ds__ctx_current(uint64_t *h);
 
+/* Send the calling thread's calls to device dev's server (route.h) until
+ * ds__route_unpin: for a call naming the device by ordinal, which its server knows as
+ * device 0.  Returns CUDA_SUCCESS, or CUDA_ERROR_INVALID_DEVICE (nothing pinned) when
+ * the tenant has no such device. */
+CUresult ds__ctx_pin(CUdevice dev);
+
+/* A memory location's id as device dev's server numbers its devices: device dev is its
+ * device 0, another device of the tenant is -1 (which it refuses: no server reaches
+ * another's memory); a host location, or an ordinal of no device of the tenant, goes as
+ * it is. */
+int ds__ctx_loc_id(int type, int id, int dev);
+
+/* For a call whose device a memory location names: pins the calling thread to a device
+ * location's device (ds__ctx_pin) and gives the id its server knows it by in *wire_id;
+ * any other location pins nothing and keeps its id.  Returns CUDA_SUCCESS or
+ * CUDA_ERROR_INVALID_DEVICE; the caller unpins (ds__route_unpin) either way. */
+CUresult ds__ctx_pin_location(int type, int id, int *wire_id);
+
 /* fn is called with a context's handle when the context ends (destroyed, reset, or
  * released for the last time).  One hook: context-local storage sets it on first use,
  * since it lies above contexts and keeps values that must go with them. */

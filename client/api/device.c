@@ -1,6 +1,8 @@
-/* cuInit, the driver version and device queries.  The device a tenant sees never
- * changes, so everything here is answered from the handshake without a round trip. */
+/* cuInit, the driver version and device queries.  The tenant sees one device per
+ * server, in the order of DETSHARE_SERVER (client/transport/route.h); a device never
+ * changes, so everything here is answered from its handshake without a round trip. */
 #include "cuda_api.h"
+#include "mem.h"
 #include "rpc.h"
 
 #include <stdio.h>
@@ -10,7 +12,7 @@ CUresult cuInit(unsigned int flags)
 {
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return ds__rpc_init();
+    return ds__rpc_init(ds__mem_device_of);
 }
 
 CUresult cuDriverGetVersion(int *version)
@@ -26,7 +28,7 @@ CUresult cuDeviceGetCount(int *count)
     DS_NEED_INIT();
     if (count == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = ds__rpc_devices();
     return CUDA_SUCCESS;
 }
 
@@ -35,9 +37,9 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal)
     DS_NEED_INIT();
     if (dev == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
+    if (ds__rpc_device(ordinal) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    *dev = 0;
+    *dev = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -46,9 +48,9 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     DS_NEED_INIT();
     if (name == NULL || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)len, "%s", ds__rpc_device()->name);
+    snprintf(name, (size_t)len, "%s", ds__rpc_device(dev)->name);
     return CUDA_SUCCESS;
 }
 
@@ -57,10 +59,10 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
     const ds_device_desc *d;
 
     DS_NEED_INIT();
-    d = ds__rpc_device();
-    if (value == NULL || attr <= 0 || (unsigned)attr >= d->attrs.attrs_len)
+    d = ds__rpc_device(dev);
+    if (value == NULL || attr <= 0 || (d != NULL && (unsigned)attr >= d->attrs.attrs_len))
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (d == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     *value = d->attrs.attrs_val[attr];
     return CUDA_SUCCESS;
@@ -71,9 +73,9 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     DS_NEED_INIT();
     if (bytes == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = ds__rpc_device()->total_mem;
+    *bytes = ds__rpc_device(dev)->total_mem;
     return CUDA_SUCCESS;
 }
 
@@ -82,9 +84,9 @@ CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     DS_NEED_INIT();
     if (uuid == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    memcpy(uuid->bytes, ds__rpc_device()->uuid, sizeof(uuid->bytes));
+    memcpy(uuid->bytes, ds__rpc_device(dev)->uuid, sizeof(uuid->bytes));
     return CUDA_SUCCESS;
 }
 
@@ -113,9 +115,9 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
     DS_NEED_INIT();
     if (id == NULL || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    d = ds__rpc_device(dev);
+    if (d == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    d = ds__rpc_device();
     snprintf(id, (size_t)len, "%04X:%02X:%02X.0",
              (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
              (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
@@ -123,10 +125,16 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* The one device, when `id` names it (either case; the domain may be left out). */
+static int at_pci(const ds_device_desc *d, unsigned domain, unsigned bus, unsigned slot)
+{
+    return domain == (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] &&
+           bus == (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] &&
+           slot == (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID];
+}
+
+/* The first device that `id` names (either case; the domain may be left out). */
 CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
 {
-    const ds_device_desc *d;
     unsigned domain = 0, bus, slot, fn = 0;
 
     DS_NEED_INIT();
@@ -135,11 +143,11 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
     if (sscanf(id, "%x:%x:%x.%x", &domain, &bus, &slot, &fn) < 3 &&
         (domain = 0, sscanf(id, "%x:%x.%x", &bus, &slot, &fn) < 2))
         return CUDA_ERROR_INVALID_VALUE;
-    d = ds__rpc_device();
-    if (domain != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] ||
-        bus != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] ||
-        slot != (unsigned)d->attrs.attrs_val[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] || fn != 0)
-        return CUDA_ERROR_INVALID_DEVICE;
-    *dev = 0;
-    return CUDA_SUCCESS;
+    for (int i = 0; i < ds__rpc_devices() && fn == 0; i++) {
+        if (at_pci(ds__rpc_device(i), domain, bus, slot)) {
+            *dev = i;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_DEVICE;
 }

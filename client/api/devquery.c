@@ -1,6 +1,7 @@
-/* Device queries beyond the attribute table (device.c).  One device per server: peer
- * questions are answered as the driver answers them on a machine with a single GPU;
- * what the tenant's view of the device cannot tell is asked of the executor's device. */
+/* Device queries beyond the attribute table (device.c).  One device per server, and no
+ * peer access between servers: peer questions are answered as the driver answers them
+ * for devices without it; what the tenant's view of a device cannot tell is asked of
+ * that device's executor. */
 #include "cuda_api.h"
 
 #include "ctx.h"
@@ -8,18 +9,19 @@
 
 #include <string.h>
 
-static int attr(CUdevice_attribute a)
+/* Of a device the caller has checked. */
+static int attr(CUdevice dev, CUdevice_attribute a)
 {
-    return ds__rpc_device()->attrs.attrs_val[a];
+    return ds__rpc_device(dev)->attrs.attrs_val[a];
 }
 
-/* A device has no peer access to itself, and there is no other. */
+/* A device has no peer access to itself, nor to another server's. */
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
 {
     DS_NEED_INIT();
     if (can == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0 || peer != 0)
+    if (ds__rpc_device(dev) == NULL || ds__rpc_device(peer) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     *can = 0;
     return CUDA_SUCCESS;
@@ -84,29 +86,34 @@ CUresult cuDeviceGetProperties(CUdevprop *p, CUdevice dev)
     DS_NEED_INIT();
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    p->maxThreadsPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-    p->maxThreadsDim[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
-    p->maxThreadsDim[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
-    p->maxThreadsDim[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
-    p->maxGridSize[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
-    p->maxGridSize[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
-    p->maxGridSize[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
-    p->sharedMemPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-    p->totalConstantMemory = attr(CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY);
-    p->SIMDWidth = attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-    p->memPitch = attr(CU_DEVICE_ATTRIBUTE_MAX_PITCH);
-    p->regsPerBlock = attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
-    p->clockRate = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-    p->textureAlign = attr(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
+    p->maxThreadsPerBlock = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    p->maxThreadsDim[0] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+    p->maxThreadsDim[1] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+    p->maxThreadsDim[2] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+    p->maxGridSize[0] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+    p->maxGridSize[1] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+    p->maxGridSize[2] = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+    p->sharedMemPerBlock = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    p->totalConstantMemory = attr(dev, CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY);
+    p->SIMDWidth = attr(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    p->memPitch = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_PITCH);
+    p->regsPerBlock = attr(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    p->clockRate = attr(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    p->textureAlign = attr(dev, CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT);
     return CUDA_SUCCESS;
 }
 
-/* Asks the executor's device; on success r holds n answers the caller frees. */
-static CUresult ask(ds_devq_args *a, ds_devq_res *r, unsigned n)
+/* Asks device dev's executor; on success r holds n answers the caller frees. */
+static CUresult ask(CUdevice dev, ds_devq_args *a, ds_devq_res *r, unsigned n)
 {
-    CUresult rc = ds_rpc_dev_query(a, r);
+    CUresult rc = ds__ctx_pin(dev);
+
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_dev_query(a, r);
+    ds__route_unpin();
 
     if (rc == CUDA_SUCCESS && r->ds_devq_res_u.values.values_len != n) {
         ds__rpc_free((xdrproc_t)xdr_ds_devq_res, r);
@@ -124,9 +131,9 @@ CUresult cuDeviceGetLuid(char *luid, unsigned *mask, CUdevice dev)
     DS_NEED_INIT();
     if (luid == NULL || mask == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    if ((rc = ask(&a, &r, 2)) != CUDA_SUCCESS)
+    if ((rc = ask(dev, &a, &r, 2)) != CUDA_SUCCESS)
         return rc;
     memcpy(luid, &r.ds_devq_res_u.values.values_val[0], 8);
     *mask = (unsigned)r.ds_devq_res_u.values.values_val[1];
@@ -144,9 +151,9 @@ CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *width, CUarray_format fmt, u
     DS_NEED_INIT();
     if (width == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    if ((rc = ask(&a, &r, 1)) != CUDA_SUCCESS)
+    if ((rc = ask(dev, &a, &r, 1)) != CUDA_SUCCESS)
         return rc;
     *width = (size_t)r.ds_devq_res_u.values.values_val[0];
     ds__rpc_free((xdrproc_t)xdr_ds_devq_res, &r);
@@ -160,7 +167,7 @@ CUresult cuDeviceGetHostAtomicCapabilities(unsigned *caps, const CUatomicOperati
     DS_NEED_INIT();
     if (caps == NULL || ops == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     for (unsigned done = 0; done < count;) {
         unsigned n = count - done < DS_DEVQ_OPS_MAX ? count - done : DS_DEVQ_OPS_MAX;
@@ -173,7 +180,7 @@ CUresult cuDeviceGetHostAtomicCapabilities(unsigned *caps, const CUatomicOperati
             wire[i] = (int)ops[done + i];
         a.ops.ops_len = n;
         a.ops.ops_val = wire;
-        if ((rc = ask(&a, &r, n)) != CUDA_SUCCESS)
+        if ((rc = ask(dev, &a, &r, n)) != CUDA_SUCCESS)
             return rc;
         for (unsigned i = 0; i < n; i++)
             caps[done + i] = (unsigned)r.ds_devq_res_u.values.values_val[i];
@@ -190,7 +197,7 @@ CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevi
     DS_NEED_INIT();
     if (pi == NULL || (unsigned)type >= CU_EXEC_AFFINITY_TYPE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     *pi = 0;
     return CUDA_SUCCESS;
@@ -207,7 +214,10 @@ CUresult cuCtxGetExecAffinity(CUexecAffinityParam *p, CUexecAffinityType type)
         return CUDA_ERROR_INVALID_VALUE;
     if ((rc = ds__ctx_current(&cur)) != CUDA_SUCCESS)
         return rc;
+    if (ds__rpc_device(ds__route_dev_of(cur)) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
     p->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
-    p->param.smCount.val = (unsigned)attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p->param.smCount.val =
+        (unsigned)attr(ds__route_dev_of(cur), CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     return CUDA_SUCCESS;
 }

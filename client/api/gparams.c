@@ -11,6 +11,7 @@
  * cudaGraphSetConditional), and its body graphs are executor graphs the caller fills.
  */
 #include "cuda_api.h"
+#include "ctx.h"
 #include "gkernel.h"
 #include "gnode.h"
 
@@ -395,7 +396,7 @@ CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr)
 CUresult cuDeviceGraphMemTrim(CUdevice dev)
 {
     DS_NEED_INIT();
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return ds__rpc_device(dev) != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 static CUresult graph_mem_attr(CUdevice dev, CUgraphMem_attribute attr, void *value, int set)
@@ -405,13 +406,16 @@ static CUresult graph_mem_attr(CUdevice dev, CUgraphMem_attribute attr, void *va
     CUresult rc;
 
     DS_NEED_INIT();
-    if (dev != 0)
+    if (ds__rpc_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     if (value == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (set)
         a.value = *(const cuuint64_t *)value;
-    if ((rc = ds_rpc_graph_mem_attr(&a, &r)) == CUDA_SUCCESS && !set)
+    ds__ctx_pin(dev);
+    rc = ds_rpc_graph_mem_attr(&a, &r);
+    ds__route_unpin();
+    if (rc == CUDA_SUCCESS && !set)
         *(cuuint64_t *)value = r.ds_hyper_res_u.value;
     return rc;
 }

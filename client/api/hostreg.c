@@ -263,7 +263,7 @@ static void register_atfork(void)
 static CUresult refused(unsigned flags)
 {
     static atomic_int io_once, ro_once;
-    const ds_device_desc *d = ds__rpc_device();
+    const ds_device_desc *d = ds__rpc_device(ds__route_current());
     unsigned ro = CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED;
 
     if (flags & CU_MEMHOSTREGISTER_IOMEMORY)

@@ -21,11 +21,9 @@
 _Static_assert(sizeof(CUlaunchAttributeValue) == sizeof(((ds_launch_attr *)0)->value),
                "a launch attribute's value travels whole");
 
-/* Device attribute a, or -1 when the device view does not have it. */
-static long long dev_attr(CUdevice_attribute a)
+/* Attribute a of device d, or -1 when the device view does not have it. */
+static long long dev_attr(const ds_device_desc *d, CUdevice_attribute a)
 {
-    const ds_device_desc *d = ds__rpc_device();
-
     if (d == NULL || (unsigned)a >= d->attrs.attrs_len)
         return -1;
     return d->attrs.attrs_val[a];
@@ -52,32 +50,32 @@ static int over(unsigned long long v, long long limit)
     return limit >= 0 && v > (unsigned long long)limit;
 }
 
-static CUresult check_block(const long long *fa, const unsigned b[3])
+static CUresult check_block(const ds_device_desc *d, const long long *fa, const unsigned b[3])
 {
     unsigned long long threads = (unsigned long long)b[0] * b[1] * b[2];
 
-    if (threads == 0 || over(b[0], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)) ||
-        over(b[1], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)) ||
-        over(b[2], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)) ||
-        over(threads, dev_attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)))
+    if (threads == 0 || over(b[0], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)) ||
+        over(b[1], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)) ||
+        over(b[2], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)) ||
+        over(threads, dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)))
         return CUDA_ERROR_INVALID_VALUE;
     /* The kernel's own limit: what its registers allow, which the driver reports as
      * out of resources (an H200, run 117: 1024 threads of a 128-register kernel gave
      * 701), or its launch bounds, an invalid value. */
     if (fa[A_REGS] > 0 && over(threads * (unsigned long long)fa[A_REGS],
-                               dev_attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)))
+                               dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)))
         return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     return over(threads, fa[A_THREADS])
                ? CUDA_ERROR_INVALID_VALUE
                : CUDA_SUCCESS;
 }
 
-static CUresult check_grid(const unsigned g[3])
+static CUresult check_grid(const ds_device_desc *d, const unsigned g[3])
 {
     if (g[0] == 0 || g[1] == 0 || g[2] == 0 ||
-        over(g[0], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)) ||
-        over(g[1], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)) ||
-        over(g[2], dev_attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)))
+        over(g[0], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)) ||
+        over(g[1], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)) ||
+        over(g[2], dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)))
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
@@ -85,14 +83,14 @@ static CUresult check_grid(const unsigned g[3])
 /* Dynamic shared memory is bounded by the kernel's opt-in attribute (48 KiB less its
  * static shared memory until cuFuncSetAttribute raises it), and with the static part by
  * what a block may have at all. */
-static CUresult check_smem(const long long *fa, unsigned smem)
+static CUresult check_smem(const ds_device_desc *d, const long long *fa, unsigned smem)
 {
     long long stat = fa[A_STATIC];
 
     if (over(smem, fa[A_DYN]))
         return CUDA_ERROR_INVALID_VALUE;
     if (stat >= 0 && over((unsigned long long)stat + smem,
-                          dev_attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)))
+                          dev_attr(d, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)))
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
@@ -149,13 +147,15 @@ static CUresult check_cluster(const long long *fa, const struct ds_launch_shape 
 
 CUresult ds__launchcheck(struct ds_cfunc *f, const struct ds_launch_shape *s)
 {
+    /* The function's device, which a launch runs on whatever context is current. */
+    const ds_device_desc *d = ds__rpc_device(ds__route_dev_of(f->handle));
     long long fa[A_COUNT];
     CUresult rc;
 
     ds__module_attrs(f, wanted, A_COUNT, fa);
-    if ((rc = check_block(fa, s->block)) != CUDA_SUCCESS ||
-        (rc = check_grid(s->grid)) != CUDA_SUCCESS ||
-        (rc = check_smem(fa, s->smem)) != CUDA_SUCCESS)
+    if ((rc = check_block(d, fa, s->block)) != CUDA_SUCCESS ||
+        (rc = check_grid(d, s->grid)) != CUDA_SUCCESS ||
+        (rc = check_smem(d, fa, s->smem)) != CUDA_SUCCESS)
         return rc;
     return check_cluster(fa, s);
 }

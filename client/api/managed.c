@@ -150,7 +150,7 @@ static int bad_location(CUmemLocation l)
 {
     switch (l.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-        return l.id != 0;
+        return ds__rpc_device(l.id) == NULL;
     case CU_MEM_LOCATION_TYPE_HOST:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
@@ -167,7 +167,7 @@ static CUmemLocation location_of(CUdevice dev)
 
     if (dev == CU_DEVICE_CPU)
         l.type = CU_MEM_LOCATION_TYPE_HOST;
-    else if (dev != 0)
+    else if (ds__rpc_device(dev) == NULL)
         l.type = CU_MEM_LOCATION_TYPE_INVALID;
     return l;
 }

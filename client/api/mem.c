@@ -1,26 +1,50 @@
 /* The device ranges this client knows (mem.h). */
 #include "mem.h"
 
+#include "ds_log.h"
 #include "ds_memtab.h"
+#include "route.h"
 
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab device_mem; /* what cuMemAlloc returned, and VMM mappings */
 
-/* device_mem's kind: what cuPointerSetAttribute set on the allocation. */
+/* device_mem's kind: what cuPointerSetAttribute set on the allocation, and above
+ * KIND_DEV_SHIFT the device whose server made the range (the one the calling thread's
+ * last call went to: the allocation's). */
 #define KIND_SYNC_MEMOPS 1u
+#define KIND_DEV_SHIFT 8
+
+/* Two servers handed out the same device addresses: a pointer no longer tells which
+ * device it is on (docs/design.md, "Several servers"), and the older range's device
+ * loses it.  Said once. */
+static void coincide(const struct ds_memtab_entry *old, const struct ds_memtab_entry *e)
+{
+    static int said;
+
+    if (said++ == 0)
+        ds_warn("devices %u and %u both use device addresses 0x%llx-0x%llx: calls naming "
+                "them go to device %u only",
+                old->kind >> KIND_DEV_SHIFT, e->kind >> KIND_DEV_SHIFT,
+                (unsigned long long)e->base, (unsigned long long)(e->base + e->size),
+                e->kind >> KIND_DEV_SHIFT);
+}
 
 /* Ranges the server dropped without telling us (a context destroyed or reset) give way
  * to whatever it hands out at the same addresses later.  owner: the pool, if any. */
 void ds__mem_remember_pool(uint64_t base, uint64_t size, uint64_t pool)
 {
-    struct ds_memtab_entry e = { .base = base, .size = size, .owner = pool };
+    struct ds_memtab_entry e = { .base = base, .size = size, .owner = pool,
+                                 .kind = (unsigned)ds__route_last() << KIND_DEV_SHIFT };
     const struct ds_memtab_entry *old;
 
     pthread_mutex_lock(&lock);
-    while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL)
+    while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL) {
+        if ((old->kind >> KIND_DEV_SHIFT) != (e.kind >> KIND_DEV_SHIFT))
+            coincide(old, &e);
         ds_memtab_remove(&device_mem, old->base, NULL);
+    }
     ds_memtab_insert(&device_mem, &e);
     pthread_mutex_unlock(&lock);
 }
@@ -102,4 +126,16 @@ int ds__mem_set_sync_memops(uint64_t p, int on)
     }
     pthread_mutex_unlock(&lock);
     return e != NULL;
+}
+
+int ds__mem_device_of(uint64_t p)
+{
+    const struct ds_memtab_entry *e;
+    int dev;
+
+    pthread_mutex_lock(&lock);
+    e = ds_memtab_find(&device_mem, p, 0);
+    dev = e != NULL ? (int)(e->kind >> KIND_DEV_SHIFT) : -1;
+    pthread_mutex_unlock(&lock);
+    return dev;
 }

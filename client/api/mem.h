@@ -1,7 +1,8 @@
 /*
- * Which addresses are this tenant's device memory, as far as the client has seen.
- * Used only to tell device from host pointers in cuMemcpy/cuMemcpyAsync; the executor
- * remains the authority and checks every address itself.
+ * Which addresses are this tenant's device memory, as far as the client has seen, and
+ * on which device.  Used to tell device from host pointers in cuMemcpy/cuMemcpyAsync and
+ * to send a call naming a device address to that device's server; the executor remains
+ * the authority and checks every address itself.
  */
 #ifndef DS_MEM_H
 #define DS_MEM_H
@@ -37,5 +38,9 @@ int ds__mem_range(uint64_t p, uint64_t *base, uint64_t *size, uint64_t *pool,
 /* Set (on != 0) or clear CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on the device range holding p;
  * 0 when p lies in none. */
 int ds__mem_set_sync_memops(uint64_t p, int on);
+
+/* The device whose server made the range holding p (route.h), or -1 when p lies in
+ * none: the route of a call that names p. */
+int ds__mem_device_of(uint64_t p);
 
 #endif

@@ -70,7 +70,7 @@ static CUresult load(CUmodule *out, const void *image, int library)
     if (ds__ctx_current(&a.ctx) != CUDA_SUCCESS) {
         if (!library)
             return CUDA_ERROR_INVALID_CONTEXT;
-        a.ctx = ds__rpc_primary();
+        a.ctx = ds__rpc_primary(ds__route_current());
     }
     if (ds_image_identify(image, SIZE_MAX, &kind, &start, &size) != 0)
         return CUDA_ERROR_INVALID_IMAGE;

@@ -77,14 +77,17 @@ CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 
 static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, int current)
 {
-    int d = dev;
+    int d = 0; /* the device as its server numbers it */
     ds_handle_res r;
     CUresult rc;
 
     DS_NEED_INIT();
     if (pool == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = current ? ds_rpc_pool_current(&d, &r) : ds_rpc_pool_default(&d, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *pool = (CUmemoryPool)(uintptr_t)r.ds_handle_res_u.handle;
     return rc;
@@ -102,11 +105,16 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    ds_pool_set_args a = { .dev = dev, .pool = (ds_handle)(uintptr_t)pool };
+    ds_pool_set_args a = { .dev = 0, .pool = (ds_handle)(uintptr_t)pool };
     ds_void_res r;
+    CUresult rc;
 
     DS_NEED_INIT();
-    return ds_rpc_pool_set_current(&a, &r);
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
+    rc = ds_rpc_pool_set_current(&a, &r);
+    ds__route_unpin();
+    return rc;
 }
 
 /* CUDA 13's forms by location: device memory of a device is what cuDevice*MemPool
@@ -160,10 +168,12 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
     a.alloc_type = props->allocType;
     a.handle_types = props->handleTypes;
     a.loc_type = props->location.type;
-    a.loc_id = props->location.id;
     a.max_size = props->maxSize;
     a.usage = props->usage;
-    rc = ds_rpc_pool_create(&a, &r);
+    rc = ds__ctx_pin_location(a.loc_type, props->location.id, &a.loc_id);
+    if (rc == CUDA_SUCCESS)
+        rc = ds_rpc_pool_create(&a, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *pool = (CUmemoryPool)(uintptr_t)r.ds_handle_res_u.handle;
     return rc;
@@ -262,7 +272,8 @@ CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++) {
         wire[i].loc_type = map[i].location.type;
-        wire[i].loc_id = map[i].location.id;
+        wire[i].loc_id = ds__ctx_loc_id(map[i].location.type, map[i].location.id,
+                                        ds__route_dev_of(a.pool));
         wire[i].flags = map[i].flags;
     }
     a.desc.desc_len = (u_int)count;
@@ -280,7 +291,7 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLo
     if (flags == NULL || loc == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     a.loc_type = loc->type;
-    a.loc_id = loc->id;
+    a.loc_id = ds__ctx_loc_id(loc->type, loc->id, ds__route_dev_of(a.pool));
     rc = ds_rpc_pool_get_access(&a, &r);
     if (rc == CUDA_SUCCESS)
         *flags = (CUmemAccess_flags)r.ds_hyper_res_u.value;

@@ -118,7 +118,7 @@ static int make_ring(void)
         return -1;
     }
     for (int i = 0; i < DS_STAGING_SLOTS; i++) {
-        ds_event_create_args a = { .ctx = ds__rpc_primary(), .flags = CU_EVENT_DISABLE_TIMING };
+        ds_event_create_args a = { .ctx = ds__rpc_primary(0), .flags = CU_EVENT_DISABLE_TIMING };
         ds_handle_res r;
 
         if (ds_rpc_event_create(&a, &r) != CUDA_SUCCESS) {
@@ -139,7 +139,8 @@ int ds__staging_usable(size_t n)
 {
     int state;
 
-    if (n < DS_STAGING_MIN)
+    /* The ring's slots and events are device 0's: one server's. */
+    if (n < DS_STAGING_MIN || ds__rpc_devices() != 1)
         return 0;
     pthread_mutex_lock(&ring.lock);
     if (ring.state == 0)

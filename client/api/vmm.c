@@ -7,10 +7,20 @@
  */
 #include "cuda_api.h"
 
+#include "ctx.h"
 #include "mem.h"
 #include "rpc.h"
 
 #include <string.h>
+
+/* The device of a mapped address: the server that mapped it, else the current context's
+ * (an address mapped nowhere yet). */
+static int device_of(CUdeviceptr p)
+{
+    int dev = ds__mem_device_of(p);
+
+    return dev >= 0 ? dev : ds__route_current();
+}
 
 static ds_vmm_prop to_wire(const CUmemAllocationProp *p)
 {
@@ -39,7 +49,10 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
         return CUDA_ERROR_INVALID_VALUE;
     a.prop = to_wire(prop);
     a.option = option;
-    rc = ds_rpc_vmm_granularity(&a, &r);
+    rc = ds__ctx_pin_location(a.prop.loc_type, prop->location.id, &a.prop.loc_id);
+    if (rc == CUDA_SUCCESS)
+        rc = ds_rpc_vmm_granularity(&a, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *granularity = r.ds_hyper_res_u.value;
     return rc;
@@ -87,7 +100,10 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     if (handle == NULL || prop == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     a.prop = to_wire(prop);
-    rc = ds_rpc_vmm_create(&a, &r);
+    rc = ds__ctx_pin_location(a.prop.loc_type, prop->location.id, &a.prop.loc_id);
+    if (rc == CUDA_SUCCESS)
+        rc = ds_rpc_vmm_create(&a, &r);
+    ds__route_unpin();
     if (rc == CUDA_SUCCESS)
         *handle = r.ds_handle_res_u.handle;
     return rc;
@@ -135,15 +151,17 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
     ds_vmm_access wire[DS_VMM_ACCESS_MAX];
     ds_vmm_set_access_args a = { .ptr = ptr, .size = size };
     ds_void_res r;
+    int dev;
 
     DS_NEED_INIT();
+    dev = device_of(ptr);
     /* A tenant sees one device, so more descriptors than the wire holds cannot all be
      * valid. */
     if (desc == NULL || count == 0 || count > DS_VMM_ACCESS_MAX)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++) {
         wire[i].loc_type = desc[i].location.type;
-        wire[i].loc_id = desc[i].location.id;
+        wire[i].loc_id = ds__ctx_loc_id(desc[i].location.type, desc[i].location.id, dev);
         wire[i].flags = desc[i].flags;
     }
     a.desc.desc_len = (u_int)count;
@@ -162,7 +180,7 @@ CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location
     if (flags == NULL || location == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     a.loc_type = location->type;
-    a.loc_id = location->id;
+    a.loc_id = ds__ctx_loc_id(location->type, location->id, device_of(ptr));
     rc = ds_rpc_vmm_get_access(&a, &r);
     if (rc == CUDA_SUCCESS)
         *flags = r.ds_hyper_res_u.value;
@@ -188,6 +206,8 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
     prop->requestedHandleTypes = (CUmemAllocationHandleType)w->handle_types;
     prop->location.type = (CUmemLocationType)w->loc_type;
     prop->location.id = w->loc_id;
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        prop->location.id += ds__route_dev_of(h);
     prop->allocFlags.compressionType = (unsigned char)w->compression;
     prop->allocFlags.gpuDirectRDMACapable = (unsigned char)w->rdma;
     prop->allocFlags.usage = (unsigned short)w->usage;

@@ -67,10 +67,10 @@ static CUresult cudart_primary(CUcontext *out, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!ds__rpc_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev != 0)
+    if (ds__rpc_primary(dev) == 0)
         return CUDA_ERROR_INVALID_DEVICE;
     /* The handle cuDevicePrimaryCtxRetain will return, without retaining it. */
-    *out = (CUcontext)(uintptr_t)ds__rpc_primary();
+    *out = (CUcontext)(uintptr_t)ds__rpc_primary(dev);
     return CUDA_SUCCESS;
 }
 
@@ -386,7 +386,8 @@ static CUresult identity_object(CUcontext ctx, CUstream s, void **out, int per_t
         return rc;
     if (c == 0 && (rc = ds__ctx_current(&c)) != CUDA_SUCCESS)
         return rc;
-    if (c != ds__rpc_primary() && (rc = cuCtxGetId((CUcontext)(uintptr_t)c, &id)) != CUDA_SUCCESS)
+    if (c != ds__rpc_primary(ds__route_dev_of(c)) &&
+        (rc = cuCtxGetId((CUcontext)(uintptr_t)c, &id)) != CUDA_SUCCESS)
         return rc;
     /* The driver's object lives as long as its stream, and nothing says when the caller
      * is done with it: a few bytes per call are kept. */
@@ -416,7 +417,7 @@ static CUresult identity_value(CUcontext ctx, const struct identity_obj *o, uint
         return CUDA_ERROR_INVALID_VALUE;
     if (!ds__rpc_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (o->stream != 0 || o->ctx != ds__rpc_primary()) {
+    if (o->stream != 0 || o->ctx != ds__rpc_primary(ds__route_dev_of(o->ctx))) {
         *out = o->stream != 0 ? o->stream : o->ctx;
         return CUDA_SUCCESS;
     }
@@ -607,14 +608,17 @@ static const slot_t module_functions[8] = {
 static CUresult share_get(CUdevice dev, struct ds_share_info *out)
 {
     ds_share_res r;
-    int ordinal = dev;
+    int ordinal = 0; /* the device as its server numbers it */
     CUresult rc;
 
     if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (!ds__rpc_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_tenant_share(&ordinal, &r);
+    ds__route_unpin();
     if (rc != CUDA_SUCCESS)
         return rc;
     out->mem_total = r.ds_share_res_u.share.mem_total;

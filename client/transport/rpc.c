@@ -11,11 +11,13 @@
 #include "stats.h"
 #include "tls.h"
 #include "token.h"
+#include "route.h"
 #include "vaspace.h"
 #include "wire.h"
 #include "ds_clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -39,40 +41,49 @@
 #define DS_SPIN_US 200u
 
 /*
+ * One session per server, device k's at sess[k] (client/transport/route.h).
+ *
  * Two locks, so that reading replies never waits for a send: the executor writes a
  * reply whole before it reads another call, so a sender blocked on a full socket may be
  * waiting for exactly the reply the reader is taking in.  `lock` is the sending side's
  * (the wire's send stream and ring, the flusher's state) and may be held across a
  * blocking send; `wait` guards the calls waiting for replies and the reader role, and
- * is never held across I/O.  When both are taken, `lock` comes first.
+ * is never held across I/O.  When both are taken, `lock` comes first; of two sessions',
+ * the lower device's first.
  */
-static struct {
+struct ds_rpc_session {
     pthread_mutex_t lock;
     pthread_cond_t queued; /* a first call was queued while the flusher slept */
     pthread_mutex_t wait;
     struct ds_rpc_pending *pending; /* under wait */
     atomic_int reading;             /* written under wait: a thread reads replies */
     atomic_uint wait_spin_us;       /* how long a caller awaits its reply before sleeping */
-    atomic_uint_fast64_t calls;
     struct ds_wire *wire;
-    atomic_int ready;
     atomic_int lost;
     int flusher_idle;
     int after_sync; /* the last call sent awaits a reply: the device may be idle */
-    unsigned auto_spin_us;
+    int dev;
     ds_hello_res hello;
     char where[300];
-} conn = { .lock = PTHREAD_MUTEX_INITIALIZER,
-           .queued = PTHREAD_COND_INITIALIZER,
-           .wait = PTHREAD_MUTEX_INITIALIZER };
+};
+
+static struct ds_rpc_session sess[DS_ROUTE_MAX];
+static int nsess;
+static atomic_int ready;
+static atomic_uint_fast64_t calls;
+static unsigned auto_spin_us; /* DETSHARE_SPIN_US, read at cuInit */
+/* Taken before any session's lock by cuInit, so that one thread connects. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static _Thread_local uint64_t my_last;
 /* A thread waits for one reply at a time, so one condition per thread will do. */
 static _Thread_local pthread_cond_t my_wake = PTHREAD_COND_INITIALIZER;
+/* The session a thread holds between ds__rpc_hold and ds__rpc_release. */
+static _Thread_local struct ds_rpc_session *held;
 
 uint64_t ds__rpc_calls(void)
 {
-    return atomic_load_explicit(&conn.calls, memory_order_acquire);
+    return atomic_load_explicit(&calls, memory_order_acquire);
 }
 
 uint64_t ds__rpc_my_last(void)
@@ -80,45 +91,40 @@ uint64_t ds__rpc_my_last(void)
     return my_last;
 }
 
-/* Called with conn.lock held, as each call leaves. */
+/* Called with a session's lock held, as each call leaves. */
 static void count_sent(void)
 {
-    my_last = atomic_fetch_add_explicit(&conn.calls, 1, memory_order_acq_rel) + 1;
+    my_last = atomic_fetch_add_explicit(&calls, 1, memory_order_acq_rel) + 1;
 }
 
-static int lost(void)
+static int lost(struct ds_rpc_session *s)
 {
-    return atomic_load(&conn.lost);
+    return atomic_load(&s->lost);
 }
 
 int ds__rpc_ready(void)
 {
-    return atomic_load_explicit(&conn.ready, memory_order_acquire);
+    return atomic_load_explicit(&ready, memory_order_acquire);
 }
 
-const ds_device_desc *ds__rpc_device(void)
+int ds__rpc_devices(void)
 {
-    return &conn.hello.ds_hello_res_u.ok.dev;
+    return ds__rpc_ready() ? nsess : 0;
 }
 
-uint64_t ds__rpc_primary(void)
+const ds_device_desc *ds__rpc_device(int dev)
 {
-    return ds__rpc_ready() ? conn.hello.ds_hello_res_u.ok.primary : 0;
+    if (!ds__rpc_ready() || dev < 0 || dev >= nsess)
+        return NULL;
+    return &sess[dev].hello.ds_hello_res_u.ok.dev;
 }
 
-static int server_addr(struct ds_addr *a)
+uint64_t ds__rpc_primary(int dev)
 {
-    const char *env = getenv("DETSHARE_SERVER");
-
-    if (env == NULL || env[0] == '\0') {
-        ds_addr_default(a);
+    if (!ds__rpc_ready() || dev < 0 || dev >= nsess)
         return 0;
-    }
-    if (ds_addr_parse(env, a) != 0) {
-        ds_error("DETSHARE_SERVER=%s is neither unix:PATH nor tcp:HOST:PORT", env);
-        return -1;
-    }
-    return 0;
+    /* Decoded with the session's tag (route.c). */
+    return sess[dev].hello.ds_hello_res_u.ok.primary;
 }
 
 /* The user besides root and the tenant's own whose server it accepts:
@@ -150,13 +156,13 @@ static int extra_server_uid(uid_t *uid)
  * the tenant's own user or by DETSHARE_SERVER_UID.  Checked before anything is sent,
  * since a local tenant hands its server its memory, stdout and stderr: another user
  * who bound the socket's name first must get nothing. */
-static int server_trusted(int fd)
+static int server_trusted(struct ds_rpc_session *s, int fd)
 {
     uid_t peer, extra = 0, me = getuid();
     int has_extra;
 
     if (ds_addr_peer_uid(fd, &peer) != 0) {
-        ds_error("cannot tell who runs detshare-server at %s: %s; not connecting", conn.where,
+        ds_error("cannot tell who runs detshare-server at %s: %s; not connecting", s->where,
                  strerror(errno));
         return 0;
     }
@@ -167,7 +173,7 @@ static int server_trusted(int fd)
         return 1;
     ds_error("detshare-server at %s runs as uid %u, neither root nor you (uid %u): not "
              "connecting (DETSHARE_SERVER_UID=%u trusts that user)",
-             conn.where, (unsigned)peer, (unsigned)me, (unsigned)peer);
+             s->where, (unsigned)peer, (unsigned)me, (unsigned)peer);
     return 0;
 }
 
@@ -221,25 +227,29 @@ void ds__rpc_sched_flags(unsigned flags)
         spin = 0;
         break;
     default:
-        spin = conn.auto_spin_us;
+        spin = auto_spin_us;
         break;
     }
-    atomic_store(&conn.wait_spin_us, spin);
-    pthread_mutex_lock(&conn.lock);
-    if (conn.wire != NULL)
-        ds__wire_set_spin(conn.wire, spin);
-    pthread_mutex_unlock(&conn.lock);
+    for (int i = 0; i < nsess; i++) {
+        struct ds_rpc_session *s = &sess[i];
+
+        atomic_store(&s->wait_spin_us, spin);
+        pthread_mutex_lock(&s->lock);
+        if (s->wire != NULL)
+            ds__wire_set_spin(s->wire, spin);
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
 /* The reader role is free: wake a caller still waiting for its reply to take it, or
  * every one once the session is lost (none of them will be answered).  Called with
- * conn.wait held. */
-static void hand_over(void)
+ * s->wait held. */
+static void hand_over(struct ds_rpc_session *s)
 {
-    for (struct ds_rpc_pending *p = conn.pending; p != NULL; p = p->next) {
+    for (struct ds_rpc_pending *p = s->pending; p != NULL; p = p->next) {
         if (p->sleeping && !p->done) {
             pthread_cond_signal(p->wake);
-            if (!lost())
+            if (!lost(s))
                 return;
         }
     }
@@ -247,33 +257,33 @@ static void hand_over(void)
 
 /* Log the first failure and shut the socket down, so that a reader waiting for bytes
  * and a sender waiting for room both stop; every waiting call then fails, and so does
- * every later one.  Called with conn.lock held. */
-static CUresult transport_failed(unsigned long proc, int err)
+ * every later one.  Called with s->lock held. */
+static CUresult transport_failed(struct ds_rpc_session *s, unsigned long proc, int err)
 {
-    if (!atomic_exchange(&conn.lost, 1)) {
+    if (!atomic_exchange(&s->lost, 1)) {
         ds_error("lost detshare-server at %s during %s: %s; every later call fails with "
                  "CUDA_ERROR_DEVICE_UNAVAILABLE",
-                 conn.where, ds_proc_name(proc) ? ds_proc_name(proc) : "?",
+                 s->where, ds_proc_name(proc) ? ds_proc_name(proc) : "?",
                  err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
-        ds__wire_shutdown(conn.wire);
+        ds__wire_shutdown(s->wire);
     }
-    pthread_cond_signal(&conn.queued);
-    pthread_mutex_lock(&conn.wait);
+    pthread_cond_signal(&s->queued);
+    pthread_mutex_lock(&s->wait);
     /* A reader hands over itself once it stops. */
-    if (!conn.reading)
-        hand_over();
-    pthread_mutex_unlock(&conn.wait);
+    if (!s->reading)
+        hand_over(s);
+    pthread_mutex_unlock(&s->wait);
     return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
-/* A failure the reader saw.  The socket is shut down before conn.lock is taken: a
+/* A failure the reader saw.  The socket is shut down before s->lock is taken: a
  * sender stuck in send(), the executor no longer reading, then lets go of it. */
-static void reader_failed(unsigned long proc, int err)
+static void reader_failed(struct ds_rpc_session *s, unsigned long proc, int err)
 {
-    ds__wire_shutdown(conn.wire);
-    pthread_mutex_lock(&conn.lock);
-    transport_failed(proc, err);
-    pthread_mutex_unlock(&conn.lock);
+    ds__wire_shutdown(s->wire);
+    pthread_mutex_lock(&s->lock);
+    transport_failed(s, proc, err);
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* ds__wire_read_reply's question: which pending call is `xid`?  The reader's own call
@@ -281,12 +291,13 @@ static void reader_failed(unsigned long proc, int err)
 static void *find_pending(void *reader, uint32_t xid, xdrproc_t *xres, void **res)
 {
     struct ds_rpc_pending *p = reader;
+    struct ds_rpc_session *s = p->session;
 
     if (p->xid != xid) {
-        pthread_mutex_lock(&conn.wait);
-        for (p = conn.pending; p != NULL && (p->xid != xid || p->done); p = p->next)
+        pthread_mutex_lock(&s->wait);
+        for (p = s->pending; p != NULL && (p->xid != xid || p->done); p = p->next)
             ;
-        pthread_mutex_unlock(&conn.wait);
+        pthread_mutex_unlock(&s->wait);
     }
     if (p != NULL) {
         *xres = p->xres;
@@ -296,140 +307,156 @@ static void *find_pending(void *reader, uint32_t xid, xdrproc_t *xres, void **re
 }
 
 /* Be the reader until p's reply is in or the session is lost: decode each reply into
- * its caller's results, without holding conn.wait while bytes are awaited, and wake
- * that caller; then hand the reading over.  Called and returns with conn.wait held. */
+ * its caller's results, without holding s->wait while bytes are awaited, and wake
+ * that caller; then hand the reading over.  Called and returns with s->wait held. */
 static void read_replies(struct ds_rpc_pending *p)
 {
-    conn.reading = 1;
-    while (!p->done && !lost()) {
+    struct ds_rpc_session *s = p->session;
+
+    s->reading = 1;
+    ds__route_decoding(s->dev);
+    while (!p->done && !lost(s)) {
         struct ds_rpc_pending *q = NULL;
         int err;
 
-        pthread_mutex_unlock(&conn.wait);
-        err = ds__wire_read_reply(conn.wire, find_pending, p, (void **)&q);
+        pthread_mutex_unlock(&s->wait);
+        err = ds__wire_read_reply(s->wire, find_pending, p, (void **)&q);
         if (err != 0)
-            reader_failed(p->proc, err);
-        pthread_mutex_lock(&conn.wait);
+            reader_failed(s, p->proc, err);
+        pthread_mutex_lock(&s->wait);
         if (err == 0) {
             q->done = 1;
             if (q->sleeping)
                 pthread_cond_signal(q->wake);
         }
     }
-    conn.reading = 0;
-    hand_over();
+    s->reading = 0;
+    hand_over(s);
 }
 
 /* While another thread reads, look for p's reply without sleeping for as long as the
  * context's flags say (ds__rpc_sched_flags): the reader decodes it within microseconds
  * of its arrival, and waking a sleeping thread costs more than that.  Returns 1 when the
  * reply is in, 0 when the caller is to sleep or to read itself.  Called and returns
- * with conn.wait held. */
+ * with s->wait held. */
 static int spin_for(struct ds_rpc_pending *p)
 {
-    uint64_t until = ds_now_ns() + (uint64_t)atomic_load(&conn.wait_spin_us) * 1000u;
+    struct ds_rpc_session *s = p->session;
+    uint64_t until = ds_now_ns() + (uint64_t)atomic_load(&s->wait_spin_us) * 1000u;
 
-    pthread_mutex_unlock(&conn.wait);
-    while (!atomic_load(&p->done) && atomic_load(&conn.reading) && !lost() &&
+    pthread_mutex_unlock(&s->wait);
+    while (!atomic_load(&p->done) && atomic_load(&s->reading) && !lost(s) &&
            ds_now_ns() < until)
         ;
-    pthread_mutex_lock(&conn.wait);
+    pthread_mutex_lock(&s->wait);
     return atomic_load(&p->done);
 }
 
 /* Wait until p's reply is in (returns 0), or until the session is lost and nobody can
  * be decoding into p any more (DS_EIO); p is then no longer pending.  Called and
- * returns with conn.wait held. */
+ * returns with s->wait held. */
 static int await(struct ds_rpc_pending *p)
 {
+    struct ds_rpc_session *s = p->session;
     struct ds_rpc_pending **pp;
     int spun = 0;
 
     while (!p->done) {
-        if (!conn.reading && lost())
+        if (!s->reading && lost(s))
             break;
-        if (!conn.reading) {
+        if (!s->reading) {
             read_replies(p);
             continue;
         }
         if (!spun++ && spin_for(p))
             break;
-        if (!conn.reading || p->done)
+        if (!s->reading || p->done)
             continue;
         p->sleeping = 1;
-        pthread_cond_wait(p->wake, &conn.wait);
+        pthread_cond_wait(p->wake, &s->wait);
         p->sleeping = 0;
     }
-    for (pp = &conn.pending; *pp != p; pp = &(*pp)->next)
+    for (pp = &s->pending; *pp != p; pp = &(*pp)->next)
         ;
     *pp = p->next;
     return p->done ? 0 : DS_EIO;
 }
 
 /* Set p up for a call of proc whose reply goes into res, and list it: once the call
- * leaves, any thread may read that reply.  Called with conn.lock held. */
-static void enlist(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xres, void *res)
+ * leaves, any thread may read that reply.  Called with s->lock held. */
+static void enlist(struct ds_rpc_session *s, struct ds_rpc_pending *p, unsigned long proc,
+                   xdrproc_t xres, void *res)
 {
     *p = (struct ds_rpc_pending){ .proc = proc, .xres = xres, .res = res,
-                                  .xid = ds__wire_xid(conn.wire), .t0 = ds_now_ns(),
-                                  .wake = &my_wake };
-    pthread_mutex_lock(&conn.wait);
-    p->next = conn.pending;
-    conn.pending = p;
-    pthread_mutex_unlock(&conn.wait);
+                                  .xid = ds__wire_xid(s->wire), .t0 = ds_now_ns(),
+                                  .wake = &my_wake, .session = s };
+    pthread_mutex_lock(&s->wait);
+    p->next = s->pending;
+    s->pending = p;
+    pthread_mutex_unlock(&s->wait);
 }
 
 /* Wait for p's reply (see await).  Returns 0 or DS_EIO. */
 static int finish(struct ds_rpc_pending *p)
 {
+    struct ds_rpc_session *s = p->session;
     int err;
 
-    pthread_mutex_lock(&conn.wait);
+    pthread_mutex_lock(&s->wait);
     err = await(p);
-    pthread_mutex_unlock(&conn.wait);
+    pthread_mutex_unlock(&s->wait);
     return err;
 }
+
+struct hello_wait {
+    struct ds_rpc_session *s;
+    uint32_t xid;
+};
 
 /* Where the handshake's reply goes: it is the only call awaiting one. */
 static void *hello_reply(void *want, uint32_t xid, xdrproc_t *xres, void **res)
 {
-    if (xid != *(uint32_t *)want)
+    struct hello_wait *w = want;
+
+    if (xid != w->xid)
         return NULL;
     *xres = (xdrproc_t)xdr_ds_hello_res;
-    *res = &conn.hello;
-    return &conn.hello;
+    *res = &w->s->hello;
+    return &w->s->hello;
 }
 
-static CUresult handshake(void)
+static CUresult handshake(struct ds_rpc_session *s)
 {
     char name[DS_NAME_MAX + 1];
     ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = name };
-    uint32_t xid;
+    struct hello_wait w = { .s = s };
     void *owner;
     int err;
 
     tenant_identity(name, sizeof(name), &a.klass);
     a.arena_base = ds__arena_base();
-    memset(&conn.hello, 0, sizeof(conn.hello));
-    xid = ds__wire_xid(conn.wire);
-    err = ds__wire_post(conn.wire, xid, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a);
+    memset(&s->hello, 0, sizeof(s->hello));
+    w.xid = ds__wire_xid(s->wire);
+    err = ds__wire_post(s->wire, w.xid, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a);
+    /* The primary context's handle is decoded with this device's tag. */
+    ds__route_decoding(s->dev);
     if (err == 0)
-        err = ds__wire_read_reply(conn.wire, hello_reply, &xid, &owner);
+        err = ds__wire_read_reply(s->wire, hello_reply, &w, &owner);
     if (err != 0) {
-        ds_error("no answer from detshare-server at %s: %s", conn.where,
+        ds_error("no answer from detshare-server at %s: %s", s->where,
                  err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (conn.hello.err != CUDA_SUCCESS) {
+    if (s->hello.err != CUDA_SUCCESS) {
         ds_error("detshare-server at %s refused the handshake (error %d): is it the same "
                  "version as this library (protocol %d)?",
-                 conn.where, conn.hello.err, DS_PROTO_VERSION);
+                 s->where, s->hello.err, DS_PROTO_VERSION);
         return CUDA_ERROR_NO_DEVICE;
     }
-    ds_debug("connected to %s as %s (%s device %s)", conn.where, name,
-             conn.hello.ds_hello_res_u.ok.backend, conn.hello.ds_hello_res_u.ok.dev.name);
-    ds__vaspace_reserve(conn.hello.ds_hello_res_u.ok.reserved.reserved_val,
-                        conn.hello.ds_hello_res_u.ok.reserved.reserved_len);
+    ds_debug("connected to %s as %s (%s device %s)", s->where, name,
+             s->hello.ds_hello_res_u.ok.backend, s->hello.ds_hello_res_u.ok.dev.name);
+    ds__vaspace_reserve(s->hello.ds_hello_res_u.ok.reserved.reserved_val,
+                        s->hello.ds_hello_res_u.ok.reserved.reserved_len);
     return CUDA_SUCCESS;
 }
 
@@ -448,17 +475,17 @@ static void sleep_until(uint64_t ns)
 /* Sleep a period at a time, looking at the send buffer without the lock, until the batch
  * queued at `since` (0: none) is due, or until nothing has been queued since *seen for
  * DS_PARK_NS, or the session is lost: then the caller looks under the lock. */
-static void nap(uint64_t since, uint64_t *seen)
+static void nap(struct ds_rpc_session *s, uint64_t since, uint64_t *seen)
 {
     for (;;) {
         uint64_t now;
 
         sleep_until((since != 0 ? since : ds_now_ns()) + DS_IDLE_FLUSH_NS);
-        since = ds__wire_queued_since(conn.wire);
+        since = ds__wire_queued_since(s->wire);
         now = ds_now_ns();
         if (since != 0)
             *seen = now;
-        if (lost() || (since != 0 && now - since >= DS_IDLE_FLUSH_NS) ||
+        if (lost(s) || (since != 0 && now - since >= DS_IDLE_FLUSH_NS) ||
             (since == 0 && now - *seen >= DS_PARK_NS))
             return;
     }
@@ -474,76 +501,91 @@ static void nap(uint64_t since, uint64_t *seen)
  * on a condition, which the next batch's first call signals.  (With a call ring nothing
  * is ever queued here.)
  */
-static void *flusher(void *unused)
+static void *flusher(void *arg)
 {
+    struct ds_rpc_session *s = arg;
     uint64_t seen;
 
-    (void)unused;
     /* The kernel's default 50 us timer slack would make every period late. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    pthread_mutex_lock(&conn.lock);
+    pthread_mutex_lock(&s->lock);
     seen = ds_now_ns();
-    while (!lost()) {
-        uint64_t since = ds__wire_queued_since(conn.wire), now = ds_now_ns();
+    while (!lost(s)) {
+        uint64_t since = ds__wire_queued_since(s->wire), now = ds_now_ns();
 
         if (since != 0 && now - since >= DS_IDLE_FLUSH_NS) {
-            int err = ds__wire_flush(conn.wire);
+            int err = ds__wire_flush(s->wire);
 
             if (err != 0)
-                transport_failed(DS_NULL, err);
+                transport_failed(s, DS_NULL, err);
             continue;
         }
         if (since != 0) {
             seen = now;
         } else if (now - seen >= DS_PARK_NS) {
-            conn.flusher_idle = 1;
-            pthread_cond_wait(&conn.queued, &conn.lock);
-            conn.flusher_idle = 0;
+            s->flusher_idle = 1;
+            pthread_cond_wait(&s->queued, &s->lock);
+            s->flusher_idle = 0;
             seen = ds_now_ns();
             continue;
         }
-        pthread_mutex_unlock(&conn.lock);
-        nap(since, &seen);
-        pthread_mutex_lock(&conn.lock);
+        pthread_mutex_unlock(&s->lock);
+        nap(s, since, &seen);
+        pthread_mutex_lock(&s->lock);
     }
-    pthread_mutex_unlock(&conn.lock);
+    pthread_mutex_unlock(&s->lock);
     return NULL;
 }
 
-/* A forked child shares the parent's socket: a call from it would interleave records
- * with the parent's.  As with the real driver, CUDA does not work in the child.  Both
- * locks are taken so that the child gets them in a known state; neither is held while
- * a reader or a caller sleeps, so a fork waits at most for a send. */
+/* A forked child shares the parent's sockets: a call from it would interleave records
+ * with the parent's.  As with the real driver, CUDA does not work in the child.  Every
+ * session's locks are taken, in device order, so that the child gets them in a known
+ * state; none is held while a reader or a caller sleeps, so a fork waits at most for a
+ * send. */
 static void atfork_prepare(void)
 {
-    pthread_mutex_lock(&conn.lock);
-    pthread_mutex_lock(&conn.wait);
+    for (int i = 0; i < DS_ROUTE_MAX; i++) {
+        pthread_mutex_lock(&sess[i].lock);
+        pthread_mutex_lock(&sess[i].wait);
+    }
 }
 
 static void atfork_parent(void)
 {
-    pthread_mutex_unlock(&conn.wait);
-    pthread_mutex_unlock(&conn.lock);
+    for (int i = DS_ROUTE_MAX - 1; i >= 0; i--) {
+        pthread_mutex_unlock(&sess[i].wait);
+        pthread_mutex_unlock(&sess[i].lock);
+    }
 }
 
 /* The child has only the thread that forked: the calls waiting for replies, the
  * reader's among them, belong to threads it does not have. */
 static void atfork_child(void)
 {
-    if (ds__rpc_ready())
-        atomic_store(&conn.lost, 1);
-    conn.pending = NULL;
-    conn.reading = 0;
-    pthread_mutex_unlock(&conn.wait);
-    pthread_mutex_unlock(&conn.lock);
+    for (int i = DS_ROUTE_MAX - 1; i >= 0; i--) {
+        struct ds_rpc_session *s = &sess[i];
+
+        if (ds__rpc_ready())
+            atomic_store(&s->lost, 1);
+        s->pending = NULL;
+        s->reading = 0;
+        pthread_mutex_unlock(&s->wait);
+        pthread_mutex_unlock(&s->lock);
+    }
 }
 
-static void register_atfork(void)
+static void set_up(void)
 {
+    for (int i = 0; i < DS_ROUTE_MAX; i++) {
+        pthread_mutex_init(&sess[i].lock, NULL);
+        pthread_mutex_init(&sess[i].wait, NULL);
+        pthread_cond_init(&sess[i].queued, NULL);
+        sess[i].dev = i;
+    }
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-static int start_flusher(void)
+static int start_flusher(struct ds_rpc_session *s)
 {
     pthread_attr_t attr;
     pthread_t t;
@@ -555,7 +597,7 @@ static int start_flusher(void)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&t, &attr, flusher, NULL);
+    rc = pthread_create(&t, &attr, flusher, s);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     errno = rc;
@@ -565,7 +607,8 @@ static int start_flusher(void)
 /* Show the preface, through TLS when the tenant asks for it over TCP: then the token
  * crosses the network only encrypted, and *keys (and *tls set) protect the rest of the
  * stream.  Returns CUDA_SUCCESS or CUDA_ERROR_NO_DEVICE (said why). */
-static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *keys, int *tls)
+static CUresult introduce(struct ds_rpc_session *s, int fd, const struct ds_addr *a,
+                          struct ds_tls_keys *keys, int *tls)
 {
     char name[DS_NAME_MAX + 1];
     struct ds_tls *session = NULL;
@@ -576,13 +619,13 @@ static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *k
     tenant_identity(name, sizeof(name), &klass);
     *tls = a->kind == DS_ADDR_TCP && ds__tls_wanted();
     if (!*tls)
-        return ds__token_present(fd, NULL, conn.where, name);
+        return ds__token_present(fd, NULL, s->where, name);
     ds__tls_pipe_begin(&guard);
-    rc = ds__tls_start(fd, a, conn.where, &session);
+    rc = ds__tls_start(fd, a, s->where, &session);
     if (rc == CUDA_SUCCESS)
-        rc = ds__token_present(fd, session, conn.where, name);
+        rc = ds__token_present(fd, session, s->where, name);
     if (rc == CUDA_SUCCESS && ds_tls_keys(session, keys) != 0) {
-        ds_error("cannot derive the TLS stream's keys for %s", conn.where);
+        ds_error("cannot derive the TLS stream's keys for %s", s->where);
         rc = CUDA_ERROR_NO_DEVICE;
     }
     ds_tls_free(session);
@@ -590,10 +633,13 @@ static CUresult introduce(int fd, const struct ds_addr *a, struct ds_tls_keys *k
     return rc;
 }
 
-/* The local tenant's descriptors: its host arena, stdout and stderr. */
+/* The local tenant's descriptors: its host arena, stdout and stderr.  Every server of
+ * the tenant maps the one arena, made for the first, so that page-locked memory is
+ * every device's. */
 static void hand_over_local(int fd)
 {
-    int arena = ds__arena_create();
+    int arena = ds__arena_fd() >= 0 ? fcntl(ds__arena_fd(), F_DUPFD_CLOEXEC, 0)
+                                    : ds__arena_create();
 
     if (arena >= 0) {
         if (ds_arena_send(fd, arena) != 0)
@@ -604,94 +650,157 @@ static void hand_over_local(int fd)
         ds_debug("could not hand stdout and stderr over: device output goes to the server");
 }
 
-static CUresult connect_once(void)
+/* Close a session that has no flusher yet. */
+static void disconnect(struct ds_rpc_session *s)
+{
+    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&s->hello);
+    ds__wire_close(s->wire);
+    s->wire = NULL;
+}
+
+static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
 {
     struct ds_tls_keys keys;
-    struct ds_addr a;
     int fd, tls;
     CUresult rc;
 
-    if (server_addr(&a) != 0)
-        return CUDA_ERROR_NO_DEVICE;
-    ds_addr_format(&a, conn.where, sizeof(conn.where));
-    fd = ds_addr_connect(&a);
+    ds_addr_format(a, s->where, sizeof(s->where));
+    fd = ds_addr_connect(a);
     if (fd < 0) {
-        ds_error("cannot reach detshare-server at %s: %s", conn.where, strerror(errno));
+        ds_error("cannot reach detshare-server at %s: %s", s->where, strerror(errno));
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (a.kind == DS_ADDR_UNIX && !server_trusted(fd)) {
+    if (a->kind == DS_ADDR_UNIX && !server_trusted(s, fd)) {
         close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (introduce(fd, &a, &keys, &tls) != CUDA_SUCCESS) {
+    if (introduce(s, fd, a, &keys, &tls) != CUDA_SUCCESS) {
         close(fd);
         return CUDA_ERROR_NO_DEVICE;
     }
-    if (a.kind == DS_ADDR_UNIX)
+    if (a->kind == DS_ADDR_UNIX)
         hand_over_local(fd);
-    conn.auto_spin_us = spin_from_env();
-    atomic_store(&conn.wait_spin_us, conn.auto_spin_us);
-    conn.wire = ds__wire_open(fd, conn.auto_spin_us);
-    if (conn.wire == NULL || (tls && ds__wire_tls(conn.wire, &keys) != 0)) {
+    atomic_store(&s->wait_spin_us, auto_spin_us);
+    s->wire = ds__wire_open(fd, auto_spin_us);
+    if (s->wire == NULL || (tls && ds__wire_tls(s->wire, &keys) != 0)) {
         explicit_bzero(&keys, sizeof(keys));
-        if (conn.wire == NULL)
+        if (s->wire == NULL)
             close(fd);
-        ds__wire_close(conn.wire);
-        conn.wire = NULL;
-        ds_error("cannot set up RPC to %s: out of memory", conn.where);
+        ds__wire_close(s->wire);
+        s->wire = NULL;
+        ds_error("cannot set up RPC to %s: out of memory", s->where);
         return CUDA_ERROR_NO_DEVICE;
     }
     explicit_bzero(&keys, sizeof(keys));
     if (tls)
-        ds_debug("TLS to %s: the kernel protects %s", conn.where,
-                 (const char *[]){ "neither direction", "what is received",
-                                   "what is sent", "both directions" }[ds__wire_tls_kernel(conn.wire)]);
-    if (a.kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(conn.wire) != 0)
+        ds_debug("TLS to %s: the kernel protects %s", s->where,
+                 (const char *[]){ "neither direction", "what is received", "what is sent",
+                                   "both directions" }[ds__wire_tls_kernel(s->wire)]);
+    if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
-    rc = handshake();
-    if (rc == CUDA_SUCCESS && start_flusher() != 0) {
-        ds_error("cannot start the client's flusher thread: %s", strerror(errno));
-        rc = CUDA_ERROR_NO_DEVICE;
-    }
-    if (rc != CUDA_SUCCESS) {
-        xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&conn.hello);
-        ds__wire_close(conn.wire);
-        conn.wire = NULL;
-    }
+    rc = handshake(s);
+    if (rc != CUDA_SUCCESS)
+        disconnect(s);
     return rc;
 }
 
-CUresult ds__rpc_init(void)
+/* Two executors' device addresses may coincide, and a device address names no server:
+ * the client tells them apart by its record of which device allocated what, which a
+ * range both servers reserve makes ambiguous once both hand out the same address.
+ * Said once, at debug level for one server. */
+static void warn_overlap(int a, int b)
 {
-    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+    const ds_hello_ok *x = &sess[a].hello.ds_hello_res_u.ok, *y = &sess[b].hello.ds_hello_res_u.ok;
+
+    for (u_int i = 0; i < x->reserved.reserved_len; i++) {
+        const ds_va_range *r = &x->reserved.reserved_val[i];
+
+        for (u_int j = 0; j < y->reserved.reserved_len; j++) {
+            const ds_va_range *q = &y->reserved.reserved_val[j];
+
+            if (r->base < q->base + q->size && q->base < r->base + r->size) {
+                ds_debug("devices %d (%s) and %d (%s) reserve overlapping device address "
+                         "space; their allocations are told apart by which device made them",
+                         a, sess[a].where, b, sess[b].where);
+                return;
+            }
+        }
+    }
+}
+
+/* Connect to every server in turn, then start their flushers.  On a failure (said,
+ * naming the server) the sessions already connected are closed: none has a flusher
+ * yet, so a later cuInit starts afresh.  A flusher that cannot start leaves the client
+ * unusable for good (*broken): the flushers started before it hold their sessions. */
+static CUresult connect_all(int *broken)
+{
+    struct ds_addr addrs[DS_ROUTE_MAX];
+    int n;
+
+    if (ds__route_servers(addrs, &n) != 0)
+        return CUDA_ERROR_NO_DEVICE;
+    auto_spin_us = spin_from_env();
+    if (n == 0) {
+        ds_error("CUDA_VISIBLE_DEVICES=%s leaves no device", getenv("CUDA_VISIBLE_DEVICES"));
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    for (int i = 0; i < n; i++) {
+        if (connect_once(&sess[i], &addrs[i]) != CUDA_SUCCESS) {
+            while (i-- > 0)
+                disconnect(&sess[i]);
+            return CUDA_ERROR_NO_DEVICE;
+        }
+        for (int j = 0; j < i; j++)
+            warn_overlap(j, i);
+    }
+    for (int i = 0; i < n; i++) {
+        if (start_flusher(&sess[i]) != 0) {
+            ds_error("cannot start the client's flusher thread: %s", strerror(errno));
+            *broken = 1;
+            return CUDA_ERROR_NO_DEVICE;
+        }
+    }
+    nsess = n;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__rpc_init(ds_route_owner_fn owner)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    static int broken;
     CUresult rc = CUDA_SUCCESS;
 
-    pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&conn.lock);
-    if (!ds__rpc_ready()) {
+    pthread_once(&once, set_up);
+    pthread_mutex_lock(&init_lock);
+    if (broken) {
+        rc = CUDA_ERROR_NO_DEVICE;
+    } else if (!ds__rpc_ready()) {
         ds_log_set_prefix("detshare");
-        rc = connect_once();
-        if (rc == CUDA_SUCCESS)
-            atomic_store_explicit(&conn.ready, 1, memory_order_release);
+        rc = connect_all(&broken);
+        if (rc == CUDA_SUCCESS) {
+            ds__route_start(nsess, owner);
+            atomic_store_explicit(&ready, 1, memory_order_release);
+        }
     }
-    pthread_mutex_unlock(&conn.lock);
+    pthread_mutex_unlock(&init_lock);
     return rc;
 }
 
-/* List p and send its call, unless the session is lost.  Called with conn.lock held.
+/* List p and send its call, unless the session is lost.  Called with s->lock held.
  * Whatever it returns, p is to be collected. */
-static CUresult post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
-                     xdrproc_t xres, void *res)
+static CUresult post(struct ds_rpc_session *s, struct ds_rpc_pending *p, unsigned long proc,
+                     xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
     int err;
 
-    enlist(p, proc, xres, res);
-    if (lost())
+    enlist(s, p, proc, xres, res);
+    if (lost(s))
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    err = ds__wire_post(conn.wire, p->xid, proc, xarg, arg);
-    conn.after_sync = 1;
+    ds__route_encoding(s->dev);
+    err = ds__wire_post(s->wire, p->xid, proc, xarg, arg);
+    s->after_sync = 1;
     count_sent();
-    return err == 0 ? CUDA_SUCCESS : transport_failed(proc, err);
+    return err == 0 ? CUDA_SUCCESS : transport_failed(s, proc, err);
 }
 
 CUresult ds__rpc_collect(struct ds_rpc_pending *p)
@@ -703,87 +812,118 @@ CUresult ds__rpc_collect(struct ds_rpc_pending *p)
     return err == 0 ? (CUresult) * (int *)p->res : CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
+/* The session of a call, or NULL when it names objects of two devices: natively a peer
+ * access, which no one server can do (said once). */
+static struct ds_rpc_session *session_of(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    static atomic_int once;
+    int dev = ds__route_pick(xarg, arg);
+
+    if (dev >= 0)
+        return &sess[dev];
+    if (!atomic_exchange(&once, 1))
+        ds_warn("%s names objects of two devices: detshare serves no call across servers "
+                "(CUDA_ERROR_NOT_SUPPORTED)",
+                ds_proc_name(proc) ? ds_proc_name(proc) : "a call");
+    return NULL;
+}
+
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
+    struct ds_rpc_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending p;
 
-    if (lost())
+    if (s == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (lost(s))
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
-    pthread_mutex_lock(&conn.lock);
+    pthread_mutex_lock(&s->lock);
     /* A failed post is collected like any other: it fails once nothing can be decoding
      * into res. */
-    post(&p, proc, xarg, arg, xres, res);
-    pthread_mutex_unlock(&conn.lock);
+    post(s, &p, proc, xarg, arg, xres, res);
+    pthread_mutex_unlock(&s->lock);
     return ds__rpc_collect(&p);
 }
 
-CUresult ds__rpc_hold(void)
+CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    pthread_mutex_lock(&conn.lock);
-    if (!lost())
+    struct ds_rpc_session *s = session_of(proc, xarg, arg);
+
+    if (s == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&s->lock);
+    if (!lost(s)) {
+        held = s;
         return CUDA_SUCCESS;
-    pthread_mutex_unlock(&conn.lock);
+    }
+    pthread_mutex_unlock(&s->lock);
     return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
 void ds__rpc_release(void)
 {
-    pthread_mutex_unlock(&conn.lock);
+    pthread_mutex_unlock(&held->lock);
+    held = NULL;
 }
 
 CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
                       xdrproc_t xres, void *res)
 {
-    return post(p, proc, xarg, arg, xres, res);
+    return post(held, p, proc, xarg, arg, xres, res);
 }
 
 /* Queue a batched call at time t0; one too large for the ring leaves with a DS_NULL
- * call listed as *trip, whose reply the caller awaits without conn.lock.  Called with
- * conn.lock held.  Returns 0 or DS_EIO; either way *large says whether *trip is listed. */
-static int queue(unsigned long proc, xdrproc_t xarg, void *arg, uint64_t t0,
-                 struct ds_rpc_pending *trip, int *large)
+ * call listed as *trip, whose reply the caller awaits without s->lock.  Called with
+ * s->lock held.  Returns 0 or DS_EIO; either way *large says whether *trip is listed. */
+static int queue(struct ds_rpc_session *s, unsigned long proc, xdrproc_t xarg, void *arg,
+                 uint64_t t0, struct ds_rpc_pending *trip, int *large)
 {
-    uint64_t since = ds__wire_queued_since(conn.wire);
-    int err = ds__wire_queue(conn.wire, proc, xarg, arg);
+    uint64_t since = ds__wire_queued_since(s->wire);
+    int err;
 
+    ds__route_encoding(s->dev);
+    err = ds__wire_queue(s->wire, proc, xarg, arg);
     *large = err == 1;
     if (*large) {
-        enlist(trip, DS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL);
-        return ds__wire_send_large(conn.wire, proc, xarg, arg, trip->xid);
+        enlist(s, trip, DS_NULL, (xdrproc_t)(void (*)(void))xdr_void, NULL);
+        return ds__wire_send_large(s->wire, proc, xarg, arg, trip->xid);
     }
     /* The first call after a synchronisation leaves at once: the device may be idle
      * until it comes, and the executor submits it while the tenant goes on to its next
      * call (a launch then a synchronisation over TCP would otherwise pay the launch's
      * submission in the round trip).  The calls after it are batched. */
-    if (err == 0 && conn.after_sync) {
-        conn.after_sync = 0;
-        return ds__wire_flush(conn.wire);
+    if (err == 0 && s->after_sync) {
+        s->after_sync = 0;
+        return ds__wire_flush(s->wire);
     }
     if (err == 0 && since != 0 && t0 - since >= DS_FLUSH_NS)
-        return ds__wire_flush(conn.wire);
-    if (err == 0 && since == 0 && conn.flusher_idle && ds__wire_queued_since(conn.wire) != 0)
-        pthread_cond_signal(&conn.queued);
+        return ds__wire_flush(s->wire);
+    if (err == 0 && since == 0 && s->flusher_idle && ds__wire_queued_since(s->wire) != 0)
+        pthread_cond_signal(&s->queued);
     return err;
 }
 
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
 {
+    struct ds_rpc_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending trip;
     CUresult rc = CUDA_SUCCESS;
     uint64_t t0;
     int err, large;
 
-    pthread_mutex_lock(&conn.lock);
-    if (lost()) {
-        pthread_mutex_unlock(&conn.lock);
+    if (s == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&s->lock);
+    if (lost(s)) {
+        pthread_mutex_unlock(&s->lock);
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     }
     t0 = ds_now_ns();
-    err = queue(proc, xarg, arg, t0, &trip, &large);
+    err = queue(s, proc, xarg, arg, t0, &trip, &large);
     count_sent();
     if (err != 0)
-        rc = transport_failed(proc, err);
-    pthread_mutex_unlock(&conn.lock);
+        rc = transport_failed(s, proc, err);
+    pthread_mutex_unlock(&s->lock);
     if (large && finish(&trip) != 0)
         rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
     ds__stats_add(proc, ds_now_ns() - t0);

@@ -1,5 +1,7 @@
 /*
- * The client's one connection to its executor, shared by every application thread.
+ * The client's connections to its executors, one per server the tenant uses (one device
+ * each: route.h says which call goes where), shared by every application thread.  What
+ * follows holds for each connection on its own.
  * Calls leave one at a time, under a sending lock; a synchronous call then waits for its
  * reply without holding it, so the tenant's other threads go on calling meanwhile, as
  * with the driver.  Replies may come in any order and are matched to their calls by
@@ -21,6 +23,7 @@
 #define DS_RPC_H
 
 #include "ds_procs.h"
+#include "route.h"
 
 #include <cuda.h>
 #include <stdatomic.h>
@@ -28,18 +31,25 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Connect to the server (DETSHARE_SERVER or the default socket) and shake hands, once.
- * Returns CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE after one line on stderr saying why. */
-CUresult ds__rpc_init(void);
+/* Connect to the servers (route.h: DETSHARE_SERVER, CUDA_VISIBLE_DEVICES) and shake
+ * hands, once; owner answers which device a device address is on.  Returns
+ * CUDA_SUCCESS, or CUDA_ERROR_NO_DEVICE after one line on stderr saying why (naming the
+ * server that failed); then no connection stays open. */
+CUresult ds__rpc_init(ds_route_owner_fn owner);
 
 /* 1 once ds__rpc_init has succeeded. */
 int ds__rpc_ready(void);
 
-/* The device as the server described it at the handshake; valid once ready. */
-const ds_device_desc *ds__rpc_device(void);
+/* How many devices the tenant sees (one per server); 0 before ready. */
+int ds__rpc_devices(void);
 
-/* The primary context's handle, known from the handshake on; 0 before. */
-uint64_t ds__rpc_primary(void);
+/* Device dev as its server described it at the handshake; NULL before ready or for a
+ * device the tenant does not have. */
+const ds_device_desc *ds__rpc_device(int dev);
+
+/* Device dev's primary context's handle (tagged, route.h), known from the handshake on;
+ * 0 before, or for a device the tenant does not have. */
+uint64_t ds__rpc_primary(int dev);
 
 /* The scheduling flags (CU_CTX_SCHED_*) of the context the tenant made current or
  * created: how a synchronous call awaits its reply.  SPIN and YIELD never sleep,
@@ -48,11 +58,13 @@ void ds__rpc_sched_flags(unsigned flags);
 
 /* Send `arg` to procedure `proc` and decode the reply into `res`, whose first member is
  * the CUresult; returns that CUresult, or CUDA_ERROR_DEVICE_UNAVAILABLE when the
- * transport failed (res then holds nothing to free). */
+ * transport failed, or CUDA_ERROR_NOT_SUPPORTED when arg names objects of two devices
+ * (res then holds nothing to free). */
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res);
 
 /* A synchronous call waiting for its reply, in the caller's storage from ds__rpc_post
  * until ds__rpc_collect returns.  The fields belong to rpc.c. */
+struct ds_rpc_session;
 struct ds_rpc_pending {
     struct ds_rpc_pending *next;
     unsigned long proc;
@@ -60,6 +72,7 @@ struct ds_rpc_pending {
     xdrproc_t xres;
     void *res;
     uint64_t t0;
+    struct ds_rpc_session *session;
     atomic_int done;       /* the reply is decoded into res */
     int sleeping;          /* the caller sleeps on *wake */
     pthread_cond_t *wake;  /* the calling thread's */
@@ -67,8 +80,10 @@ struct ds_rpc_pending {
 
 /* Several synchronous calls in flight from one thread, for copies over TCP, whose round
  * trips would otherwise leave each side idle in turn.  ds__rpc_hold keeps the other
- * threads from sending, not from waiting for their replies (returns CUDA_SUCCESS, or
- * CUDA_ERROR_DEVICE_UNAVAILABLE without holding); ds__rpc_post sends a call whose reply
+ * threads from sending to the server that a call of proc with arguments arg would go
+ * to, not from waiting for their replies (returns CUDA_SUCCESS, or
+ * CUDA_ERROR_DEVICE_UNAVAILABLE or CUDA_ERROR_NOT_SUPPORTED without holding); the calls
+ * posted go to that server; ds__rpc_post sends a call whose reply
  * is to be decoded into res (returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE);
  * ds__rpc_release lets the others send again; ds__rpc_collect waits for a posted
  * call's reply, in any order, and returns as ds__rpc_call does.  Every p given to
@@ -76,13 +91,14 @@ struct ds_rpc_pending {
  * back, and the thread sends nothing else until it has collected them all: the
  * executor writes a reply whole before it reads on, so a thread that had to wait to
  * send while a reply of its own is unread could wait for ever. */
-CUresult ds__rpc_hold(void);
+CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg);
 CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
                       xdrproc_t xres, void *res);
 void ds__rpc_release(void);
 CUresult ds__rpc_collect(struct ds_rpc_pending *p);
 
-/* Queue a batched call.  Returns CUDA_SUCCESS or CUDA_ERROR_DEVICE_UNAVAILABLE. */
+/* Queue a batched call.  Returns CUDA_SUCCESS, CUDA_ERROR_DEVICE_UNAVAILABLE, or
+ * CUDA_ERROR_NOT_SUPPORTED when arg names objects of two devices. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
 
 /* How many calls have been sent so far, synchronous and batched alike. */

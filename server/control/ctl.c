@@ -44,19 +44,22 @@ static int usage(FILE *f)
             "  token revoke TOKEN           forget a token added so: tenants showing it are\n"
             "                               refused from now on\n"
             "  -h, --help                   this text\n\n"
-            "The admin socket defaults to the tenant socket of DETSHARE_SERVER (or the\n"
-            "server's default one) with .admin added; the service's is\n"
+            "The admin socket defaults to the tenant socket of DETSHARE_SERVER (its first\n"
+            "server, or the server's default one) with .admin added; the service's is\n"
             "/run/detshare/gpuN/detshare.sock.admin.  Exit status: 0, 1 when the server\n"
             "cannot be reached or refuses, 2 for a bad command line.\n");
     return 2;
 }
 
+/* Of a list (a tenant's several servers), the first. */
 static void default_admin(struct ds_addr *a)
 {
     const char *env = getenv("DETSHARE_SERVER");
+    char first[512];
     size_t n;
 
-    if (env == NULL || ds_addr_parse(env, a) != 0 || a->kind != DS_ADDR_UNIX)
+    snprintf(first, sizeof(first), "%.*s", env ? (int)strcspn(env, ",") : 0, env ? env : "");
+    if (env == NULL || ds_addr_parse(first, a) != 0 || a->kind != DS_ADDR_UNIX)
         ds_addr_default(a);
     n = strlen(a->path);
     if (n + sizeof(".admin") <= sizeof(a->path))

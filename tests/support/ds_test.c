@@ -164,6 +164,19 @@ void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *ar
         setenv("DETSHARE_TOKEN", s->token, 1);
 }
 
+void ds_test_servers_use(const struct ds_test_server *s, int n)
+{
+    char list[1024] = "";
+
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(list);
+
+        cr_assert_lt(len + strlen(s[i].unix_addr) + 2, sizeof(list));
+        snprintf(list + len, sizeof(list) - len, "%s%s", i ? "," : "", s[i].unix_addr);
+    }
+    setenv("DETSHARE_SERVER", list, 1);
+}
+
 int ds_test_log_has(const struct ds_test_server *s, const char *needle)
 {
     char buf[65536];

@@ -41,6 +41,10 @@ int ds_test_on_sim(void);
  * is set to, so that TCP tenants authenticate as in production. */
 void ds_test_server_start(struct ds_test_server *s, int with_tcp, const char *args);
 
+/* Point DETSHARE_SERVER at the Unix sockets of the n servers s[0 .. n), in that order:
+ * one tenant, n devices. */
+void ds_test_servers_use(const struct ds_test_server *s, int n);
+
 /* A loopback TCP port that was free a moment ago. */
 int ds_test_free_tcp_port(void);
 
