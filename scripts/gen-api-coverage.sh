@@ -74,7 +74,7 @@ list() { tr '\n' ' ' < "$1" | sed -E 's/ $//; s/([A-Za-z0-9_]+)/`\1`/g; s/` `/`,
 # generator fails when a failing sample has no reason here, or a reason names a sample
 # that does not fail, so that a new run's records cannot go out with stale reasons.
 cat > "$tmp/why" <<'WHY'
-graphConditionalNodes@`cudaStreamEndCapture(s, NULL)` capturing into a conditional node's body was refused; fixed after run 121, to be re-run
+graphConditionalNodes@`cudaStreamEndCapture(s, NULL)` capturing into a conditional node's body was refused (fixed after run 121); then its capturedWhileGraph part got no graph from `cudaStreamGetCaptureInfo` during a plain capture, so `cudaGraphConditionalHandleCreate` gave `cudaErrorInvalidResourceHandle` (fixed in protocol 21, [graphs.md](graphs.md#the-graph-and-dependencies-of-a-capture-in-progress)); to be re-run
 graphMemoryNodes@memory nodes in a graph that detshare stages: `cudaGraphInstantiate` gave `cudaErrorNotSupported`
 simpleCudaGraphs@a host function in a stream capture (`cudaLaunchHostFunc`) was refused with `cudaErrorStreamCaptureUnsupported`
 memMapIPCDrv@refused by design: shareable handles of VMM memory (another process maps them, outside the tenant's accounting)
@@ -233,12 +233,23 @@ PY
   capture, where CUDA lists the part's nodes one by one; `cuGraphClone` copies it; its
   instances run in stages, as graphs with host nodes do ([graphs.md](graphs.md)). Work
   on other streams of the capture waits for the function where CUDA would let it run
-  beside it; the capture's id (`cuStreamGetCaptureInfo`) changes at each function; a
-  stream that joined the capture and was not joined again before its end is joined by
-  the end, where CUDA fails with `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`; and a host
-  function in a capture into a conditional node's body is refused
+  beside it; a stream that joined the capture and was not joined again before its end
+  is joined by the end, where CUDA fails with `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`; and
+  a host function in a capture into a conditional node's body is refused
   (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`). `cuStreamAddCallback` on a capturing stream
   is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as CUDA refuses it.
+- The graph and dependencies of a capture in progress (`cuStreamGetCaptureInfo` asked
+  for them; protocol 21). CUDA hands out the graph being captured and the nodes the next
+  captured work depends on, which a program may add nodes after (the cuda-samples'
+  graphConditionalNodes adds a WHILE node so). The executor's capture is cut there, as for
+  a host function: a plain capture becomes a capture into a graph of its own, the work
+  captured so far a child graph node of it, and the answer is that graph and that node
+  (none when nothing was captured yet); `cuStreamUpdateCaptureDependencies` then names
+  nodes of it, and `cuStreamEndCapture` returns it. A capture into a graph answers with
+  that graph. Each ask that finds new work adds a node where CUDA lists the work's nodes
+  one by one; a stream that joined the capture gets the capture's dependencies, which
+  follow all its work so far; the `_v3` edge data are default edges
+  ([graphs.md](graphs.md#the-graph-and-dependencies-of-a-capture-in-progress)).
 - CUDA dynamic parallelism (kernels launching kernels, `-rdc=true`): an MPS client cannot
   run it, natively too: on an H200 (driver 580, run 114) the same program ran natively and
   failed with `cudaErrorCdpNotSupported` as an MPS client. So a tenant of the shared

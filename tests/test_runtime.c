@@ -106,6 +106,17 @@ Test(runtime, a_while_loop_node_runs_until_its_kernel_ends_it)
     check("graph_while", "while loop node ran 10 times: sum 55, if node ran its body: flag 1");
 }
 
+/* The CUDA sample graphConditionalNodes' capturedWhileGraph: a WHILE node added to a
+ * plain capture in progress, through the graph and dependencies cudaStreamGetCaptureInfo
+ * hands out (test_capture_info has its shape on the sim). */
+Test(runtime, a_while_node_added_to_a_capture_in_progress_loops)
+{
+    if (ds_test_on_sim())
+        cr_skip_test("kernels compute on a GPU only");
+    check("graph_captured_while",
+          "captured while loop: from 0 the loop kernel ran 1 time, from 10 10 times");
+}
+
 Test(runtime, mapped_host_memory)
 {
     check("mapped", "written into mapped host memory");

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_CAPTURES 64
 
@@ -27,6 +28,28 @@ static struct {
 } captures[MAX_CAPTURES];
 static atomic_int capturing;
 static _Thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+/* The dependency arrays cuStreamGetCaptureInfo_v2/_v3 handed out, one per stream: CUDA
+ * keeps its array valid until the next call on the stream or the capture's end; these
+ * stay until the next such answer for the stream, or until no stream captures.  The edge
+ * data are all default (the executor refuses any other), zeroed as CUDA reports them. */
+static struct {
+    ds_handle stream;
+    CUgraphNode *deps;
+    CUgraphEdgeData *edges;
+} handed[MAX_CAPTURES];
+
+/* Forget every array handed out; called with the lock held. */
+static void drop_handed(void)
+{
+    for (int i = 0; i < MAX_CAPTURES; i++) {
+        free(handed[i].deps);
+        free(handed[i].edges);
+        handed[i].stream = 0;
+        handed[i].deps = NULL;
+        handed[i].edges = NULL;
+    }
+}
 
 static ds_handle hv(const void *p)
 {
@@ -225,7 +248,8 @@ CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
         invalidated = captures[i].invalidated;
         into = captures[i].into;
         captures[i].stream = 0;
-        atomic_fetch_sub(&capturing, 1);
+        if (atomic_fetch_sub(&capturing, 1) == 1)
+            drop_handed();
     }
     pthread_mutex_unlock(&lock);
     if (rc == CUDA_SUCCESS && invalidated) {
@@ -274,27 +298,133 @@ CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuin
     return capture_info(s, status, id);
 }
 
-/* The graph and its dependency set being built are the driver's; none are reported, which
- * leaves callers that would edit a capture in progress without a handle to do it with. */
-CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
-                                   CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+/* Stream h's slot in handed[] (a free one the first time), or -1 when all are taken;
+ * called with the lock held. */
+static int handed_slot(ds_handle h)
 {
-    if (graph != NULL)
-        *graph = NULL;
-    if (deps != NULL)
-        *deps = NULL;
-    if (ndeps != NULL)
-        *ndeps = 0;
-    return capture_info(s, status, id);
+    int free_slot = -1;
+
+    for (int i = 0; i < MAX_CAPTURES; i++) {
+        if (handed[i].stream == h)
+            return i;
+        if (handed[i].stream == 0 && free_slot < 0)
+            free_slot = i;
+    }
+    return free_slot;
+}
+
+/* The n node handles v as nodes (and as many default edges) in stream h's slot: the
+ * arrays into *deps_out and *edges_out. */
+static CUresult keep_deps(ds_handle h, const ds_handle *v, size_t n,
+                          const CUgraphNode **deps_out, const CUgraphEdgeData **edges_out)
+{
+    CUgraphNode *deps = calloc(n > 0 ? n : 1, sizeof(*deps));
+    CUgraphEdgeData *edges = calloc(n > 0 ? n : 1, sizeof(*edges));
+    int i;
+
+    pthread_mutex_lock(&lock);
+    i = handed_slot(h);
+    if (deps == NULL || edges == NULL || i < 0) {
+        pthread_mutex_unlock(&lock);
+        free(deps);
+        free(edges);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t k = 0; k < n; k++)
+        deps[k] = (CUgraphNode)(uintptr_t)v[k];
+    free(handed[i].deps);
+    free(handed[i].edges);
+    handed[i].stream = h;
+    handed[i].deps = deps;
+    handed[i].edges = edges;
+    *deps_out = deps;
+    *edges_out = edges;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* What the executor answered is checked before use: a graph and nodes only for an
+ * active capture, and never a null handle among them. */
+static int answer_valid(const ds_capture_graph *c)
+{
+    if (c->status < CU_STREAM_CAPTURE_STATUS_NONE ||
+        c->status > CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return 0;
+    if (c->status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return c->graph == 0 && c->deps.deps_len == 0;
+    if (c->graph == 0 || c->deps.deps_len > DS_GRAPH_DEPS_MAX)
+        return 0;
+    for (u_int i = 0; i < c->deps.deps_len; i++)
+        if (c->deps.deps_val[i] == 0)
+            return 0;
+    return 1;
+}
+
+/* The graph a capture builds and the nodes its next work depends on, which the executor
+ * makes nodes of a graph the tenant can name (ops_gcapture.c): into the caller's
+ * locations, each optional. */
+static CUresult capture_graph(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                              CUgraph *graph, const CUgraphNode **deps,
+                              const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    ds_handle h = ds__stream_of(s);
+    ds_capture_graph_res r;
+    ds_capture_graph *c = &r.ds_capture_graph_res_u.info;
+    const CUgraphNode *kept = NULL;
+    const CUgraphEdgeData *kept_edges = NULL;
+    CUresult rc;
+
+    memset(&r, 0, sizeof(r));
+    if ((rc = ds_rpc_capture_graph(&h, &r)) != CUDA_SUCCESS)
+        return rc;
+    if (!answer_valid(c))
+        rc = CUDA_ERROR_UNKNOWN;
+    if (rc == CUDA_SUCCESS && c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+        (deps != NULL || edges != NULL))
+        rc = keep_deps(h, c->deps.deps_val, c->deps.deps_len, &kept, &kept_edges);
+    if (rc == CUDA_SUCCESS) {
+        *status = (CUstreamCaptureStatus)c->status;
+        if (id != NULL)
+            *id = c->id;
+        if (graph != NULL)
+            *graph = (CUgraph)(uintptr_t)c->graph;
+        if (deps != NULL)
+            *deps = kept;
+        if (edges != NULL)
+            *edges = kept_edges;
+        if (ndeps != NULL)
+            *ndeps = c->deps.deps_len;
+    }
+    xdr_free((xdrproc_t)xdr_ds_capture_graph_res, (char *)&r);
+    return rc;
 }
 
 CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
                                    CUgraph *graph, const CUgraphNode **deps,
                                    const CUgraphEdgeData **edges, size_t *ndeps)
 {
+    DS_NEED_INIT();
+    if (status == NULL || (edges != NULL && deps == NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (graph != NULL)
+        *graph = NULL;
+    if (deps != NULL)
+        *deps = NULL;
     if (edges != NULL)
         *edges = NULL;
-    return cuStreamGetCaptureInfo_v2(s, status, id, graph, deps, ndeps);
+    if (ndeps != NULL)
+        *ndeps = 0;
+    /* Only a capture's graph and dependencies cut it (ops_gcapture.c): the status and id
+     * alone are asked as cheaply as before. */
+    if ((graph == NULL && deps == NULL && ndeps == NULL) || atomic_load(&capturing) == 0)
+        return capture_info(s, status, id);
+    return capture_graph(s, status, id, graph, deps, edges, ndeps);
+}
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                   CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+{
+    return cuStreamGetCaptureInfo_v3(s, status, id, graph, deps, NULL, ndeps);
 }
 
 /* Which calls a capture forbids is decided by the driver on the executor side; the client

@@ -65,6 +65,9 @@ struct ds_vstream {
     uint64_t *into_deps; /* and the nodes of it the capture's next work depends on */
     uint32_t ninto_deps;
     int owns_into; /* into is the capture's own graph: a plain capture met a host function */
+    /* capturing: the backend id the capture began with, the one the tenant is told,
+     * though each cut of it (ops_gcapture.c) begins a backend capture of another id */
+    uint64_t first_id;
     struct ds_bstream *real;
 };
 

@@ -20,6 +20,14 @@
  * Work on other streams of the capture that CUDA would let run beside the function
  * waits for it here, which orders it at least as strictly.
  *
+ * A tenant that asks for the graph or the dependencies of a capture in progress
+ * (cuStreamGetCaptureInfo_v2/_v3) is to add nodes to that graph after those dependencies
+ * (the CUDA sample graphConditionalNodes adds a conditional node so): the capture is cut
+ * there as for a dependency change, a plain one first becoming a capture into a graph of
+ * its own as for a host function, and the answer is that graph and the nodes the
+ * capture's next work depends on, handles the tenant can name.  Each capture reports the
+ * id of the backend capture it began with, though every cut begins another.
+ *
  * The backend ends a capture only once every stream that joined it has joined the
  * capturing stream again, so each cut (a dependency change, a host function, the end of
  * a capture into a graph) first has the capturing stream wait for every joined stream;
@@ -107,6 +115,7 @@ CUresult ds__ops_capture_to_graph(struct ds_tenant *t, const ds_capture_to_graph
     ds__tenant_set_capturing(t, s, 1);
     s->into = a->graph;
     s->mode = a->mode;
+    s->first_id = ds__ops_ghcopy_capture(t, s);
     return CUDA_SUCCESS;
 }
 
@@ -473,4 +482,62 @@ CUresult ds__ops_capture_host_fn(struct ds_tenant *t, const ds_capture_host_fn_a
     }
     r->ds_int_res_u.value = 1;
     return CUDA_SUCCESS;
+}
+
+/* The answer for a capture whose graph is o's and whose backend id the tenant knows as
+ * id: o's graph and dependencies (copied into the result, which XDR frees). */
+static CUresult answer(const struct ds_vstream *o, uint64_t id, ds_capture_graph *info)
+{
+    if (o->ninto_deps > DS_GRAPH_DEPS_MAX) {
+        ds_warn("cuStreamGetCaptureInfo: the capture depends on %u nodes, more than the "
+                "%d one answer can name", o->ninto_deps, DS_GRAPH_DEPS_MAX);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (o->ninto_deps > 0) {
+        info->deps.deps_val = malloc(o->ninto_deps * sizeof(*info->deps.deps_val));
+        if (info->deps.deps_val == NULL)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        memcpy(info->deps.deps_val, o->into_deps, o->ninto_deps * sizeof(*o->into_deps));
+        info->deps.deps_len = o->ninto_deps;
+    }
+    info->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    info->id = id;
+    info->graph = o->into;
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_capture_graph(struct ds_tenant *t, const ds_handle *h,
+                               ds_capture_graph_res *r)
+{
+    ds_capture_graph *info = &r->ds_capture_graph_res_u.info;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    struct ds_vstream *o, **j = NULL;
+    struct ds_bstream *s;
+    uint64_t id = 0, oh = 0;
+    uint32_t nj = 0;
+    CUresult rc;
+
+    memset(info, 0, sizeof(*info));
+    if (ds__tenant_stream(t, *h, &s) != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* The legacy stream is never captured (ops_graph.c). */
+    if (s != NULL && (rc = ds_error_to_cu(t->ops->capture_info(t->be, s, &status, &id))) !=
+                         CUDA_SUCCESS)
+        return rc;
+    info->status = status;
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return CUDA_SUCCESS;
+    if ((o = ds__ops_ghcopy_origin(t, id, &oh)) == NULL)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (o->into == 0 && (rc = own_graph(t, o)) != CUDA_SUCCESS)
+        return rc;
+    rc = seal_joined(t, o, oh, &j, &nj);
+    if (rc == CUDA_SUCCESS)
+        rc = restart(t, o, j, nj);
+    free(j);
+    if (rc != CUDA_SUCCESS) {
+        abandon(t, o, oh);
+        return rc;
+    }
+    return answer(o, o->first_id, info);
 }

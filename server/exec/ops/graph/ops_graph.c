@@ -28,6 +28,7 @@ CUresult ds__ops_capture_begin(struct ds_tenant *t, const ds_capture_args *a, ds
     if (rc == 0) {
         ds__tenant_set_capturing(t, s, 1);
         s->mode = a->mode;
+        s->first_id = ds__ops_ghcopy_capture(t, s);
     }
     return ds_error_to_cu(rc);
 }
@@ -91,10 +92,10 @@ CUresult ds__ops_capture_end(struct ds_tenant *t, const ds_handle *h, ds_handle_
 
 CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_capture_info_res *r)
 {
-    struct ds_vstream *s = capturable(t, *h);
+    struct ds_vstream *s = capturable(t, *h), *o;
     struct ds_bstream *real;
     int status = CU_STREAM_CAPTURE_STATUS_NONE;
-    uint64_t id = 0;
+    uint64_t id = 0, oh;
     int rc;
 
     if (ds__tenant_stream(t, *h, &real) != 0)
@@ -105,6 +106,11 @@ CUresult ds__ops_capture_info(struct ds_tenant *t, const ds_handle *h, ds_captur
         if (rc != 0)
             return ds_error_to_cu(rc);
     }
+    /* A capture cut (ops_gcapture.c) goes on as another backend capture; the tenant
+     * keeps the id it began with. */
+    if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+        (o = ds__ops_ghcopy_origin(t, id, &oh)) != NULL && o->first_id != 0)
+        id = o->first_id;
     r->ds_capture_info_res_u.info.status = status;
     r->ds_capture_info_res_u.info.id = id;
     return CUDA_SUCCESS;
