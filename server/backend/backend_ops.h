@@ -146,6 +146,11 @@
      * work does not run now: nothing is written), or DS_E*. */                                \
     X(int, stamp, (struct ds_backend *b, struct ds_bstream *s, struct ds_shm_stamp *st,        \
                    uint32_t seq))                                                              \
+    /* Make the word at `word` (memory this process shares with the control process) one     \
+     * gates and stamps can use, before any does: registering it costs the first kernel        \
+     * behind it about a millisecond, and during a capture it would end the capture.           \
+     * Returns 0 or DS_E*. */                                                                  \
+    X(int, shm_map, (struct ds_backend *b, const volatile void *word))                         \
                                                                                                \
     /* The launch's shape and parameters are the executor's checked copy of the                \
      * tenant's; the backend passes them to the device unchanged.  Returns 0,                  \

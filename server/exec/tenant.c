@@ -248,6 +248,16 @@ void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s)
         t->gate_failed = 1;
 }
 
+void ds__tenant_map_control(struct ds_tenant *t)
+{
+    struct ds_shm_slot *slot = &t->shm->slots[t->slot];
+    int rc = t->ops->shm_map(t->be, &slot->gate);
+
+    /* A failure is the backend's to tell; gates and stamps then try again as they come. */
+    for (unsigned i = 0; i < DS_SHM_STAMPS && rc == 0; i++)
+        rc = t->ops->shm_map(t->be, &slot->stamps[i].seq);
+}
+
 /* Have the device stamp launch n, the last on stream s, when the work before it there is done. */
 static void stamp(struct ds_tenant *t, struct ds_bstream *s, uint64_t n)
 {

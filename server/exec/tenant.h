@@ -311,6 +311,10 @@ void ds__tenant_host_unmap(struct ds_tenant *t, const struct ds_memtab_entry *ma
  * graph launch goes through here. */
 void ds__tenant_kernel_boundary(struct ds_tenant *t, struct ds_bstream *s);
 
+/* Once the device is open: make the tenant's gate word and stamps ones the device can
+ * use (backend shm_map), so that neither its first kernel nor a capture pays for it. */
+void ds__tenant_map_control(struct ds_tenant *t);
+
 /* After a kernel or graph launched on stream s: count it in the control block and have
  * the device stamp its completion there (backend stamp), so that the control process
  * sees what is in flight.  A stamp is a driver call, as costly as the launch itself, so

@@ -57,6 +57,13 @@ static int map_word(struct ds_backend *b, const volatile void *word, CUdeviceptr
     return 0;
 }
 
+int ds__cuda_shm_map(struct ds_backend *b, const volatile void *word)
+{
+    CUdeviceptr d;
+
+    return map_word(b, word, &d);
+}
+
 void ds__cuda_shm_unmap(struct ds_backend *b)
 {
     for (int i = 0; i < b->nshm_pages; i++)

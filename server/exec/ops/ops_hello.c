@@ -147,6 +147,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
         t->closing = 1;
         return CUDA_ERROR_NO_DEVICE;
     }
+    ds__tenant_map_control(t);
     if (ds__tenant_map_arena(t, a->arena_base) != 0)
         ds_warn("no room to map the tenant's host arena: page-locked memory unavailable");
     memcpy(t->name, name, sizeof(name));
