@@ -145,7 +145,8 @@
     S(capture_host_copy, DS_CAPTURE_HOST_COPY, ds_capture_copy_args, ds_int_res) \
     S(capture_host_fn, DS_CAPTURE_HOST_FN, ds_capture_host_fn_args, ds_int_res) \
     S(capture_graph, DS_CAPTURE_GRAPH, ds_handle, ds_capture_graph_res) \
-    S(tenant_share, DS_TENANT_SHARE, int, ds_share_res)
+    S(tenant_share, DS_TENANT_SHARE, int, ds_share_res)                       \
+    S(device_facts, DS_DEVICE_FACTS, int, ds_facts_res)
 
 /* Highest procedure number the tables indexed by number hold: the end of the last range
  * in detshare.x (the tenant's share of the device, 320-329). */

@@ -87,9 +87,11 @@ static nvmlReturn_t pci_numbers(nvmlDevice_t h, int *domain, int *bus, int *slot
     return attr(h, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, slot);
 }
 
-/* The PCI device and subsystem ids are not in the driver API's view: 0. */
+/* The PCI device and subsystem ids are not in the driver API's view: the server's NVML
+ * gives them (facts.c), else they read 0. */
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
+    struct ds_devfacts f;
     int domain, bus, slot;
     nvmlReturn_t rc = pci_numbers(device, &domain, &bus, &slot);
 
@@ -101,6 +103,10 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
     pci->domain = (unsigned)domain;
     pci->bus = (unsigned)bus;
     pci->device = (unsigned)slot;
+    if (ds__nvml_facts(device, &f) == NVML_SUCCESS) {
+        pci->pciDeviceId = (unsigned)f.v[DS_FACT_PCI_DEVICE_ID];
+        pci->pciSubSystemId = (unsigned)f.v[DS_FACT_PCI_SUBSYSTEM_ID];
+    }
     snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
              NVML_DEVICE_PCI_BUS_ID_FMT_ARGS(pci));
     snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT,
@@ -173,8 +179,8 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitectu
     return NVML_SUCCESS;
 }
 
-/* The highest clocks, which the driver API reports in kHz; current clocks it does not
- * know, and they stay unserved. */
+/* The highest clocks, which the driver API reports in kHz, but for video's, which only
+ * the server's NVML knows (facts.c, with the current clocks). */
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
                                        unsigned int *clock)
 {
@@ -189,8 +195,10 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type
     case NVML_CLOCK_MEM:
         rc = attr(device, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &khz);
         break;
+    case NVML_CLOCK_VIDEO:
+        return ds__nvml_max_video_clock(device, clock);
     default:
-        return ds__nvml_cuda() == NULL ? NVML_ERROR_UNINITIALIZED : NVML_ERROR_NOT_SUPPORTED;
+        return ds__nvml_cuda() == NULL ? NVML_ERROR_UNINITIALIZED : NVML_ERROR_INVALID_ARGUMENT;
     }
     if (rc != NVML_SUCCESS)
         return rc;

@@ -27,6 +27,11 @@
  * Measured by detshare (run 120, driver 580.159.04): with every unknown slot failing, -L
  * prints, but plain and -q print "Internal NVML error" and exit 255 right after slot 26
  * fails, and `pmon` asks for slot 72 as well; no public source says what 26 and 72 are.
+ * Measured later (H200, driver 580.159.04, slot 26 acknowledged): plain and -q still
+ * exit 255 with "Internal NVML error", and slot 26's logged first call has the arguments
+ * ("nvidia-smi %s: %...", "ERROR quit", "Internal NVML error", a function): slot 26 is
+ * nvidia-smi's error logger, called after the failure, not its cause, which was
+ * nvmlEventSetCreate's NVML_ERROR_NOT_SUPPORTED just before (events.c now serves it).
  * Guessed: that 580.159 lays the table out as 580.65 does; that 213 is the compute list
  * and 214, 215 the graphics and MPS ones (another shim's reading of a later driver, which
  * fits nvidia-smi typing a process M+C+G when the mock listed it in all three); that the

@@ -84,13 +84,14 @@ static nvmlReturn_t bind_share(void *h)
     const void *const *table = NULL;
 
     if (get_table == NULL || get_table((const void **)&table, &id) != CUDA_SUCCESS ||
-        table == NULL || (uintptr_t)table[0] < 2 * sizeof(void *)) {
+        table == NULL || (uintptr_t)table[0] < 3 * sizeof(void *)) {
         ds_warn("nvmlInit: the libcuda.so.1 in this process is not detshare's (or is of "
                 "another build): its LD_LIBRARY_PATH must name detshare's library "
                 "directory before the driver's");
         return NVML_ERROR_LIBRARY_NOT_FOUND;
     }
     cuda.share = (ds_share_get_fn)(uintptr_t)table[1];
+    cuda.facts = (ds_facts_get_fn)(uintptr_t)table[2];
     return NVML_SUCCESS;
 }
 

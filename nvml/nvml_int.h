@@ -3,9 +3,11 @@
  * view of its device (docs/nvml.md).  The library reaches the server only through
  * detshare's libcuda.so.1, already in the process or beside this library: its public
  * driver API for what the device is, and its private export table DETSHARE_SHARE
- * (client/compat/share.h) for the tenant's share of it.  lib.c binds and counts nvmlInit,
- * device.c answers what the device is, share.c what the tenant has of it; every name
- * nvml.h declares and these do not define is a stub (gen-stubs.sh).
+ * (client/compat/share.h) for the tenant's share of it and for what the server's NVML
+ * says of the device.  lib.c binds and counts nvmlInit, device.c answers what the device
+ * is from the driver API, facts.c and topo.c from the server's NVML, share.c what the
+ * tenant has of it, events.c event sets; every name nvml.h declares and these do not
+ * define is a stub (gen-stubs.sh).
  *
  * Compiled with NVML_NO_UNVERSIONED_FUNC_DEFS, so that the old unversioned names are
  * declared as themselves and can be defined beside the _v2/_v3 ones; and with hidden
@@ -40,6 +42,7 @@ struct ds_nvml_cuda {
     CUresult (*primary_state)(CUdevice d, unsigned *flags, int *active);
     CUresult (*ctx_current)(CUcontext *c);
     ds_share_get_fn share;
+    ds_facts_get_fn facts;
 };
 
 /* A device handle points at one of these, which live as long as the process. */
@@ -80,6 +83,14 @@ nvmlReturn_t ds__nvml_room(unsigned *count, const void *infos, unsigned n);
 /* An empty process list of device h (graphics, MPS): *count = 0 and NVML_SUCCESS, or
  * the error of the handle or of count. */
 nvmlReturn_t ds__nvml_no_processes(nvmlDevice_t h, unsigned *count);
+
+/* What the server's NVML says of the device behind h (facts.c), at most a second old.
+ * Returns NVML_SUCCESS or the error of the handle or of the server. */
+nvmlReturn_t ds__nvml_facts(nvmlDevice_t h, struct ds_devfacts *out);
+
+/* The video clock's highest, from the server's NVML (facts.c): as a public query would
+ * answer it. */
+nvmlReturn_t ds__nvml_max_video_clock(nvmlDevice_t h, unsigned *mhz);
 
 /* Take a first utilisation reading for device dev (share.c), at nvmlInit. */
 void ds__nvml_share_start(const struct ds_nvml_cuda *cu, CUdevice dev);

@@ -317,12 +317,15 @@ static int smi(const char *args, char *out, size_t len)
 }
 
 /* Where nvidia-smi is installed (the GPU box; gpu_nvml_smi and nvml_smi both run it):
- * -L, plain and -q print as a tenant, with the tenant's quota as the memory. */
+ * -L, plain, topo -m and -q print as a tenant, with the tenant's quota as the memory and
+ * the driver's version, which the server's NVML gives.  Before event sets and the
+ * device's facts were served (H200, driver 580.159.04), plain and -q ended with
+ * "Internal NVML error" and topo -m with "Failed to run topology matrix", exit 255. */
 Test(nvml_smi, nvidia_smi_prints_its_views_as_a_tenant)
 {
     static char out[1 << 16];
-    const char *views[] = { "-L", "", "-q" };
-    const char *fb, *total, *colon;
+    const char *views[] = { "-L", "", "topo -m", "-q" };
+    const char *fb, *total, *colon, *driver;
 
     if (system("command -v nvidia-smi >/dev/null 2>&1") != 0)
         cr_skip_test("no nvidia-smi here");
@@ -332,7 +335,13 @@ Test(nvml_smi, nvidia_smi_prints_its_views_as_a_tenant)
         cr_expect_eq(rc, 0, "nvidia-smi %s exited %d:\n%s", views[i], rc, out);
         cr_expect_null(strstr(out, "Mismatch"), "nvidia-smi %s:\n%s", views[i], out);
         cr_expect_null(strstr(out, "Internal NVML error"), "nvidia-smi %s:\n%s", views[i], out);
+        cr_expect_null(strstr(out, "Failed to"), "nvidia-smi %s:\n%s", views[i], out);
     }
+    driver = strstr(out, "Driver Version");
+    colon = driver != NULL ? strchr(driver, ':') : NULL;
+    cr_assert_not_null(colon, "no driver version in -q:\n%s", out);
+    cr_expect_neq(strncmp(colon, ": N/A", 5), 0, "-q's driver version is N/A: the server "
+                  "did not read its NVML (its log says why)");
     fb = strstr(out, "FB Memory Usage");
     cr_assert_not_null(fb, "no FB Memory Usage in -q:\n%s", out);
     total = strstr(fb, "Total");

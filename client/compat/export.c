@@ -629,9 +629,54 @@ static CUresult share_get(CUdevice dev, struct ds_share_info *out)
     return CUDA_SUCCESS;
 }
 
-static const slot_t share_table[2] = {
-    (slot_t)(uintptr_t)(2 * sizeof(slot_t)),
+/* The executor's facts, taken only within the bounds both sides share, then checked
+ * value by value as anything from the network is. */
+static void facts_from_wire(const ds_facts *w, struct ds_devfacts *out)
+{
+    unsigned nv = w->values.values_len < DS_FACT_COUNT ? w->values.values_len : DS_FACT_COUNT;
+    unsigned nt = w->texts.texts_len < DS_TEXT_COUNT ? w->texts.texts_len : DS_TEXT_COUNT;
+    unsigned dropped;
+
+    memset(out, 0, sizeof(*out));
+    out->served = nv == 64 ? w->served : w->served & ((1ull << nv) - 1);
+    memcpy(out->v, w->values.values_val, nv * sizeof(out->v[0]));
+    for (unsigned i = 0; i < nt; i++)
+        if (w->texts.texts_val[i] != NULL)
+            snprintf(out->text[i], sizeof(out->text[i]), "%s", w->texts.texts_val[i]);
+    if (w->cpus.cpus_len <= DS_FACT_CPU_WORDS_ROOM) {
+        out->ncpu_words = w->cpus.cpus_len;
+        memcpy(out->cpus, w->cpus.cpus_val, out->ncpu_words * sizeof(out->cpus[0]));
+    }
+    if (w->nodes.nodes_len <= DS_FACT_NODE_WORDS_ROOM) {
+        out->nnode_words = w->nodes.nodes_len;
+        memcpy(out->nodes, w->nodes.nodes_val, out->nnode_words * sizeof(out->nodes[0]));
+    }
+    if ((dropped = ds_devfacts_sanitize(out)) > 0)
+        ds_warn("DS_DEVICE_FACTS: %u malformed facts from the server left unserved", dropped);
+}
+
+static CUresult facts_get(CUdevice dev, struct ds_devfacts *out)
+{
+    ds_facts_res r;
+    int ordinal = dev;
+    CUresult rc;
+
+    if (out == NULL)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ds__rpc_ready())
+        return CUDA_ERROR_NOT_INITIALIZED;
+    rc = ds_rpc_device_facts(&ordinal, &r);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    facts_from_wire(&r.ds_facts_res_u.facts, out);
+    ds__rpc_free((xdrproc_t)xdr_ds_facts_res, &r);
+    return CUDA_SUCCESS;
+}
+
+static const slot_t share_table[3] = {
+    (slot_t)(uintptr_t)(3 * sizeof(slot_t)),
     (slot_t)share_get,
+    (slot_t)facts_get,
 };
 
 /* ---- the lookup ---- */

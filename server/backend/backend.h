@@ -33,6 +33,7 @@ struct ds_bfunc;
 struct ds_bgraph;
 struct ds_bgexec;
 struct ds_bnode;
+struct ds_devfacts;
 struct ds_bcond;
 struct ds_bpmem;
 struct ds_bfence;

@@ -322,6 +322,9 @@
     /* A device query the tenant's view cannot answer (struct ds_devq): the answers in         \
      * values[0..n), n as the query says.  Returns 0, DS_ENOTSUP or the driver's CUresult      \
      * as DS_ECU. */                                                                           \
-    X(int, dev_query, (struct ds_backend *b, const struct ds_devq *q, uint64_t *values))
+    X(int, dev_query, (struct ds_backend *b, const struct ds_devq *q, uint64_t *values))      \
+    /* What NVML says of the device (common/ds_devfacts.h) into *out, zeroed by the caller:   \
+     * what the backend cannot read stays unserved. */                                         \
+    X(void, device_facts, (struct ds_backend *b, struct ds_devfacts *out))
 
 #endif

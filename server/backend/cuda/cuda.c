@@ -179,6 +179,7 @@ void ds__cuda_close(struct ds_backend *b)
     }
     fini_stream(b, &b->legacy);
     ds__cuda_waker_stop(b);
+    ds__cuda_nvml_fini(b);
     ds__cuda_fence_fini(b);
     if (b->spill != NULL) {
         b->cu.cuEventDestroy(b->spill_done);

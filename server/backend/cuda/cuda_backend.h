@@ -283,12 +283,15 @@ struct ds_backend {
     const volatile sig_atomic_t *stop; /* the config's: the executor is to stop */
     struct ds_bfence *spare_fences; /* done with, kept for reuse (cuda_fence.c) */
     struct ds_cuda_waker *waker;    /* made at the first fence armed (cuda_waker.c) */
+    struct ds_cuda_nvml *nvml;      /* the driver's NVML, at the first facts asked */
+    int nvml_failed;                /* it could not be loaded: not tried again */
 };
 
 /* The backend's operations (backend_ops.h), by area: cuda.c the device, memory, streams
  * and events; cuda_module.c and cuda_link.c modules and kernels; cuda_pctx.c prepare and
  * bind; cuda_graph.c capture and graphs; cuda_gate.c gates and stamps; cuda_fence.c
- * fences; cuda_memop.c stream memory operations; cuda_devquery.c device queries;
+ * fences; cuda_memop.c stream memory operations; cuda_devquery.c device queries; cuda_nvml.c
+ * the device's facts for NVML;
  * cuda_vmm.c, cuda_tensormap.c, cuda_ipc.c, cuda_pool.c and cuda_array.c their
  * namesakes. */
 #define CUDA_PROTO(ret, op, args) ret ds__cuda_##op args;
@@ -297,6 +300,9 @@ DS_BACKEND_OPS(CUDA_PROTO)
 
 /* cuda_gate.c: giving the control block's pages back. */
 void ds__cuda_shm_unmap(struct ds_backend *b);
+
+/* cuda_nvml.c: letting the driver's NVML go at close. */
+void ds__cuda_nvml_fini(struct ds_backend *b);
 
 /* cuda_fence.c: freeing the spare fences at close. */
 void ds__cuda_fence_fini(struct ds_backend *b);

@@ -206,7 +206,7 @@ struct ds_backend {
  * and events; sim_mem.c memory; sim_work.c event records and waits (they may park);
  * sim_module.c and sim_link.c modules and kernels; sim_pctx.c prepare and bind;
  * sim_graph.c capture and graphs; sim_fence.c fences; sim_memop.c stream memory
- * operations and device queries; sim_vmm.c, sim_tensormap.c, sim_ipc.c, sim_pool.c and
+ * operations and device queries; sim_facts.c what NVML says of it; sim_vmm.c, sim_tensormap.c, sim_ipc.c, sim_pool.c and
  * sim_array.c their namesakes. */
 #define SIM_PROTO(ret, op, args) ret ds__sim_##op args;
 DS_BACKEND_OPS(SIM_PROTO)
