@@ -6,7 +6,7 @@
 set -u
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
 mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main; [ -e build-gpu ] || ln -s .dev/build-gpu build-gpu
-export LD_LIBRARY_PATH="$PWD/.dev/libs"
+export LD_LIBRARY_PATH="$PWD/.dev/libs:/usr/local/cuda/lib64"
 sum=$out/summary.txt
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > "$sum" 2>&1
 t=$(mktemp -d)
