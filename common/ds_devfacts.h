@@ -14,7 +14,9 @@
 
 /* X(name, largest value).  Clocks in MHz, four in NVML's nvmlClockType_t order
  * (graphics, SM, memory, video); temperatures in degrees C; power in mW; energy in mJ
- * since the driver loaded; enable states 0 or 1; PState 0-15, or 32 for unknown. */
+ * since the driver loaded; enable states 0 or 1; PState 0-15, or 32 for unknown;
+ * INFOROM_VALID 1 when nvmlDeviceValidateInforom succeeds, 0 when it finds the infoROM
+ * corrupted. */
 #define DS_DEVFACTS(X)                                                                  \
     X(BRAND, 255)                                                                       \
     X(TEMP_GPU, 1000)                                                                   \
@@ -62,7 +64,9 @@
     X(ECC_CORRECTED_VOLATILE, UINT64_MAX)                                               \
     X(ECC_UNCORRECTED_VOLATILE, UINT64_MAX)                                             \
     X(ECC_CORRECTED_AGGREGATE, UINT64_MAX)                                              \
-    X(ECC_UNCORRECTED_AGGREGATE, UINT64_MAX)
+    X(ECC_UNCORRECTED_AGGREGATE, UINT64_MAX)                                            \
+    X(VIRTUALIZATION_MODE, 255)                                                         \
+    X(INFOROM_VALID, 1)
 
 enum ds_devfact {
 #define DS_DEVFACT_ENUM(name, max) DS_FACT_##name,

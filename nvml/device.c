@@ -252,3 +252,18 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mo
     *mode = (nvmlComputeMode_t)m;
     return NVML_SUCCESS;
 }
+
+/* A tenant's device is the whole GPU its server runs on, never a MIG instance. */
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+    const struct ds_nvml_cuda *cu;
+    CUdevice dev;
+    nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (isMigDevice == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *isMigDevice = 0;
+    return NVML_SUCCESS;
+}

@@ -358,6 +358,28 @@ nvmlReturn_t nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned int *boardId)
     return fact_u32(device, DS_FACT_BOARD_ID, boardId);
 }
 
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
+                                             nvmlGpuVirtualizationMode_t *mode)
+{
+    unsigned v;
+    nvmlReturn_t rc = fact_u32(device, DS_FACT_VIRTUALIZATION_MODE, &v);
+
+    if (rc == NVML_SUCCESS)
+        *mode = (nvmlGpuVirtualizationMode_t)v;
+    return rc;
+}
+
+/* Plain nvidia-smi checks the infoROM and exits 3 when it cannot tell. */
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device)
+{
+    unsigned valid;
+    nvmlReturn_t rc = fact_u32(device, DS_FACT_INFOROM_VALID, &valid);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    return valid ? NVML_SUCCESS : NVML_ERROR_CORRUPTED_INFOROM;
+}
+
 nvmlReturn_t nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int *multiGpuBool)
 {
     return fact_u32(device, DS_FACT_MULTI_GPU_BOARD, multiGpuBool);

@@ -650,3 +650,25 @@ Test(nvml, what_nvidia_smi_q_asks_gets_a_value_or_not_supported)
     NV_OK(nvmlEventSetFree(set));
     NV_OK(nvmlShutdown());
 }
+
+/* Plain nvidia-smi, beyond what -q asks: it exited 3 through detshare on an H200 (run
+ * 129) while these were not served. */
+Test(nvml, what_plain_nvidia_smi_asks_more_is_served)
+{
+    nvmlGpuVirtualizationMode_t mode = NVML_GPU_VIRTUALIZATION_MODE_VGPU;
+    unsigned is_mig = 7;
+    nvmlDevice_t h;
+
+    NV_OK(nvmlInit_v2());
+    NV_OK(nvmlDeviceGetHandleByIndex_v2(0, &h));
+    NV_OK(nvmlDeviceIsMigDeviceHandle(h, &is_mig));
+    cr_expect_eq(is_mig, 0, "a tenant's device is no MIG instance");
+    cr_expect_eq(nvmlDeviceIsMigDeviceHandle(h, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    NV_OK(nvmlDeviceValidateInforom(h));
+    NV_OK(nvmlDeviceGetVirtualizationMode(h, &mode));
+    if (ds_test_on_sim())
+        cr_expect_eq(mode, NVML_GPU_VIRTUALIZATION_MODE_NONE, "the sim's mode");
+    else
+        cr_log_info("virtualization mode %d, as the server's NVML reads it", (int)mode);
+    NV_OK(nvmlShutdown());
+}

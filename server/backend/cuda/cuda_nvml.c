@@ -32,6 +32,8 @@ typedef nvmlReturn_t (*u64_fn)(nvmlDevice_t, unsigned long long *);
 typedef nvmlReturn_t (*clock_fn)(nvmlDevice_t, nvmlClockType_t, unsigned *);
 typedef nvmlReturn_t (*pstate_fn)(nvmlDevice_t, nvmlPstates_t *);
 typedef nvmlReturn_t (*enable_fn)(nvmlDevice_t, nvmlEnableState_t *);
+typedef nvmlReturn_t (*virt_fn)(nvmlDevice_t, nvmlGpuVirtualizationMode_t *);
+typedef nvmlReturn_t (*validate_fn)(nvmlDevice_t);
 typedef nvmlReturn_t (*pci_fn)(nvmlDevice_t, nvmlPciInfo_t *);
 typedef nvmlReturn_t (*ecc_fn)(nvmlDevice_t, nvmlMemoryErrorType_t, nvmlEccCounterType_t,
                                unsigned long long *);
@@ -75,6 +77,8 @@ typedef nvmlReturn_t (*nodes_fn)(nvmlDevice_t, unsigned, unsigned long *, nvmlAf
     X(fan, "nvmlDeviceGetFanSpeed", u32_fn)                                                \
     X(numa, "nvmlDeviceGetNumaNodeId", u32_fn)                                             \
     X(ecc, "nvmlDeviceGetTotalEccErrors", ecc_fn)                                          \
+    X(virt, "nvmlDeviceGetVirtualizationMode", virt_fn)                                    \
+    X(validate, "nvmlDeviceValidateInforom", validate_fn)                                  \
     X(driver, "nvmlSystemGetDriverVersion", sys_text_fn)                                   \
     X(nvml_version, "nvmlSystemGetNVMLVersion", sys_text_fn)                               \
     X(vbios, "nvmlDeviceGetVbiosVersion", text_fn)                                         \
@@ -245,6 +249,13 @@ static void read_board(const struct ds_cuda_nvml *n, struct ds_devfacts *d)
     READ(d, DS_FACT_BOARD_ID, unsigned, n->board_id, n->board_id(h, &v));
     READ(d, DS_FACT_MULTI_GPU_BOARD, unsigned, n->multi_gpu, n->multi_gpu(h, &v));
     READ(d, DS_FACT_NUMA_NODE, unsigned, n->numa, n->numa(h, &v));
+    READ(d, DS_FACT_VIRTUALIZATION_MODE, nvmlGpuVirtualizationMode_t, n->virt, n->virt(h, &v));
+    if (n->validate != NULL) {
+        nvmlReturn_t r = n->validate(h);
+
+        if (r == NVML_SUCCESS || r == NVML_ERROR_CORRUPTED_INFOROM)
+            ds_devfacts_set(d, DS_FACT_INFOROM_VALID, r == NVML_SUCCESS);
+    }
     if (n->pci != NULL && n->pci(h, &pci) == NVML_SUCCESS) {
         ds_devfacts_set(d, DS_FACT_PCI_DEVICE_ID, pci.pciDeviceId);
         ds_devfacts_set(d, DS_FACT_PCI_SUBSYSTEM_ID, pci.pciSubSystemId);
