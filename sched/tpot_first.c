@@ -13,10 +13,16 @@
  * missed the same SLO in 13-18% of steps).
  *
  * A tenant decodes when the operator says so (detshare-ctl tenant NAME phase decode), or,
- * left to the policy (phase auto), when it is latency-critical and its kernels are short:
+ * left to the policy (phase auto), when it is latency-critical with an SLO (a serving
+ * engine told its TPOT SLO), or latency-critical without one and its kernels are short:
  * one whose kernel time rose to PREFILL_X times the shortest it has shown is running a
  * prompt of its own, and counts as prefill until its kernels are short again.  Every
- * other tenant is prefill.
+ * other tenant is prefill.  Kernel times alone could not tell a server that prefills
+ * and decodes by turns (continuous batching) from a decoder slowed by its neighbours:
+ * on an H200 (run 129) a batched decoder beside a trainer had its kernels stretched past
+ * PREFILL_X times its shortest by the trainer's, was taken for prefill, and the trainer
+ * was let onto every SM for the rest of the run: TPOT 17x its alone median, every token
+ * over the SLO, as under MPS.
  *
  * A tenant is confined only for another tenant's decoding.  A lone decoder that turns to
  * a prompt of its own (or whose kernel estimate jumps: the predictor's is about the last
@@ -41,6 +47,8 @@ static int decodes(const struct ds_sched_tenant *t)
         return t->phase == DS_SCHED_DECODE;
     if (t->klass != DS_SCHED_LATENCY)
         return 0;
+    if (t->slo_ms > 0)
+        return 1;
     return s == 0 || t->kernel_us <= PREFILL_X * s;
 }
 

@@ -105,3 +105,17 @@ Test(tpot_first, a_new_tenant_in_a_decoders_slot_is_not_taken_for_it)
     ticks(1, 0, 0);
     cr_assert_eq(t[1].groups, 0, "the trainer was kept confined for a decoder that left");
 }
+
+/* A decoder with an SLO whose kernels a neighbour stretched (the same as a prompt of its
+ * own would, by kernel times alone) is still decoding: the trainer stays confined.  On an
+ * H200 (run 129) the trainer was let go instead, for good. */
+Test(tpot_first, a_decoder_with_an_slo_stays_protected_when_its_kernels_stretch)
+{
+    start(2);
+    t[0].slo_ms = 5;
+    ticks(10, 100, 0);
+    cr_assert_eq(t[1].groups, QUARTER);
+    ticks(HOLD_TICKS * 3, 900, 0);
+    cr_assert_eq(t[1].groups, QUARTER, "the trainer was let onto every SM");
+    cr_assert_eq(t[0].groups, 0, "the decoder keeps every SM");
+}
