@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 131: plain nvidia-smi in a tenant with MIG/inforom/virtualization served; bench/eval
+# Run 131 (not run in the session that wrote it: its device time was spent): plain nvidia-smi in a tenant with MIG/inforom/virtualization served; bench/eval
 # llm (tpot-first again after 61ac40c, its earlier cells kept aside, and the cells left)
 # and determinism's cells left; infer-floor's last cell.
 set -u
@@ -7,6 +7,15 @@ out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
 mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main; [ -e build-gpu ] || ln -s .dev/build-gpu build-gpu
 export LD_LIBRARY_PATH="$PWD/.dev/libs"
 t=$(mktemp -d)
+# tpot-first's llm cells measured before 61ac40c go aside (kept), so that run.sh runs them again
+python3 - lab/results/eval-cuda-quick <<'PY'
+import json, sys
+r = sys.argv[1]
+lines = open(r + "/cells.jsonl").read().splitlines()
+old = [l for l in lines if json.loads(l)["experiment"] == "llm" and json.loads(l)["scenario"] == "detshare-tpot-first"]
+open(r + "/cells.jsonl", "w").write("".join(l + "\n" for l in lines if l not in old))
+open(r + "/llm-tpot-first-before-61ac40c.jsonl", "a").write("".join(l + "\n" for l in old))
+PY
 {
   ./build-gpu/server/detshare-server --device cuda --listen "unix:$t/s" --mps-dir "$t/mps" 2> "$t/server.log" &
   srv=$!
