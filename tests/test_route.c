@@ -76,10 +76,24 @@ Test(route, visible_devices_choose_and_order)
     cr_assert_str_eq(a[0].path, "/b");
     servers_with("unix:/a,unix:/b", "0,0", a, &n, 0);
     cr_assert_eq(n, 1);
-    servers_with("unix:/a,unix:/b", "GPU-1234", a, &n, 0);
-    cr_assert_eq(n, 0);
     servers_with("unix:/a,unix:/b", "", a, &n, 0);
     cr_assert_eq(n, 0);
+    servers_with("unix:/a,unix:/b", "-1", a, &n, 0);
+    cr_assert_eq(n, 0);
+}
+
+/* A value meant for the host's GPUs (a scheduler's index, a UUID) does not hide the
+ * device detshare serves. */
+Test(route, visible_devices_naming_no_server_are_ignored)
+{
+    struct ds_addr a[DS_ROUTE_MAX];
+    int n;
+
+    servers_with("unix:/a,unix:/b", "GPU-1234", a, &n, 0);
+    cr_assert_eq(n, 2);
+    servers_with("unix:/a", "3", a, &n, 0);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(a[0].path, "/a");
 }
 
 static void make_socket(const char *path)

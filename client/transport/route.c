@@ -245,11 +245,16 @@ static void default_servers(struct ds_addr out[DS_ROUTE_MAX], int *n)
 
 /* CUDA's reading of CUDA_VISIBLE_DEVICES: indices, separated by commas; the list ends
  * at the first entry that is not the index of a device not yet chosen (so "" and
- * "-1" hide every device).  Keeps the chosen servers, in the list's order. */
+ * "-1" hide every device).  Keeps the chosen servers, in the list's order.  A value
+ * whose first entry names none of the servers (a GPU UUID, or the index of a GPU of the
+ * host that a scheduler gave the job, beside one server) was meant for the host's GPUs,
+ * not for the tenant's list: it is ignored, with a warning, rather than hiding the
+ * device detshare serves. */
 static void choose_visible(const char *v, struct ds_addr all[DS_ROUTE_MAX], int *n)
 {
     struct ds_addr chosen[DS_ROUTE_MAX];
     unsigned taken = 0;
+    const char *whole = v;
     int k = 0;
 
     while (k < *n) {
@@ -264,6 +269,12 @@ static void choose_visible(const char *v, struct ds_addr all[DS_ROUTE_MAX], int 
         if (*end == '\0')
             break;
         v = end + 1;
+    }
+    if (k == 0 && whole[0] != '\0' && whole[0] != '-') {
+        ds_warn("CUDA_VISIBLE_DEVICES=%s names none of this tenant's %d device(s) (its "
+                "servers, in DETSHARE_SERVER's order): ignored",
+                whole, *n);
+        return;
     }
     memcpy(all, chosen, (size_t)k * sizeof(chosen[0]));
     *n = k;
