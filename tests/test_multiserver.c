@@ -72,6 +72,14 @@ static void read_back(CUcontext ctx, CUdeviceptr p, int *out)
     CU_OK(cuCtxPopCurrent(NULL));
 }
 
+/* n bytes of p, read under ctx. */
+static void read_back_bytes(CUcontext ctx, CUdeviceptr p, void *out, size_t n)
+{
+    CU_OK(cuCtxPushCurrent(ctx));
+    CU_OK(cuMemcpyDtoH(out, p, n));
+    CU_OK(cuCtxPopCurrent(NULL));
+}
+
 Test(multiserver, one_device_per_server)
 {
     CUdevice d;
@@ -407,4 +415,89 @@ Test(multiserver, an_unreachable_server_is_named)
     CU_OK(cuInit(0));
     CU_OK(cuDeviceGetCount(&n));
     cr_assert_eq(n, 2);
+}
+
+/* Two servers' devices reach each other, and peer access is enabled once per pair of
+ * contexts, as CUDA answers. */
+Test(multiserver, peer_access)
+{
+    CUcontext c0, c1;
+    int can = -1;
+
+    CU_OK(cuInit(0));
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    cr_assert_eq(can, 1);
+    CU_OK(cuDeviceCanAccessPeer(&can, 1, 0));
+    cr_assert_eq(can, 1);
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 0));
+    cr_assert_eq(can, 0);
+    c0 = primary(0);
+    c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_IS(cuCtxDisablePeerAccess(c1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    CU_OK(cuCtxEnablePeerAccess(c1, 0));
+    CU_IS(cuCtxEnablePeerAccess(c1, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    CU_IS(cuCtxEnablePeerAccess(c0, 0), CUDA_ERROR_INVALID_DEVICE);
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuCtxEnablePeerAccess(c0, 0));
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuCtxDisablePeerAccess(c1));
+    CU_IS(cuCtxDisablePeerAccess(c1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+}
+
+#define PEER_BYTES (3u << 20)
+
+/* A few MiB from device 0 to device 1 and back, synchronously and on a stream of device
+ * 1, byte for byte; a freed source copies nothing. */
+Test(multiserver, peer_copies)
+{
+    CUcontext c0, c1;
+    CUdeviceptr a0, b1, c0mem;
+    CUstream s1;
+    unsigned char *host = malloc(PEER_BYTES), *back = malloc(PEER_BYTES);
+
+    cr_assert_not_null(host);
+    cr_assert_not_null(back);
+    for (size_t i = 0; i < PEER_BYTES; i++)
+        host[i] = (unsigned char)(i * 131 + (i >> 12));
+    CU_OK(cuInit(0));
+    c0 = primary(0);
+    c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuMemAlloc(&a0, PEER_BYTES));
+    CU_OK(cuMemAlloc(&c0mem, PEER_BYTES));
+    CU_OK(cuMemcpyHtoD(a0, host, PEER_BYTES));
+    CU_OK(cuCtxSetCurrent(c1));
+    CU_OK(cuMemAlloc(&b1, PEER_BYTES));
+    CU_OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemsetD8(b1, 0, PEER_BYTES));
+    CU_OK(cuCtxSetCurrent(c0));
+
+    CU_OK(cuMemcpyPeer(b1, c1, a0, c0, PEER_BYTES));
+    memset(back, 0, PEER_BYTES);
+    read_back_bytes(c1, b1, back, PEER_BYTES);
+    cr_assert_arr_eq(back, host, PEER_BYTES);
+    /* Back, from an offset into device 1's allocation. */
+    CU_OK(cuMemcpyPeer(c0mem, c0, b1 + 4096, c1, PEER_BYTES - 4096));
+    read_back_bytes(c0, c0mem, back, PEER_BYTES - 4096);
+    cr_assert_arr_eq(back, host + 4096, PEER_BYTES - 4096);
+
+    /* Device 0's new bytes, written before the copy is asked for, are what it copies. */
+    for (size_t i = 0; i < PEER_BYTES; i++)
+        host[i] = (unsigned char)~host[i];
+    CU_OK(cuMemcpyHtoDAsync(a0, host, PEER_BYTES, NULL));
+    CU_OK(cuMemcpyPeerAsync(b1, c1, a0, c0, PEER_BYTES, s1));
+    CU_OK(cuStreamSynchronize(s1));
+    read_back_bytes(c1, b1, back, PEER_BYTES);
+    cr_assert_arr_eq(back, host, PEER_BYTES);
+
+    /* Past the source's end, or from a freed source: refused, nothing sent. */
+    CU_IS(cuMemcpyPeer(b1, c1, a0 + 8, c0, PEER_BYTES), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFree(a0));
+    CU_IS(cuMemcpyPeer(b1, c1, a0, c0, PEER_BYTES), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s1));
+    CU_OK(cuMemFree(b1));
+    CU_OK(cuMemFree(c0mem));
+    free(host);
+    free(back);
 }

@@ -1,10 +1,11 @@
-/* Device queries beyond the attribute table (device.c).  One device per server, and no
- * peer access between servers: peer questions are answered as the driver answers them
- * for devices without it; what the tenant's view of a device cannot tell is asked of
- * that device's executor. */
+/* Device queries beyond the attribute table (device.c).  One device per server; two
+ * servers' devices reach each other's memory through the executors' IPC exports (peer.h),
+ * which is what peer access means here.  What the tenant's view of a device cannot tell
+ * is asked of that device's executor. */
 #include "cuda_api.h"
 
 #include "ctx.h"
+#include "peer.h"
 #include "rpc.h"
 
 #include <string.h>
@@ -15,7 +16,7 @@ static int attr(CUdevice dev, CUdevice_attribute a)
     return ds__rpc_device(dev)->attrs.attrs_val[a];
 }
 
-/* A device has no peer access to itself, nor to another server's. */
+/* A device has no peer access to itself; two servers' devices reach each other. */
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
 {
     DS_NEED_INIT();
@@ -23,7 +24,7 @@ CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
         return CUDA_ERROR_INVALID_VALUE;
     if (ds__rpc_device(dev) == NULL || ds__rpc_device(peer) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
-    *can = 0;
+    *can = dev != peer;
     return CUDA_SUCCESS;
 }
 
@@ -47,37 +48,50 @@ CUresult cuDeviceGetP2PAtomicCapabilities(unsigned *caps, const CUatomicOperatio
     return caps == NULL || ops == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
 }
 
-/* The peer must be a context of ours; its device is the current one's, which cannot
- * access itself as a peer. */
-static CUresult peer_check(CUcontext peer)
+/* The peer must be a context of ours on another device than the current one's (a device
+ * cannot access itself as a peer): CUDA_SUCCESS with both contexts. */
+static CUresult peer_check(CUcontext peer, uint64_t *cur)
 {
-    uint64_t cur;
     CUdevice d;
     CUresult rc;
 
     DS_NEED_INIT();
-    if ((rc = ds__ctx_current(&cur)) != CUDA_SUCCESS)
+    if ((rc = ds__ctx_current(cur)) != CUDA_SUCCESS)
         return rc;
     if (peer == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
-    return cuCtxGetDevice_v2(&d, peer);
+    if ((rc = cuCtxGetDevice_v2(&d, peer)) != CUDA_SUCCESS)
+        return rc;
+    return d == ds__route_dev_of(*cur) ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
 }
 
 CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
 {
+    uint64_t cur;
     CUresult rc;
 
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    rc = peer_check(peer);
-    return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_INVALID_DEVICE;
+    if ((rc = peer_check(peer, &cur)) != CUDA_SUCCESS)
+        return rc;
+    return ds__peer_access_set(cur, (uint64_t)(uintptr_t)peer, 1)
+               ? CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+               : CUDA_SUCCESS;
 }
 
 CUresult cuCtxDisablePeerAccess(CUcontext peer)
 {
-    CUresult rc = peer_check(peer);
+    uint64_t cur;
+    CUresult rc = peer_check(peer, &cur);
 
-    return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    /* A context of the same device never had peer access to enable. */
+    if (rc == CUDA_ERROR_INVALID_DEVICE)
+        return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return ds__peer_access_set(cur, (uint64_t)(uintptr_t)peer, 0)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
 }
 
 /* The deprecated property block, from the attributes it summarises. */

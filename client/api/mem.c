@@ -3,7 +3,9 @@
 
 #include "ds_log.h"
 #include "ds_memtab.h"
+#include "peer.h"
 #include "route.h"
+#include "rpc.h"
 
 #include <pthread.h>
 
@@ -56,9 +58,15 @@ void ds__mem_remember(uint64_t base, uint64_t size)
 
 void ds__mem_drop(uint64_t base)
 {
+    struct ds_memtab_entry e;
+    int found;
+
     pthread_mutex_lock(&lock);
-    ds_memtab_remove(&device_mem, base, NULL);
+    found = ds_memtab_remove(&device_mem, base, &e) == 0;
     pthread_mutex_unlock(&lock);
+    /* Only a tenant of several servers maps its memory on another device. */
+    if (found && ds__rpc_device(1) != NULL)
+        ds__peer_forget(base, (int)(e.kind >> KIND_DEV_SHIFT));
 }
 
 void ds__mem_forget(uint64_t base, uint64_t size)

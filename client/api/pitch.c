@@ -17,6 +17,7 @@
 #include "ds_box.h"
 #include "hostreg.h"
 #include "mem.h"
+#include "peer.h"
 #include "rpc.h"
 #include "stream.h"
 
@@ -325,25 +326,33 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
     return copy_3d(c, s, 0);
 }
 
-/* A tenant has one device, so every context of its own can reach all its memory: the
- * peer forms are the plain copies once both contexts are named.  The executor checks the
- * addresses against the tenant's memory whatever context they came from. */
-CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
-                      size_t n)
+/* Within one device, every context of the tenant's can reach all its memory: the peer
+ * forms are the plain copies once both contexts are named, and the executor checks the
+ * addresses against the tenant's memory whatever context they came from.  Between two
+ * servers' devices the copy runs on the destination's device (peer.h). */
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                          size_t n, CUstream s, int wait)
 {
+    int ddev, sdev;
+
     DS_NEED_INIT();
     if (dst_ctx == NULL || src_ctx == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
-    return ds__copy_dtod(dst, src, n, NULL, 1);
+    if (ds__peer_across(dst, src, &ddev, &sdev))
+        return ds__peer_copy(dst, ddev, dst_ctx, src, sdev, src_ctx, n, s, wait);
+    return ds__copy_dtod(dst, src, n, s, wait);
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                      size_t n)
+{
+    return copy_peer(dst, dst_ctx, src, src_ctx, n, NULL, 1);
 }
 
 CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
                            CUcontext src_ctx, size_t n, CUstream s)
 {
-    DS_NEED_INIT();
-    if (dst_ctx == NULL || src_ctx == NULL)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    return ds__copy_dtod(dst, src, n, s, 0);
+    return copy_peer(dst, dst_ctx, src, src_ctx, n, s, 0);
 }
 
 static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream s, int wait)

@@ -848,7 +848,10 @@ int ds_executor_main(const char *slot_arg)
                  "--executor");
         return DS_EXEC_FAILED;
     }
-    close(DS_EXEC_SHM_FD);
+    /* Kept open (for this process only): the tenant's executors of other servers on
+     * this host find this one's IPC registry at /proc/PID/fd/DS_EXEC_SHM_FD to copy from
+     * its memory (ops_ipc.c, peer copies). */
+    fcntl(DS_EXEC_SHM_FD, F_SETFD, FD_CLOEXEC);
     if ((fd = ds_spawn_listen()) != 0) {
         ds_error("cannot start the thread that takes the tenant's connection: %s",
                  strerror(fd));

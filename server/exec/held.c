@@ -64,6 +64,8 @@ static int runs_ahead(unsigned long proc)
     case DS_IPC_MEM_EXPORT:
     case DS_IPC_MEM_OPEN:
     case DS_IPC_EVENT_OPEN:
+    case DS_PEER_EXPORT:
+    case DS_PEER_OPEN:
         return 1;
     default:
         return 0;

@@ -18,17 +18,27 @@
  * the exporter's) until cuIpcCloseMemHandle drops its last
  * reference: opening the same handle again gives the same address and one more
  * reference, as the driver does.
+ *
+ * A tenant with several servers on one host copies between its devices through the same
+ * exports (DS_PEER_EXPORT, DS_PEER_OPEN): the source's executor exports the allocation,
+ * the destination's looks the handle up in the source executor's own control block and
+ * maps it as if cuIpcOpenMemHandle had opened it, so the copy runs device to device and
+ * its mapping is closed with DS_IPC_MEM_CLOSE.
  */
 #include "ops.h"
 
 #include "ds_error.h"
 #include "ds_log.h"
+#include "exec_spawn.h"
 #include "ipcreg.h"
 #include "shm.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(DS_IPC_BLOB == DS_SHM_IPC_BLOB, "the registry holds a backend's blob");
 _Static_assert(DS_IPC_HANDLE_SIZE == DS_IPCREG_HANDLE, "the wire holds a registry handle");
@@ -203,10 +213,32 @@ static CUresult map_new(struct ds_tenant *t, uint64_t ctx, const struct ds_ipcre
     return CUDA_SUCCESS;
 }
 
+/* Map export f for the tenant in context ctx, or take one more reference to its
+ * mapping, into *r. */
+static CUresult open_found(struct ds_tenant *t, uint64_t ctx, const struct ds_ipcreg_found *f,
+                           unsigned flags, ds_range_res *r)
+{
+    const struct ds_memtab_entry *m = find_opened(t, f);
+    CUresult rc;
+
+    if (m != NULL) {
+        struct opened *o = m->data;
+
+        if (o->refs == UINT_MAX)
+            return CUDA_ERROR_INVALID_VALUE;
+        o->refs++;
+        r->ds_range_res_u.range.base = m->base;
+    } else if ((rc = map_new(t, ctx, f, flags, &r->ds_range_res_u.range.base)) !=
+               CUDA_SUCCESS) {
+        return rc;
+    }
+    r->ds_range_res_u.range.size = f->size;
+    return CUDA_SUCCESS;
+}
+
 CUresult ds__ops_ipc_mem_open(struct ds_tenant *t, const ds_ipc_mem_open_args *a,
                               ds_range_res *r)
 {
-    const struct ds_memtab_entry *m;
     struct ds_ipcreg_found f;
     uint32_t uid;
     CUresult rc;
@@ -222,19 +254,62 @@ CUresult ds__ops_ipc_mem_open(struct ds_tenant *t, const ds_ipc_mem_open_args *a
     rc = look_up(t, "cuIpcOpenMemHandle", &a->handle, DS_IPCREG_MEM, uid, &f);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((m = find_opened(t, &f)) != NULL) {
-        struct opened *o = m->data;
+    return open_found(t, a->ctx, &f, a->flags, r);
+}
 
-        if (o->refs == UINT_MAX)
-            return CUDA_ERROR_INVALID_VALUE;
-        o->refs++;
-        r->ds_range_res_u.range.base = m->base;
-    } else if ((rc = map_new(t, a->ctx, &f, a->flags, &r->ds_range_res_u.range.base)) !=
-               CUDA_SUCCESS) {
+/* The tenant's own allocation exported for its executor of another server on this host:
+ * the registry's handle, and this executor, whose control block holds the registry. */
+CUresult ds__ops_peer_export(struct ds_tenant *t, const ds_dptr *p, ds_peer_token_res *r)
+{
+    ds_ipc_handle_res h;
+    CUresult rc = ds__ops_ipc_mem_export(t, p, &h);
+
+    if (rc != CUDA_SUCCESS)
         return rc;
-    }
-    r->ds_range_res_u.range.size = f.size;
+    r->ds_peer_token_res_u.token.handle = h.ds_ipc_handle_res_u.handle;
+    r->ds_peer_token_res_u.token.pid = (int)getpid();
     return CUDA_SUCCESS;
+}
+
+/* Look a peer token up in the registry of the control block that executor pid maps at
+ * DS_EXEC_SHM_FD.  The tenant names the process, but only an executor of this server's
+ * user can be opened so (the kernel's check on /proc/PID/fd), only a control block passes
+ * ds_shm_attach, and the registry still wants the export's random key and the tenant's
+ * user: a token of another tenant's, made up or stale, opens nothing. */
+static CUresult peer_look_up(const ds_peer_token *tok, uint32_t uid, struct ds_ipcreg_found *f)
+{
+    char path[64];
+    struct ds_shm *shm;
+    int fd, rc = DS_EHANDLE;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", tok->pid, DS_EXEC_SHM_FD);
+    fd = tok->pid > 0 && tok->pid != (int)getpid() ? open(path, O_RDWR | O_CLOEXEC) : -1;
+    if (fd >= 0 && (shm = ds_shm_attach(fd)) != NULL) {
+        rc = ds_ipcreg_lookup(shm, (const unsigned char *)tok->handle.bytes, DS_IPCREG_MEM, uid,
+                              f);
+        ds_shm_unmap(shm);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        ds_warn("peer copy refused (CUDA_ERROR_INVALID_HANDLE): the source names no live "
+                "export of this tenant's user on this host");
+    return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult ds__ops_peer_open(struct ds_tenant *t, const ds_peer_open_args *a, ds_range_res *r)
+{
+    struct ds_ipcreg_found f;
+    uint32_t uid;
+    CUresult rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tenant_uid(t, "peer copy", &uid) != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if ((rc = peer_look_up(&a->token, uid, &f)) != CUDA_SUCCESS)
+        return rc;
+    return open_found(t, a->ctx, &f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, r);
 }
 
 /* Unmap opened mapping i of t->ipc_in, whatever its references. */
