@@ -3,14 +3,14 @@
 
 #include "ds_log.h"
 #include "ds_memtab.h"
-#include "peer.h"
 #include "route.h"
-#include "rpc.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_memtab device_mem; /* what cuMemAlloc returned, and VMM mappings */
+static _Atomic(ds_mem_drop_hook) drop_hook;
 
 /* device_mem's kind: what cuPointerSetAttribute set on the allocation, and above
  * KIND_DEV_SHIFT the device whose server made the range (the one the calling thread's
@@ -59,14 +59,19 @@ void ds__mem_remember(uint64_t base, uint64_t size)
 void ds__mem_drop(uint64_t base)
 {
     struct ds_memtab_entry e;
+    ds_mem_drop_hook fn = atomic_load(&drop_hook);
     int found;
 
     pthread_mutex_lock(&lock);
     found = ds_memtab_remove(&device_mem, base, &e) == 0;
     pthread_mutex_unlock(&lock);
-    /* Only a tenant of several servers maps its memory on another device. */
-    if (found && ds__rpc_device(1) != NULL)
-        ds__peer_forget(base, (int)(e.kind >> KIND_DEV_SHIFT));
+    if (found && fn != NULL)
+        fn(base, (int)(e.kind >> KIND_DEV_SHIFT));
+}
+
+void ds__mem_set_drop_hook(ds_mem_drop_hook fn)
+{
+    atomic_store(&drop_hook, fn);
 }
 
 void ds__mem_forget(uint64_t base, uint64_t size)

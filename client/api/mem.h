@@ -24,8 +24,15 @@ void ds__mem_remember(uint64_t base, uint64_t size);
  * attributes name. */
 void ds__mem_remember_pool(uint64_t base, uint64_t size, uint64_t pool);
 
-/* Forget the device range that starts at base, if any (an allocation freed). */
+/* Forget the device range that starts at base, if any (an allocation freed), and tell
+ * the drop hook, if one is set. */
 void ds__mem_drop(uint64_t base);
+
+/* Have fn told of every allocation dropped from now on: its base and device.  Set by
+ * whoever keeps something of allocations (peer.c's mappings on other devices), which
+ * this module must not call by name: they look allocations up here. */
+typedef void (*ds_mem_drop_hook)(uint64_t base, int dev);
+void ds__mem_set_drop_hook(ds_mem_drop_hook fn);
 
 /* Forget every device range that overlaps [base, base+size) (VMM mappings unmapped). */
 void ds__mem_forget(uint64_t base, uint64_t size);

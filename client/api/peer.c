@@ -118,6 +118,9 @@ static CUresult mapping(uint64_t base, int sdev, int ddev, CUcontext ctx, uint64
             pthread_mutex_unlock(&lock);
             return CUDA_SUCCESS;
         }
+    /* Only a tenant of several servers maps its memory on another device: it alone has
+     * mappings to close when an allocation goes. */
+    ds__mem_set_drop_hook(ds__peer_forget);
     rc = map_on(base, sdev, ddev, ctx, mapped);
     if (rc == CUDA_SUCCESS && grow((void **)&maps, &cap_maps, nmaps, sizeof(*maps)) != 0)
         rc = CUDA_ERROR_OUT_OF_MEMORY;

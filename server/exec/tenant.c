@@ -278,20 +278,6 @@ static void stamp(struct ds_tenant *t, struct ds_bstream *s, uint64_t n)
     atomic_store(&slot->stamps_off, 1);
 }
 
-int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
-{
-    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
-    int status = CU_STREAM_CAPTURE_STATUS_NONE;
-    uint64_t id;
-
-    if (s == NULL || s->capturing)
-        return s != NULL;
-    if (t->captures == 0)
-        return 0;
-    return t->ops->capture_info(t->be, s->real, &status, &id) != 0 ||
-           status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 void ds__tenant_set_capturing(struct ds_tenant *t, struct ds_vstream *s, int on)
 {
     t->captures += (on != 0) - (s->capturing != 0);

@@ -352,8 +352,21 @@ int ds__tenant_stream(struct ds_tenant *t, uint64_t h, struct ds_bstream **out);
 /* 1 when tenant stream h is being captured into a graph: it began a capture, or joined
  * one by waiting for an event recorded in it (a fork of the capture), which only the
  * backend knows: asked only while one of the tenant's captures is in progress, so that
- * a launch outside captures pays nothing for it. */
-int ds__tenant_capturing(struct ds_tenant *t, uint64_t h);
+ * a launch outside captures pays nothing for it.  Inline: the trace (trace.c), which
+ * tenant.c calls, asks it too. */
+static inline int ds__tenant_capturing(struct ds_tenant *t, uint64_t h)
+{
+    struct ds_vstream *s = ds_handles_get(&t->h, h, DS_H_STREAM);
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    uint64_t id;
+
+    if (s == NULL || s->capturing)
+        return s != NULL;
+    if (t->captures == 0)
+        return 0;
+    return t->ops->capture_info(t->be, s->real, &status, &id) != 0 ||
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
 
 /* Stream s begins (on 1) or ends (0) a capture of its own. */
 void ds__tenant_set_capturing(struct ds_tenant *t, struct ds_vstream *s, int on);
