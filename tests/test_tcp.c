@@ -2,8 +2,12 @@
  * between the socket and their buffers in place on both sides (common/ds_rec.h), with
  * no round trip per host-to-device chunk, and at a speed near the socket's own, which
  * the test measures first on the same loopback.  Launches over TCP are batched and take
- * no round trip. */
+ * no round trip.  Copies of every size where their shape changes (in place or buffered,
+ * one chunk or more, one device-to-host batch or more) are byte-exact in the clear and
+ * over TLS, and so are two threads' copies at once. */
 #include "ds_test.h"
+#include "detshare.h"
+#include "ds_rec.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -385,5 +389,173 @@ Test(tcp, launches_take_no_round_trip, .timeout = 120)
     cr_expect_geq(calls[1] - calls[0], LAUNCHES, "the launches did not all come over TCP");
     cr_expect_leq(replies[1] - replies[0], 2, "launches took round trips: %.0f replies more",
                   replies[1] - replies[0]);
+    ds_test_server_stop(&srv);
+}
+
+/* Sizes where a copy's shape changes: the stream's in-place threshold, one chunk, the
+ * eight chunks of one device-to-host batch, and a byte either side of each. */
+static const size_t edge_sizes[] = {
+    1, DS_REC_DIRECT - 1, DS_REC_DIRECT, DS_REC_DIRECT + 1,
+    DS_CHUNK_MAX - 1, DS_CHUNK_MAX, DS_CHUNK_MAX + 1,
+    8 * (size_t)DS_CHUNK_MAX - 1, 8 * (size_t)DS_CHUNK_MAX, 8 * (size_t)DS_CHUNK_MAX + 1,
+};
+#define EDGE_MAX (8 * (size_t)DS_CHUNK_MAX + 1)
+
+static void pattern(unsigned char *h, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        h[i] = (unsigned char)(i * 131 + (i >> 12) + seed);
+}
+
+/* n bytes from h to device offset 3 and back into `back`, synchronously, then on a
+ * stream: 0 when every byte came back and nothing past n was written, else a step. */
+static int round_trip(unsigned char *h, unsigned char *back, size_t n, CUdeviceptr d,
+                      CUstream s, unsigned seed)
+{
+    pattern(h, n, seed);
+    memset(back, 0x5a, n + 1);
+    if (cuMemcpyHtoD(d + 3, h, n) != CUDA_SUCCESS || cuMemcpyDtoH(back, d + 3, n) != CUDA_SUCCESS)
+        return 1;
+    if (memcmp(h, back, n) != 0 || back[n] != 0x5a)
+        return 2;
+    pattern(h, n, seed + 1);
+    memset(back, 0x5a, n + 1);
+    if (cuMemcpyHtoDAsync(d + 3, h, n, s) != CUDA_SUCCESS ||
+        cuMemcpyDtoHAsync(back, d + 3, n, s) != CUDA_SUCCESS ||
+        cuStreamSynchronize(s) != CUDA_SUCCESS)
+        return 3;
+    return memcmp(h, back, n) != 0 || back[n] != 0x5a ? 4 : 0;
+}
+
+/* Every edge size, from pageable and from page-locked memory (both in-band over TCP). */
+static int edge_copies(void *arg)
+{
+    unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
+    CUdeviceptr d;
+    CUstream s;
+
+    (void)arg;
+    if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
+        cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
+        cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 10;
+    for (size_t k = 0; k < sizeof(edge_sizes) / sizeof(edge_sizes[0]); k++) {
+        int rc = round_trip(h, back, edge_sizes[k], d, s, (unsigned)k);
+
+        if (rc == 0)
+            rc = round_trip(pinned, back, edge_sizes[k], d, s, (unsigned)k + 7);
+        if (rc != 0) {
+            fprintf(stderr, "copy of %zu bytes: step %d\n", edge_sizes[k], rc);
+            return 20 + (int)k;
+        }
+    }
+    return 0;
+}
+
+Test(tcp, copies_around_chunk_boundaries_are_byte_exact, .timeout = 300)
+{
+    struct ds_test_peer p;
+
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    ds_test_peer_fork(&p, edge_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    ds_test_server_stop(&srv);
+}
+
+/* A self-signed certificate for 127.0.0.1 in dir (server.pem, server.key). */
+static void make_cert(const char *dir)
+{
+    char cmd[1024];
+
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+             "-days 3650 -subj /CN=detshare-test -addext subjectAltName=IP:127.0.0.1 "
+             "-keyout %s/server.key -out %s/server.pem 2>/dev/null",
+             dir, dir);
+    cr_assert_eq(system(cmd), 0, "openssl could not make a certificate");
+}
+
+/* The same copies over TLS: records of every size around the chunk boundaries. */
+Test(tcp, copies_around_chunk_boundaries_are_byte_exact_over_tls, .timeout = 300)
+{
+    char dir[] = "/tmp/ds-tcptls-XXXXXX", args[512], cert[128];
+    struct ds_test_peer p;
+
+    cr_assert_not_null(mkdtemp(dir));
+    make_cert(dir);
+    snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+    snprintf(args, sizeof(args), "--tls-cert %s --tls-key %s/server.key --tls-only", cert, dir);
+    ds_test_server_start(&srv, 1, args);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TLS_CA", cert, 1);
+    ds_test_peer_fork(&p, edge_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    unsetenv("DETSHARE_TLS_CA");
+    ds_test_server_stop(&srv);
+    ds_test_remove_tree(dir);
+}
+
+/* Two threads of one TCP tenant copying at once, each its own bytes to its own device
+ * memory and back, in more chunks than one device-to-host batch. */
+#define THREAD_BYTES (9 * (size_t)DS_CHUNK_MAX + 5)
+#define THREAD_ROUNDS 4
+
+struct copier {
+    unsigned seed;
+    int failed; /* the step that failed, 0 for none */
+};
+
+static void *copy_repeatedly(void *arg)
+{
+    struct copier *c = arg;
+    unsigned char *h = malloc(THREAD_BYTES + 1), *back = malloc(THREAD_BYTES + 1);
+    CUdeviceptr d;
+    CUstream s;
+
+    if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
+        cuMemAlloc(&d, THREAD_BYTES + 8) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        c->failed = 1;
+    for (unsigned r = 0; r < THREAD_ROUNDS && c->failed == 0; r++)
+        c->failed = round_trip(h, back, THREAD_BYTES, d, s, c->seed + 16 * r);
+    free(h);
+    free(back);
+    return NULL;
+}
+
+static int two_copiers(void *arg)
+{
+    struct copier c[2] = { { .seed = 1 }, { .seed = 9 } };
+    pthread_t th[2];
+
+    (void)arg;
+    if (ds_test_connect() != CUDA_SUCCESS)
+        return 10;
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&th[i], NULL, copy_repeatedly, &c[i]) != 0)
+            return 11;
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        if (c[i].failed != 0) {
+            fprintf(stderr, "thread %d: step %d\n", i, c[i].failed);
+            return 20 + i;
+        }
+    return 0;
+}
+
+Test(tcp, two_threads_copying_at_once_each_get_their_own_bytes, .timeout = 300)
+{
+    struct ds_test_peer p;
+
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    ds_test_peer_fork(&p, two_copiers, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
     ds_test_server_stop(&srv);
 }

@@ -6,6 +6,7 @@
  *   {"info": "device", ...}                                 what it ran on, with what sizes
  * Usage:
  *   driver_bench [-l LAUNCHES] [-r REPEATS] [-s COPY_MIB] micro
+ *   driver_bench [-r REPEATS] [-s COPY_MIB] copies   the large copies of micro alone
  *   driver_bench [-r REPEATS] startup   fresh children of itself: spawn to first kernel done
  *   driver_bench idle SECONDS           initialise, print own RSS, sleep until SIGTERM
  *   driver_bench first-kernel           one startup child (prints two timestamps)
@@ -286,6 +287,25 @@ static void print_device(const struct params *p)
     fflush(stdout);
 }
 
+static void buffers_make(struct bench *b, const struct params *p)
+{
+    CHECK(cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemAlloc(&b->dev, p->copy_bytes));
+    CHECK(cuMemAllocHost(&b->pinned, p->copy_bytes));
+    b->pageable = xmalloc(p->copy_bytes);
+    /* Touch every page, so that no copy pays for first faults. */
+    memset(b->pinned, 1, p->copy_bytes);
+    memset(b->pageable, 1, p->copy_bytes);
+}
+
+static void buffers_free(struct bench *b)
+{
+    free(b->pageable);
+    CHECK(cuMemFreeHost(b->pinned));
+    CHECK(cuMemFree(b->dev));
+    CHECK(cuStreamDestroy(b->stream));
+}
+
 static int run_micro(const struct params *p)
 {
     struct bench b = { .bytes = 0 };
@@ -294,24 +314,29 @@ static int run_micro(const struct params *p)
     init_context();
     print_device(p);
     mod = load_kernel(&b.fn);
-    CHECK(cuStreamCreate(&b.stream, CU_STREAM_NON_BLOCKING));
-    CHECK(cuMemAlloc(&b.dev, p->copy_bytes));
-    CHECK(cuMemAllocHost(&b.pinned, p->copy_bytes));
-    b.pageable = xmalloc(p->copy_bytes);
-    /* Touch every page, so that no copy pays for first faults. */
-    memset(b.pinned, 1, p->copy_bytes);
-    memset(b.pageable, 1, p->copy_bytes);
+    buffers_make(&b, p);
 
     bench_launch_async(&b, p);
     bench_small(&b);
     bench_module_load();
     bench_large(&b, p);
 
-    free(b.pageable);
-    CHECK(cuMemFreeHost(b.pinned));
-    CHECK(cuMemFree(b.dev));
-    CHECK(cuStreamDestroy(b.stream));
+    buffers_free(&b);
     CHECK(cuModuleUnload(mod));
+    return 0;
+}
+
+/* The large copies alone: what bench/overhead/copy_ratio.sh compares between transports,
+ * in seconds rather than micro's minutes. */
+static int run_copies(const struct params *p)
+{
+    struct bench b = { .bytes = 0 };
+
+    init_context();
+    print_device(p);
+    buffers_make(&b, p);
+    bench_large(&b, p);
+    buffers_free(&b);
     return 0;
 }
 
@@ -440,6 +465,7 @@ static int positive(const char *s, const char *what)
 static int usage(void)
 {
     fprintf(stderr, "usage: driver_bench [-l LAUNCHES] [-r REPEATS] [-s COPY_MIB] micro\n"
+                    "       driver_bench [-r REPEATS] [-s COPY_MIB] copies\n"
                     "       driver_bench [-r REPEATS] startup\n"
                     "       driver_bench idle SECONDS\n");
     return 2;
@@ -466,6 +492,8 @@ int main(int argc, char **argv)
     mode = argv[optind];
     if (strcmp(mode, "micro") == 0)
         return run_micro(&p);
+    if (strcmp(mode, "copies") == 0)
+        return run_copies(&p);
     if (strcmp(mode, "startup") == 0)
         return run_startup(&p);
     if (strcmp(mode, "first-kernel") == 0)
