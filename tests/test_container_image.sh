@@ -55,7 +55,7 @@ timeout 120 unshare --mount --pid --fork --mount-proc="$root/proc" chroot "$root
         bash /etc/detshare-node/start-servers.sh & s=$!
     for _ in $(seq 100); do sh /etc/detshare-node/probe.sh all >/dev/null && break; sleep 0.2; done
     sh /etc/detshare-node/probe.sh all || exit 1
-    detshare-ctl --admin unix:/run/detshare/gpu0/detshare.sock.admin quota | grep -q in-image ||
+    detshare-ctl --admin unix:/run/detshare/admin/gpu0.sock quota | grep -q in-image ||
         { echo "the server did not read detshare.conf"; exit 1; }
     kill -TERM $s
     wait $s' >"$tmp/node.log" 2>&1 || { cat "$tmp/node.log" >&2; fail "the node scripts in the image"; }
