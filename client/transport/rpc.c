@@ -9,6 +9,7 @@
 #include "ds_log.h"
 #include "ds_tls.h"
 #include "stats.h"
+#include "stripe.h"
 #include "tls.h"
 #include "token.h"
 #include "route.h"
@@ -65,6 +66,7 @@ struct ds_rpc_session {
     int dev;
     ds_hello_res hello;
     char where[300];
+    struct ds_stripe stripe; /* its data connections (stripe.h) */
 };
 
 static struct ds_rpc_session sess[DS_ROUTE_MAX];
@@ -580,6 +582,7 @@ static void set_up(void)
         pthread_mutex_init(&sess[i].lock, NULL);
         pthread_mutex_init(&sess[i].wait, NULL);
         pthread_cond_init(&sess[i].queued, NULL);
+        ds__stripe_init(&sess[i].stripe);
         sess[i].dev = i;
     }
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -653,6 +656,7 @@ static void hand_over_local(int fd)
 /* Close a session that has no flusher yet. */
 static void disconnect(struct ds_rpc_session *s)
 {
+    ds__stripe_close(&s->stripe);
     xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&s->hello);
     ds__wire_close(s->wire);
     s->wire = NULL;
@@ -699,8 +703,14 @@ static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
     if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
     rc = handshake(s);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
         disconnect(s);
+        return rc;
+    }
+    if (a->kind == DS_ADDR_TCP && !tls)
+        ds__stripe_open(&s->stripe, a, s->hello.ds_hello_res_u.ok.tenant_id,
+                        (const unsigned char *)s->hello.ds_hello_res_u.ok.attach_secret,
+                        s->where);
     return rc;
 }
 
@@ -845,6 +855,13 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
     return ds__rpc_collect(&p);
 }
 
+struct ds_stripe *ds__rpc_stripe(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    struct ds_rpc_session *s = ds__rpc_ready() ? session_of(proc, xarg, arg) : NULL;
+
+    return s != NULL && !lost(s) && s->stripe.n > 0 ? &s->stripe : NULL;
+}
+
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     struct ds_rpc_session *s = session_of(proc, xarg, arg);
@@ -903,7 +920,8 @@ static int queue(struct ds_rpc_session *s, unsigned long proc, xdrproc_t xarg, v
     return err;
 }
 
-CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
+/* Queue a batched call, sent at once when `now`. */
+static CUresult send_call(unsigned long proc, xdrproc_t xarg, void *arg, int now)
 {
     struct ds_rpc_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending trip;
@@ -920,6 +938,8 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
     }
     t0 = ds_now_ns();
     err = queue(s, proc, xarg, arg, t0, &trip, &large);
+    if (err == 0 && now && !large)
+        err = ds__wire_flush(s->wire);
     count_sent();
     if (err != 0)
         rc = transport_failed(s, proc, err);
@@ -928,6 +948,16 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
         rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
     ds__stats_add(proc, ds_now_ns() - t0);
     return rc;
+}
+
+CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    return send_call(proc, xarg, arg, 0);
+}
+
+CUresult ds__rpc_send_now(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    return send_call(proc, xarg, arg, 1);
 }
 
 void ds__rpc_free(xdrproc_t xres, void *res)

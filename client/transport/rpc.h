@@ -92,6 +92,11 @@ struct ds_rpc_pending {
  * executor writes a reply whole before it reads on, so a thread that had to wait to
  * send while a reply of its own is unread could wait for ever. */
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* The data connections (stripe.h) of the session that serves proc's call with arg, or
+ * NULL when it has none, is lost, or the call names two devices' objects. */
+struct ds_stripe;
+struct ds_stripe *ds__rpc_stripe(unsigned long proc, xdrproc_t xarg, void *arg);
 CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
                       xdrproc_t xres, void *res);
 void ds__rpc_release(void);
@@ -100,6 +105,11 @@ CUresult ds__rpc_collect(struct ds_rpc_pending *p);
 /* Queue a batched call.  Returns CUDA_SUCCESS, CUDA_ERROR_DEVICE_UNAVAILABLE, or
  * CUDA_ERROR_NOT_SUPPORTED when arg names objects of two devices. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* ds__rpc_send, sent at once with the calls batched before it: a call whose data
+ * follows on other connections (stripe.h), which the executor reads only once the call
+ * has come. */
+CUresult ds__rpc_send_now(unsigned long proc, xdrproc_t xarg, void *arg);
 
 /* How many calls have been sent so far, synchronous and batched alike. */
 uint64_t ds__rpc_calls(void);

@@ -27,4 +27,15 @@ void ds__handover_start(struct listener *l, struct ds_spawned *e, uv_stream_t *c
  * executors, which stop too. */
 void ds__handover_forget_all(struct control *c);
 
+/* Executor pair end kept for slot's tenant (once it took it, for its data connections)
+ * is closed: the tenant left. */
+void ds__handover_forget_slot(struct control *c, int slot);
+
+/* Hand data connection fd, whose attach preface named tenant id and showed secret
+ * (DS_ATTACH_SECRET bytes), to that tenant's executor, which checks the secret and
+ * closes fd if wrong; fd stays the caller's to close.  Returns NULL, or why not (no
+ * such tenant, its executor is leaving). */
+const char *ds__handover_attach(struct control *c, unsigned long long id, int fd,
+                                const unsigned char *secret);
+
 #endif
