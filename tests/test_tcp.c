@@ -158,6 +158,8 @@ Test(tcp, large_copies_go_in_place_without_a_round_trip_per_chunk, .timeout = 30
     setenv("DETSHARE_TCP_STREAMS", "1", 1);
     run_tenant();
     unsetenv("DETSHARE_TCP_STREAMS");
+    cr_expect(!ds_test_log_has(&srv, "took data connection"),
+              "DETSHARE_TCP_STREAMS=1 attached data connections");
     in_place_read = log_number("socket bytes in place: ");
     in_place_sent = log_number(" read, ");
     buffered_read = log_number("through the buffer: ");
@@ -560,5 +562,125 @@ Test(tcp, two_threads_copying_at_once_each_get_their_own_bytes, .timeout = 300)
     ds_test_peer_fork(&p, two_copiers, NULL);
     ds_test_peer_join(&p);
     ds_test_peer_leave(&p);
+    ds_test_server_stop(&srv);
+}
+
+/* Sizes where a striped copy's shape changes: two chunks (the least striped, a byte
+ * less goes over the first connection), an odd
+ * number of chunks over two connections, a last chunk of one byte. */
+static const size_t striped_sizes[] = {
+    2 * (size_t)DS_CHUNK_MAX - 1, 2 * (size_t)DS_CHUNK_MAX, 2 * (size_t)DS_CHUNK_MAX + 1,
+    3 * (size_t)DS_CHUNK_MAX + 7, 5 * (size_t)DS_CHUNK_MAX,
+};
+
+/* Every striped size, from pageable and from page-locked memory. */
+static int striped_copies(void *arg)
+{
+    unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
+    CUdeviceptr d;
+    CUstream s;
+
+    (void)arg;
+    if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
+        cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
+        cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 10;
+    for (size_t k = 0; k < sizeof(striped_sizes) / sizeof(striped_sizes[0]); k++) {
+        int rc = round_trip(h, back, striped_sizes[k], d, s, (unsigned)k);
+
+        if (rc == 0)
+            rc = round_trip(pinned, back, striped_sizes[k], d, s, (unsigned)k + 5);
+        if (rc != 0) {
+            fprintf(stderr, "striped copy of %zu bytes: step %d\n", striped_sizes[k], rc);
+            return 20 + (int)k;
+        }
+    }
+    return 0;
+}
+
+static int log_shows_soon(const char *needle)
+{
+    for (int i = 0; i < 150 && !ds_test_log_has(&srv, needle); i++)
+        usleep(20000);
+    return ds_test_log_has(&srv, needle);
+}
+
+/* Copies striped over two data connections are byte-exact both ways, and the tenant's
+ * exit closes its data connections. */
+Test(tcp, copies_striped_over_data_connections_are_byte_exact, .timeout = 300)
+{
+    struct ds_test_peer p;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    ds_test_peer_fork(&p, striped_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    unsetenv("DETSHARE_TCP_STREAMS");
+    cr_expect(log_shows_soon("data connections: 2 closed, 0 refused"),
+              "the tenant's exit did not close its two data connections");
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_striped: 16,"),
+              "copies to the device were not striped");
+    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_striped: 16,"),
+              "copies to the host were not striped");
+    cr_expect(!ds_test_log_has(&srv, "took data connection 3"), "more than 2 were taken");
+    ds_test_server_stop(&srv);
+}
+
+/* An attach preface for tenant `id` with a secret of `fill` bytes; returns the first
+ * byte answered (0 when the connection closed first) and, in *then, the byte after the
+ * control process's acceptance (0 when closed). */
+static int attach_as(unsigned long long id, unsigned char fill, int *then)
+{
+    unsigned char pre[1 + 8 + DS_ATTACH_SECRET], c;
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    const char *port = strrchr(srv.tcp_addr, ':');
+    int fd = socket(AF_INET, SOCK_STREAM, 0), first = 0;
+
+    cr_assert(fd >= 0 && port != NULL);
+    a.sin_port = htons((unsigned short)atoi(port + 1));
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    pre[0] = 'A';
+    for (int i = 0; i < 8; i++)
+        pre[1 + i] = (unsigned char)(id >> (56 - 8 * i));
+    memset(pre + 9, fill, DS_ATTACH_SECRET);
+    cr_assert_eq(send(fd, pre, sizeof(pre), 0), (ssize_t)sizeof(pre));
+    if (recv(fd, &c, 1, MSG_WAITALL) == 1)
+        first = c;
+    *then = first == 'Y' && recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
+    close(fd);
+    return first;
+}
+
+/* A data connection showing a wrong secret is closed by the tenant's executor, one
+ * naming no tenant by the control process; the tenant's session goes on, striped. */
+Test(tcp, an_attach_with_a_wrong_secret_is_refused_and_the_session_goes_on, .timeout = 300)
+{
+    const size_t n = 3 * (size_t)DS_CHUNK_MAX + 5;
+    unsigned char *h = malloc(n + 1), *back = malloc(n + 1);
+    CUdeviceptr d;
+    CUstream s;
+    int then;
+
+    cr_assert(h != NULL && back != NULL);
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TENANT", "victim", 1);
+    ds_test_ctx();
+    CU_OK(cuMemAlloc(&d, n + 8));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    cr_assert(ds_test_log_has(&srv, "tenant 1 (victim)"), "the tenant is not tenant 1");
+    cr_expect_eq(attach_as(1, 0xa5, &then), 'Y', "the control process refused a well-formed attach");
+    cr_expect_eq(then, 0, "the executor kept a data connection with a wrong secret");
+    cr_expect(log_shows_soon("refused a data connection: wrong secret"));
+    cr_expect_eq(attach_as(999, 0xa5, &then), 'N', "an attach to no tenant was accepted");
+    cr_expect_eq(round_trip(h, back, n, d, s, 3), 0, "the session was harmed");
+    unsetenv("DETSHARE_TENANT");
+    free(h);
+    free(back);
     ds_test_server_stop(&srv);
 }

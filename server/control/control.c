@@ -420,23 +420,27 @@ static void authed(void *ctx, uv_stream_t *client, const char *name, int vouched
 }
 
 /* ds_auth_attached: a data connection for tenant id, handed to its executor, which
- * checks the secret; answered first, since the tenant sends nothing more until then
- * and the executor's word on the secret comes after. */
+ * checks the secret; the preface is answered first, since the tenant sends nothing
+ * more until then. */
 static void attached(void *ctx, uv_stream_t *client, unsigned long long id,
                      const unsigned char *secret)
 {
     struct listener *l = ctx;
     const char *why = NULL;
+    int ctl = ds__handover_attach_ctl(l->ctl, id);
     uv_os_fd_t fd;
 
     if (l->addr.kind == DS_ADDR_UNIX)
         why = "a Unix socket's tenant has no data connections";
     else if (l->ctl->stopping)
         why = "the server is shutting down";
+    else if (ctl < 0)
+        why = "no such tenant takes data connections";
     else if (uv_fileno((uv_handle_t *)client, &fd) != 0)
         why = "the connection is gone";
-    if (why == NULL && ds_auth_answer(client, NULL) == 0)
-        why = ds__handover_attach(l->ctl, id, fd, secret);
+    /* The executor's word on the secret comes after this answer. */
+    if (why == NULL && ds_auth_answer(client, NULL) == 0 && ds_spawn_attach(ctl, fd, secret) != 0)
+        ds_debug("tenant %llu's executor is leaving: its data connection is closed", id);
     if (why != NULL) {
         refuse(l, client, DS_REFUSED_TOKEN, why);
         ds_debug("a data connection for tenant %llu refused: %s", id, why);

@@ -245,15 +245,11 @@ void ds__handover_forget_slot(struct control *c, int slot)
     c->attach_ctl[slot] = -1;
 }
 
-const char *ds__handover_attach(struct control *c, unsigned long long id, int fd,
-                                const unsigned char *secret)
+int ds__handover_attach_ctl(struct control *c, unsigned long long id)
 {
-    for (int i = 0; i < DS_SHM_SLOTS; i++) {
-        if ((uint32_t)c->shm->slots[i].id != (uint32_t)id || c->attach_ctl[i] < 0)
-            continue;
-        if (ds_spawn_attach(c->attach_ctl[i], fd, secret) != 0)
-            return "its executor is leaving";
-        return NULL;
-    }
-    return "no such tenant takes data connections";
+    /* The hello gives the tenant the id's low 32 bits. */
+    for (int i = 0; i < DS_SHM_SLOTS; i++)
+        if ((uint32_t)c->shm->slots[i].id == (uint32_t)id && c->attach_ctl[i] >= 0)
+            return c->attach_ctl[i];
+    return -1;
 }

@@ -31,11 +31,8 @@ void ds__handover_forget_all(struct control *c);
  * is closed: the tenant left. */
 void ds__handover_forget_slot(struct control *c, int slot);
 
-/* Hand data connection fd, whose attach preface named tenant id and showed secret
- * (DS_ATTACH_SECRET bytes), to that tenant's executor, which checks the secret and
- * closes fd if wrong; fd stays the caller's to close.  Returns NULL, or why not (no
- * such tenant, its executor is leaving). */
-const char *ds__handover_attach(struct control *c, unsigned long long id, int fd,
-                                const unsigned char *secret);
+/* The pair end on which tenant id's executor takes data connections
+ * (ds_spawn_attach), or -1 when no such tenant is served. */
+int ds__handover_attach_ctl(struct control *c, unsigned long long id);
 
 #endif
