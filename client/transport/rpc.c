@@ -9,7 +9,6 @@
 #include "ds_log.h"
 #include "ds_tls.h"
 #include "stats.h"
-#include "stripe.h"
 #include "tls.h"
 #include "token.h"
 #include "route.h"
@@ -66,7 +65,8 @@ struct ds_rpc_session {
     int dev;
     ds_hello_res hello;
     char where[300];
-    struct ds_stripe stripe; /* its data connections (stripe.h) */
+    struct ds_addr addr;
+    int tls;
 };
 
 static struct ds_rpc_session sess[DS_ROUTE_MAX];
@@ -582,7 +582,6 @@ static void set_up(void)
         pthread_mutex_init(&sess[i].lock, NULL);
         pthread_mutex_init(&sess[i].wait, NULL);
         pthread_cond_init(&sess[i].queued, NULL);
-        ds__stripe_init(&sess[i].stripe);
         sess[i].dev = i;
     }
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -656,7 +655,6 @@ static void hand_over_local(int fd)
 /* Close a session that has no flusher yet. */
 static void disconnect(struct ds_rpc_session *s)
 {
-    ds__stripe_close(&s->stripe);
     xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&s->hello);
     ds__wire_close(s->wire);
     s->wire = NULL;
@@ -702,15 +700,11 @@ static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
                                    "both directions" }[ds__wire_tls_kernel(s->wire)]);
     if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
+    s->addr = *a;
+    s->tls = tls;
     rc = handshake(s);
-    if (rc != CUDA_SUCCESS) {
+    if (rc != CUDA_SUCCESS)
         disconnect(s);
-        return rc;
-    }
-    if (a->kind == DS_ADDR_TCP && !tls)
-        ds__stripe_open(&s->stripe, a, s->hello.ds_hello_res_u.ok.tenant_id,
-                        (const unsigned char *)s->hello.ds_hello_res_u.ok.attach_secret,
-                        s->where);
     return rc;
 }
 
@@ -855,11 +849,27 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
     return ds__rpc_collect(&p);
 }
 
-struct ds_stripe *ds__rpc_stripe(unsigned long proc, xdrproc_t xarg, void *arg)
+int ds__rpc_device_of(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     struct ds_rpc_session *s = ds__rpc_ready() ? session_of(proc, xarg, arg) : NULL;
 
-    return s != NULL && !lost(s) && s->stripe.n > 0 ? &s->stripe : NULL;
+    return s != NULL && !lost(s) ? s->dev : -1;
+}
+
+int ds__rpc_attach_info(int dev, struct ds_addr *a, unsigned long long *id,
+                        unsigned char *secret, char *where, size_t len)
+{
+    const ds_hello_ok *ok;
+
+    if (!ds__rpc_ready() || dev < 0 || dev >= nsess || sess[dev].tls ||
+        sess[dev].addr.kind != DS_ADDR_TCP)
+        return 0;
+    ok = &sess[dev].hello.ds_hello_res_u.ok;
+    *a = sess[dev].addr;
+    *id = ok->tenant_id;
+    memcpy(secret, ok->attach_secret, DS_ATTACH_SECRET);
+    snprintf(where, len, "%s", sess[dev].where);
+    return 1;
 }
 
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg)

@@ -93,10 +93,15 @@ struct ds_rpc_pending {
  * send while a reply of its own is unread could wait for ever. */
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg);
 
-/* The data connections (stripe.h) of the session that serves proc's call with arg, or
- * NULL when it has none, is lost, or the call names two devices' objects. */
-struct ds_stripe;
-struct ds_stripe *ds__rpc_stripe(unsigned long proc, xdrproc_t xarg, void *arg);
+/* The device whose session serves proc's call with arg, or -1 when that session is lost
+ * or the call names two devices' objects. */
+int ds__rpc_device_of(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* What device dev's session gives to attach data connections (stripe.h): 1, with the
+ * server's address, the tenant id, the hello's secret (DS_ATTACH_SECRET bytes) and the
+ * server's name for the log (len bytes), for a cleartext TCP session; else 0. */
+int ds__rpc_attach_info(int dev, struct ds_addr *a, unsigned long long *id,
+                        unsigned char *secret, char *where, size_t len);
 CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
                       xdrproc_t xres, void *res);
 void ds__rpc_release(void);

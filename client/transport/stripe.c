@@ -21,10 +21,22 @@
 /* How long an attach may take: the server answers at once, or never will. */
 #define ATTACH_TIMEOUT_S 5
 
-void ds__stripe_init(struct ds_stripe *st)
+struct ds_stripe {
+    pthread_mutex_t lock; /* held for a whole copy: chunks go in the calls' order */
+    int tried;            /* attaching was tried: n is what it gave */
+    int fd[DS_DATA_CONNS_MAX];
+    int n;
+    uint32_t next_copy;
+};
+
+/* By device, as the sessions are (route.h). */
+static struct ds_stripe stripes[DS_ROUTE_MAX];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void set_up(void)
 {
-    memset(st, 0, sizeof(*st));
-    pthread_mutex_init(&st->lock, NULL);
+    for (int i = 0; i < DS_ROUTE_MAX; i++)
+        pthread_mutex_init(&stripes[i].lock, NULL);
 }
 
 /* Data connections wanted: DETSHARE_TCP_STREAMS (connections in all, 1..8) less one. */
@@ -78,28 +90,37 @@ static int attach_one(const struct ds_addr *a, unsigned long long id,
     return fd;
 }
 
-int ds__stripe_open(struct ds_stripe *st, const struct ds_addr *a, unsigned long long id,
-                    const unsigned char *secret, const char *where)
+/* Attach device dev's data connections, once: up to wanted(), stopping at the first
+ * refused; none when the session gave no secret (Unix, TLS, a server that takes none).
+ * Called with st->lock held. */
+static void open_once(struct ds_stripe *st, int dev)
 {
-    unsigned char any = 0;
+    unsigned char secret[DS_ATTACH_SECRET], any = 0;
+    unsigned long long id;
+    char where[300];
+    struct ds_addr a;
     int want = wanted();
 
+    if (st->tried)
+        return;
+    st->tried = 1;
+    if (want == 0 || !ds__rpc_attach_info(dev, &a, &id, secret, where, sizeof(where)))
+        return;
     for (int i = 0; i < DS_ATTACH_SECRET; i++)
         any |= secret[i];
-    if (!any)
-        return 0;
-    while (st->n < want) {
-        int fd = attach_one(a, id, secret);
+    while (any && st->n < want) {
+        int fd = attach_one(&a, id, secret);
 
         if (fd < 0)
             break;
         st->fd[st->n++] = fd;
     }
+    explicit_bzero(secret, sizeof(secret));
     ds_debug("%d data connections to %s", st->n, where);
-    return st->n;
 }
 
-void ds__stripe_close(struct ds_stripe *st)
+/* Close st's connections: a copy over them failed, and so did the session. */
+static void close_all(struct ds_stripe *st)
 {
     for (int i = 0; i < st->n; i++)
         close(st->fd[i]);
@@ -210,7 +231,7 @@ static int move(struct ds_stripe *st, const ds_striped_args *a, char *host, int 
     if (err != 0) {
         ds_error("a data connection failed during a copy (%s): the server ends the session",
                  ds_strerror(err));
-        ds__stripe_close(st);
+        close_all(st);
     }
     return err;
 }
@@ -220,14 +241,19 @@ CUresult ds__stripe_copy(int to_device, CUdeviceptr dev, char *host, size_t n, u
 {
     ds_striped_args a = { .dev = dev, .size = n, .stream = stream };
     unsigned long proc = to_device ? DS_MEMCPY_HTOD_STRIPED : DS_MEMCPY_DTOH_STRIPED;
-    struct ds_stripe *st = ds__rpc_stripe(proc, (xdrproc_t)xdr_ds_striped_args, &a);
+    struct ds_stripe *st;
     ds_void_res r;
     CUresult rc;
+    int server;
 
     *done = 0;
-    if (st == NULL || n < DS_STRIPE_MIN)
+    if (n < DS_STRIPE_MIN ||
+        (server = ds__rpc_device_of(proc, (xdrproc_t)xdr_ds_striped_args, &a)) < 0)
         return CUDA_SUCCESS;
+    pthread_once(&once, set_up);
+    st = &stripes[server];
     pthread_mutex_lock(&st->lock);
+    open_once(st, server);
     if (st->n == 0) {
         pthread_mutex_unlock(&st->lock);
         return CUDA_SUCCESS;

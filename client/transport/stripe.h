@@ -1,7 +1,7 @@
 /*
  * A TCP session's data connections (docs/protocol.md, "Data"): up to
  * DETSHARE_TCP_STREAMS - 1 extra connections to the server (default 3; 1 takes none),
- * attached with the secret the hello gave, over which large in-band copies of pageable
+ * attached with the secret the hello gave at the session's first large copy, over which large in-band copies of pageable
  * memory travel chunk by chunk, round-robin, one thread per connection, while the call
  * that announces each copy keeps its place on the first connection.  A session whose
  * attaches fail (an older server, TLS, a refusal) has none and copies over its first
@@ -11,35 +11,14 @@
 #define DS_CLIENT_STRIPE_H
 
 #include "detshare.h"
-#include "ds_addr.h"
 
 #include <cuda.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Copies of fewer bytes go over the first connection: a thread per connection is not
  * worth it for them. */
 #define DS_STRIPE_MIN (2u * DS_CHUNK_MAX)
-
-struct ds_stripe {
-    pthread_mutex_t lock; /* held for a whole copy: chunks go in the calls' order */
-    int fd[DS_DATA_CONNS_MAX];
-    int n;
-    uint32_t next_copy;
-};
-
-/* Zero st (no connections) and make its lock. */
-void ds__stripe_init(struct ds_stripe *st);
-
-/* Attach data connections to session `id` (the hello's tenant_id) of the server at a
- * (where: its name for the log) with the hello's secret; none when the secret is all
- * zeros.  Stops at the first that is refused.  Returns how many were attached. */
-int ds__stripe_open(struct ds_stripe *st, const struct ds_addr *a, unsigned long long id,
-                    const unsigned char *secret, const char *where);
-
-/* Close st's connections. */
-void ds__stripe_close(struct ds_stripe *st);
 
 /* Copy n bytes between pageable host memory and device memory dev (to the device when
  * to_device) on stream, striped, when the session that serves dev has data
