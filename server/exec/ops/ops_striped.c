@@ -52,10 +52,16 @@ static CUresult check(struct ds_tenant *t, const ds_striped_args *a, struct ds_b
 CUresult ds__ops_memcpy_htod_striped(struct ds_tenant *t, const ds_striped_args *a)
 {
     struct striped c = { .t = t, .a = a };
+    struct ds_trace_mark m = { 0 };
     CUresult rc = check(t, a, &c.s);
     int err;
 
+    /* Traced as one copy, as the tenant made it. */
+    if (rc == CUDA_SUCCESS)
+        ds__trace_begin(t, a->stream, c.s, &m);
     err = ds__stripes_recv(t, a->copy, a->size, a->conns, rc == CUDA_SUCCESS ? put : NULL, &c);
+    if (rc == CUDA_SUCCESS)
+        ds__trace_end(t, c.s, &m, err, DS_TRACE_HTOD, NULL, a->size);
     if (err == DS_EIO || err == DS_EPROTO) {
         ds_error("striped copy %u to the device: %s; ending the session", a->copy,
                  ds_strerror(err));
@@ -80,11 +86,14 @@ CUresult ds__ops_memcpy_dtoh_striped(struct ds_tenant *t, const ds_striped_args 
 int ds__ops_dtoh_striped_send(struct ds_tenant *t, const ds_striped_args *a)
 {
     struct striped c = { .t = t, .a = a };
+    struct ds_trace_mark m = { 0 };
     int err;
 
     if (ds__tenant_stream(t, a->stream, &c.s) != 0)
         return DS_EINVAL;
+    ds__trace_begin(t, a->stream, c.s, &m);
     err = ds__stripes_send(t, a->copy, a->size, a->conns, get, &c);
+    ds__trace_end(t, c.s, &m, err, DS_TRACE_DTOH, NULL, a->size);
     if (err != 0)
         ds_error("striped copy %u to the host: %s; ending the session", a->copy,
                  ds_strerror(err));
