@@ -7,11 +7,13 @@
  * over TLS, and so are two threads' copies at once. */
 #include "ds_test.h"
 #include "detshare.h"
+#include "ds_preface.h"
 #include "ds_rec.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -633,25 +635,41 @@ Test(tcp, copies_striped_over_data_connections_are_byte_exact, .timeout = 300)
 /* An attach preface for tenant `id` with a secret of `fill` bytes; returns the first
  * byte answered (0 when the connection closed first) and, in *then, the byte after the
  * control process's acceptance (0 when closed). */
-static int attach_as(unsigned long long id, unsigned char fill, int *then)
+static int tcp_connect(void)
 {
-    unsigned char pre[1 + 8 + DS_ATTACH_SECRET], c;
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     const char *port = strrchr(srv.tcp_addr, ':');
-    int fd = socket(AF_INET, SOCK_STREAM, 0), first = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
 
     cr_assert(fd >= 0 && port != NULL);
     a.sin_port = htons((unsigned short)atoi(port + 1));
     cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    pre[0] = 'A';
-    for (int i = 0; i < 8; i++)
-        pre[1 + i] = (unsigned char)(id >> (56 - 8 * i));
-    memset(pre + 9, fill, DS_ATTACH_SECRET);
+    return fd;
+}
+
+/* A connection that sent an attach preface for tenant id with `secret`; returns it,
+ * with the first byte answered in *first (0 when the connection closed first) and, in
+ * *then, the byte after the control process's acceptance (0 when closed). */
+static int attach_with(unsigned long long id, const unsigned char *secret, int *first,
+                       int *then)
+{
+    unsigned char pre[DS_PREFACE_ATTACH_LEN], c;
+    int fd = tcp_connect();
+
+    ds_preface_encode_attach(pre, id, secret);
     cr_assert_eq(send(fd, pre, sizeof(pre), 0), (ssize_t)sizeof(pre));
-    if (recv(fd, &c, 1, MSG_WAITALL) == 1)
-        first = c;
-    *then = first == 'Y' && recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
-    close(fd);
+    *first = recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
+    *then = *first == 'Y' && recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
+    return fd;
+}
+
+static int attach_as(unsigned long long id, unsigned char fill, int *then)
+{
+    unsigned char secret[DS_ATTACH_SECRET];
+    int first;
+
+    memset(secret, fill, sizeof(secret));
+    close(attach_with(id, secret, &first, then));
     return first;
 }
 
@@ -682,5 +700,77 @@ Test(tcp, an_attach_with_a_wrong_secret_is_refused_and_the_session_goes_on, .tim
     unsetenv("DETSHARE_TENANT");
     free(h);
     free(back);
+    ds_test_server_stop(&srv);
+}
+
+/* 1 when the server closes fd within 5 s. */
+static int closed_by_server(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    char buf[256];
+
+    while (poll(&p, 1, 5000) == 1) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+
+        if (n <= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A data connection whose chunk header names a copy that was not announced ends its own
+ * tenant's session, and only its own: a raw tenant shakes hands, attaches with its
+ * secret, announces copy 5 and sends a chunk of copy 6. */
+Test(tcp, a_chunk_out_of_place_ends_only_its_own_session, .timeout = 120)
+{
+    struct timeval wait = { .tv_sec = 5 };
+    ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = "forger" };
+    ds_striped_args a = { .dev = 4096, .size = 2 * (size_t)DS_CHUNK_MAX, .copy = 5, .conns = 1 };
+    ds_chunk_hdr bad = { .copy = 6, .length = DS_CHUNK_MAX, .offset = 0 };
+    char raw[16];
+    ds_hello_res r;
+    CLIENT *c;
+    XDR x;
+    int fd, data, first, then;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    fd = tcp_connect();
+    cr_assert_eq(ds_preface_send(fd, srv.token, strlen(srv.token), "forger"), 0);
+    cr_assert_eq(ds_preface_await(fd, raw, sizeof(raw)), 0);
+    c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
+    cr_assert_not_null(c);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(clnt_call(c, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&h,
+                           (xdrproc_t)xdr_ds_hello_res, (char *)&r, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(r.err, 0);
+    data = attach_with(r.ds_hello_res_u.ok.tenant_id,
+                       (const unsigned char *)r.ds_hello_res_u.ok.attach_secret, &first, &then);
+    cr_assert(first == 'Y' && then == 'Y', "the executor refused the right secret");
+    /* A batched call: no reply to wait for. */
+    clnt_call(c, DS_MEMCPY_HTOD_STRIPED, (xdrproc_t)xdr_ds_striped_args, (char *)&a,
+              (xdrproc_t)(void (*)(void))xdr_void, NULL, (struct timeval){ 0 });
+    xdrmem_create(&x, raw, sizeof(raw), XDR_ENCODE);
+    cr_assert(xdr_ds_chunk_hdr(&x, &bad));
+    cr_assert_eq(send(data, raw, sizeof(raw), MSG_NOSIGNAL), (ssize_t)sizeof(raw));
+    cr_expect(closed_by_server(data), "the data connection stayed open");
+    cr_expect(closed_by_server(fd), "the session went on after a chunk out of place");
+    cr_expect(log_shows_soon("where chunk (copy 5, offset 0"), "the executor did not say why");
+    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&r);
+    clnt_destroy(c);
+    close(fd);
+    close(data);
+    /* Another tenant is served as before, its copies striped. */
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    {
+        struct ds_test_peer p;
+
+        ds_test_peer_fork(&p, striped_copies, NULL);
+        ds_test_peer_join(&p);
+        ds_test_peer_leave(&p);
+    }
+    unsetenv("DETSHARE_TCP_STREAMS");
     ds_test_server_stop(&srv);
 }
