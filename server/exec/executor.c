@@ -765,7 +765,7 @@ static int serve_tenant(int fd, unsigned spin_us, unsigned sync_spin_us)
         return DS_EXEC_FAILED;
     }
     ds_conn_budget(&conn, RECORD_FREE, grant, NULL);
-    if (spawned && (rc = ds__stripes_start(fd, conn.tls != NULL)) != 0)
+    if (spawned && (rc = ds__stripes_start(fd, conn.tls != NULL, &stop_requested)) != 0)
         ds_warn("cannot take data connections (%s): copies go over the first one",
                 ds_strerror(rc));
     ds__held_init(&held);

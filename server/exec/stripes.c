@@ -38,6 +38,7 @@ static struct {
     int n;                     /* under lock */
     unsigned long long refused;
     int on;
+    const volatile sig_atomic_t *stop; /* the executor's: a wait for chunks ends on it */
     unsigned char secret[DS_ATTACH_SECRET];
     pthread_t taker;
 } st = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -97,7 +98,7 @@ static void *take(void *arg)
     return NULL;
 }
 
-int ds__stripes_start(int fd, int tls)
+int ds__stripes_start(int fd, int tls, const volatile sig_atomic_t *stop)
 {
     int domain = 0;
     socklen_t len = sizeof(domain);
@@ -109,6 +110,7 @@ int ds__stripes_start(int fd, int tls)
         return 0;
     if (getrandom(st.secret, sizeof(st.secret), 0) != (ssize_t)sizeof(st.secret))
         return DS_EIO;
+    st.stop = stop;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     rc = pthread_create(&st.taker, NULL, take, NULL);
@@ -156,7 +158,7 @@ static int read_all(int fd, void *buf, size_t len)
     while (len > 0) {
         ssize_t n = recv(fd, p, len, MSG_WAITALL);
 
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno == EINTR && !*st.stop)
             continue;
         if (n <= 0)
             return DS_EIO;

@@ -11,6 +11,7 @@
 #ifndef DS_EXEC_STRIPES_H
 #define DS_EXEC_STRIPES_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,8 +19,9 @@ struct ds_tenant;
 
 /* Take data connections for the tenant on connected socket fd (tls: its stream is
  * TLS), when it is a cleartext TCP one: makes the secret and starts the taking thread.
- * Returns 0, or DS_E* (no secret or no thread: the tenant copies over fd alone). */
-int ds__stripes_start(int fd, int tls);
+ * A wait for chunks gives up once *stop is set (the executor's SIGTERM).  Returns 0,
+ * or DS_E* (no secret or no thread: the tenant copies over fd alone). */
+int ds__stripes_start(int fd, int tls, const volatile sig_atomic_t *stop);
 
 /* The secret for the hello's answer (DS_ATTACH_SECRET bytes into out; zeros when no
  * data connection is taken). */
