@@ -221,7 +221,16 @@ static int move(struct ds_stripe *st, const ds_striped_args *a, char *host, int 
             s[i].err = DS_ENOMEM;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    move_share(&s[0]);
+    for (int i = 1; i < (int)a->conns; i++)
+        if (s[i].err != 0)
+            s[0].err = s[i].err;
+    /* A share nobody moves would leave the executor waiting for its chunks: the copy
+     * fails whole, its connections shut so that the threads started stop too. */
+    if (s[0].err != 0)
+        for (int k = 0; k < st->n; k++)
+            shutdown(st->fd[k], SHUT_RDWR);
+    else
+        move_share(&s[0]);
     for (int i = 0; i < (int)a->conns; i++) {
         if (i > 0 && s[i].err != DS_ENOMEM)
             pthread_join(s[i].thread, NULL);
