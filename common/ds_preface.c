@@ -23,6 +23,15 @@ size_t ds_preface_encode(unsigned char *buf, const void *token, size_t token_len
     return n + name_len;
 }
 
+void ds_preface_encode_attach(unsigned char *buf, unsigned long long id,
+                              const unsigned char *secret)
+{
+    buf[0] = DS_PREFACE_ATTACH;
+    for (int i = 0; i < 8; i++)
+        buf[1 + i] = (unsigned char)(id >> (56 - 8 * i));
+    memcpy(buf + 9, secret, DS_ATTACH_SECRET);
+}
+
 int ds_preface_send(int sock, const void *token, size_t token_len, const char *name)
 {
     unsigned char buf[DS_PREFACE_MAX];
@@ -88,6 +97,8 @@ int ds_preface_missing(const unsigned char *buf, size_t have)
 {
     size_t want = 2;
 
+    if (have >= 1 && buf[0] == DS_PREFACE_ATTACH)
+        return have <= DS_PREFACE_ATTACH_LEN ? (int)(DS_PREFACE_ATTACH_LEN - have) : DS_EPROTO;
     if (have >= 1 && buf[0] != DS_PREFACE_MARKER)
         return DS_EPROTO;
     if (have >= 2)
@@ -104,6 +115,14 @@ int ds_preface_missing(const unsigned char *buf, size_t have)
 
 void ds_preface_decode(const unsigned char *buf, struct ds_preface *p)
 {
+    memset(p, 0, sizeof(*p));
+    if (buf[0] == DS_PREFACE_ATTACH) {
+        p->attach = 1;
+        for (int i = 0; i < 8; i++)
+            p->tenant_id = p->tenant_id << 8 | buf[1 + i];
+        p->secret = buf + 9;
+        return;
+    }
     p->token_len = buf[1];
     p->token = buf + 2;
     p->name_len = buf[2 + p->token_len];

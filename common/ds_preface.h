@@ -8,7 +8,13 @@
  *   preface: 'T', token length (1 byte), token, name length (1 byte), name
  *   answer:  'Y' (accepted), or 'N', reason length (1 byte), reason (printable text)
  *
- * An RPC record starts with a record mark whose top bit is set, never with 'T'.  The
+ * A TCP tenant's extra data connections (docs/protocol.md, "Data") send an attach
+ * preface instead, checked for its form only: the executor of tenant id checks the
+ * secret, which only the tenant's first connection was told (ds_hello_ok.attach_secret).
+ *
+ *   attach:  'A', tenant id (8 bytes, big-endian), secret (DS_ATTACH_SECRET bytes)
+ *
+ * An RPC record starts with a record mark whose top bit is set, never with 'T' or 'A'.  The
  * tenant sends nothing more until the answer is in, so the control process can read
  * exactly the preface and leave the socket's later bytes to the executor.
  */
@@ -20,6 +26,8 @@
 #include <stddef.h>
 
 #define DS_PREFACE_MARKER 'T'
+#define DS_PREFACE_ATTACH 'A'
+#define DS_PREFACE_ATTACH_LEN (1 + 8 + DS_ATTACH_SECRET)
 #define DS_PREFACE_ACCEPTED 'Y'
 #define DS_PREFACE_REFUSED 'N'
 #define DS_TOKEN_MAX 255  /* bytes of a token */
@@ -29,6 +37,9 @@
 /* What a complete preface says; pointers into the buffer given to ds_preface_decode.
  * Neither string is terminated. */
 struct ds_preface {
+    int attach; /* an attach preface: only tenant_id and secret are set */
+    unsigned long long tenant_id;
+    const unsigned char *secret;
     const unsigned char *token;
     size_t token_len;
     const char *name;
@@ -44,6 +55,10 @@ int ds_preface_send(int sock, const void *token, size_t token_len, const char *n
  * socket (TLS): returns its length, or 0 when the token is longer than DS_TOKEN_MAX. */
 size_t ds_preface_encode(unsigned char *buf, const void *token, size_t token_len,
                          const char *name);
+
+/* An attach preface for tenant id into buf (DS_PREFACE_ATTACH_LEN bytes). */
+void ds_preface_encode_attach(unsigned char *buf, unsigned long long id,
+                              const unsigned char *secret);
 
 /* Tenant side: wait for the answer.  Returns 0 when accepted; 1 when refused, with the
  * reason in why (terminated, unprintable bytes replaced); DS_EIO when the connection

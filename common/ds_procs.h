@@ -33,6 +33,8 @@
     S(memcpy_htod, DS_MEMCPY_HTOD, ds_htod_args, ds_void_res)               \
     B(memcpy_htod_async, DS_MEMCPY_HTOD_ASYNC, ds_htod_args)                \
     S(memcpy_dtoh, DS_MEMCPY_DTOH, ds_dtoh_args, ds_bytes_res)              \
+    B(memcpy_htod_striped, DS_MEMCPY_HTOD_STRIPED, ds_striped_args)         \
+    S(memcpy_dtoh_striped, DS_MEMCPY_DTOH_STRIPED, ds_striped_args, ds_void_res) \
     S(memcpy_dtod, DS_MEMCPY_DTOD, ds_dtod_args, ds_void_res)               \
     B(memcpy_dtod_async, DS_MEMCPY_DTOD_ASYNC, ds_dtod_args)                \
     S(memset, DS_MEMSET, ds_memset_args, ds_void_res)                       \

@@ -4,6 +4,7 @@
 #include "ds_tls.h"
 
 #include "ds_fdpass.h"
+#include "detshare.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -120,21 +121,34 @@ int ds_spawn_executor(int shm_fd, int slot, const char *mps_pipe, struct ds_spaw
 #define TENANT 'T'
 /* ...a TLS tenant's, its stream keys in the next message. */
 #define TENANT_TLS 'K'
+/* ...a data connection of the tenant taken, its secret in the next message. */
+#define ATTACH 'A'
 
-int ds_spawn_handover(struct ds_spawned *e, int tenant_fd, const struct ds_tls_keys *keys)
+/* Send all n bytes of buf on sock.  Returns 0, or -1 with errno set. */
+static int send_whole(int sock, const void *buf, size_t len)
 {
     ssize_t n;
 
+    do
+        n = send(sock, buf, len, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0 && n != (ssize_t)len)
+        errno = EMSGSIZE;
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+int ds_spawn_attach(int ctl, int fd, const unsigned char *secret)
+{
+    if (ds_fd_send(ctl, ATTACH, fd) != 0)
+        return -1;
+    return send_whole(ctl, secret, DS_ATTACH_SECRET);
+}
+
+int ds_spawn_handover(struct ds_spawned *e, int tenant_fd, const struct ds_tls_keys *keys)
+{
     if (ds_fd_send(e->ctl, keys != NULL ? TENANT_TLS : TENANT, tenant_fd) != 0)
         return -1;
-    if (keys == NULL)
-        return 0;
-    do
-        n = send(e->ctl, keys, sizeof(*keys), MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n >= 0 && n != (ssize_t)sizeof(*keys))
-        errno = EMSGSIZE;
-    return n == (ssize_t)sizeof(*keys) ? 0 : -1;
+    return keys == NULL ? 0 : send_whole(e->ctl, keys, sizeof(*keys));
 }
 
 int ds_spawn_taken(struct ds_spawned *e)
@@ -274,6 +288,37 @@ int ds_spawn_tenant_keys(struct ds_tls_keys *k)
     explicit_bzero(&taker.keys, sizeof(taker.keys));
     taker.tls = 0;
     return 1;
+}
+
+int ds_spawn_take_attach(int *fd, unsigned char *secret)
+{
+    char tag;
+    ssize_t n;
+    int rc;
+
+    for (;;) {
+        do {
+            errno = 0;
+            rc = ds_fd_recv(DS_EXEC_CTL_FD, &tag, fd);
+        } while (rc != 0 && errno == EINTR);
+        if (rc != 0)
+            return -1;
+        if (tag == ATTACH)
+            break;
+        close(*fd);
+    }
+    do
+        n = recv(DS_EXEC_CTL_FD, secret, DS_ATTACH_SECRET, MSG_WAITALL);
+    while (n < 0 && errno == EINTR);
+    if (n == DS_ATTACH_SECRET)
+        return 0;
+    close(*fd);
+    return -1;
+}
+
+void ds_spawn_stop_attaching(void)
+{
+    shutdown(DS_EXEC_CTL_FD, SHUT_RD);
 }
 
 int ds_spawn_await_tenant(const volatile sig_atomic_t *stop)

@@ -55,6 +55,12 @@ int ds_spawn_handover(struct ds_spawned *e, int tenant_fd, const struct ds_tls_k
  * has not yet, -1 when it never will (it closed its end: it has died).  Does not wait. */
 int ds_spawn_taken(struct ds_spawned *e);
 
+/* Hand executor's pair end ctl (kept after its tenant was taken) a data connection
+ * fd that claims to be its tenant's, with the secret it showed (DS_ATTACH_SECRET
+ * bytes), which the executor checks (ds_spawn_take_attach).  Returns 0, or -1 with
+ * errno set. */
+int ds_spawn_attach(int ctl, int fd, const unsigned char *secret);
+
 /* Close the control process's end of e's pair (e->ctl becomes -1). */
 void ds_spawn_close(struct ds_spawned *e);
 
@@ -72,6 +78,15 @@ int ds_spawn_tenant_came(void);
 /* Take no tenant from now on: a handover after this fails with EPIPE, while one that
  * came before it is still there for ds_spawn_await_tenant. */
 void ds_spawn_stop_taking(void);
+
+/* Once the tenant was taken: wait for a data connection handed over by ds_spawn_attach,
+ * and the secret it showed (DS_ATTACH_SECRET bytes).  Returns 0 with *fd set
+ * (close-on-exec), or -1 when the pair ended (the control process closed it, or
+ * ds_spawn_stop_attaching). */
+int ds_spawn_take_attach(int *fd, unsigned char *secret);
+
+/* Make a ds_spawn_take_attach waiting in another thread return -1. */
+void ds_spawn_stop_attaching(void);
 
 /* Wait for the tenant's connection, looking at *stop every 100 ms.  Returns its
  * descriptor (close-on-exec), or -1 when *stop was set first or none will come (the

@@ -7,11 +7,13 @@
  * over TLS, and so are two threads' copies at once. */
 #include "ds_test.h"
 #include "detshare.h"
+#include "ds_preface.h"
 #include "ds_rec.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +156,12 @@ Test(tcp, large_copies_go_in_place_without_a_round_trip_per_chunk, .timeout = 30
     const double each_way = 2.0 * (REPEATS + 1) * COPY_BYTES;
     double in_place_read, in_place_sent, buffered_read;
 
+    /* The first connection's own path, as a tenant with one connection takes it. */
+    setenv("DETSHARE_TCP_STREAMS", "1", 1);
     run_tenant();
+    unsetenv("DETSHARE_TCP_STREAMS");
+    cr_expect(!ds_test_log_has(&srv, "took data connection"),
+              "DETSHARE_TCP_STREAMS=1 attached data connections");
     in_place_read = log_number("socket bytes in place: ");
     in_place_sent = log_number(" read, ");
     buffered_read = log_number("through the buffer: ");
@@ -557,5 +564,213 @@ Test(tcp, two_threads_copying_at_once_each_get_their_own_bytes, .timeout = 300)
     ds_test_peer_fork(&p, two_copiers, NULL);
     ds_test_peer_join(&p);
     ds_test_peer_leave(&p);
+    ds_test_server_stop(&srv);
+}
+
+/* Sizes where a striped copy's shape changes: two chunks (the least striped, a byte
+ * less goes over the first connection), an odd
+ * number of chunks over two connections, a last chunk of one byte. */
+static const size_t striped_sizes[] = {
+    2 * (size_t)DS_CHUNK_MAX - 1, 2 * (size_t)DS_CHUNK_MAX, 2 * (size_t)DS_CHUNK_MAX + 1,
+    3 * (size_t)DS_CHUNK_MAX + 7, 5 * (size_t)DS_CHUNK_MAX,
+};
+
+/* Every striped size, from pageable and from page-locked memory. */
+static int striped_copies(void *arg)
+{
+    unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
+    CUdeviceptr d;
+    CUstream s;
+
+    (void)arg;
+    if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
+        cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
+        cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
+        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return 10;
+    for (size_t k = 0; k < sizeof(striped_sizes) / sizeof(striped_sizes[0]); k++) {
+        int rc = round_trip(h, back, striped_sizes[k], d, s, (unsigned)k);
+
+        if (rc == 0)
+            rc = round_trip(pinned, back, striped_sizes[k], d, s, (unsigned)k + 5);
+        if (rc != 0) {
+            fprintf(stderr, "striped copy of %zu bytes: step %d\n", striped_sizes[k], rc);
+            return 20 + (int)k;
+        }
+    }
+    return 0;
+}
+
+static int log_shows_soon(const char *needle)
+{
+    for (int i = 0; i < 150 && !ds_test_log_has(&srv, needle); i++)
+        usleep(20000);
+    return ds_test_log_has(&srv, needle);
+}
+
+/* Copies striped over two data connections are byte-exact both ways, and the tenant's
+ * exit closes its data connections. */
+Test(tcp, copies_striped_over_data_connections_are_byte_exact, .timeout = 300)
+{
+    struct ds_test_peer p;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    ds_test_peer_fork(&p, striped_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    unsetenv("DETSHARE_TCP_STREAMS");
+    cr_expect(log_shows_soon("data connections: 2 closed, 0 refused"),
+              "the tenant's exit did not close its two data connections");
+    cr_expect(ds_test_log_has(&srv, "served memcpy_htod_striped: 16,"),
+              "copies to the device were not striped");
+    cr_expect(ds_test_log_has(&srv, "served memcpy_dtoh_striped: 16,"),
+              "copies to the host were not striped");
+    cr_expect(!ds_test_log_has(&srv, "took data connection 3"), "more than 2 were taken");
+    ds_test_server_stop(&srv);
+}
+
+/* An attach preface for tenant `id` with a secret of `fill` bytes; returns the first
+ * byte answered (0 when the connection closed first) and, in *then, the byte after the
+ * control process's acceptance (0 when closed). */
+static int tcp_connect(void)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    const char *port = strrchr(srv.tcp_addr, ':');
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    cr_assert(fd >= 0 && port != NULL);
+    a.sin_port = htons((unsigned short)atoi(port + 1));
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    return fd;
+}
+
+/* A connection that sent an attach preface for tenant id with `secret`; returns it,
+ * with the first byte answered in *first (0 when the connection closed first) and, in
+ * *then, the byte after the control process's acceptance (0 when closed). */
+static int attach_with(unsigned long long id, const unsigned char *secret, int *first,
+                       int *then)
+{
+    unsigned char pre[DS_PREFACE_ATTACH_LEN], c;
+    int fd = tcp_connect();
+
+    ds_preface_encode_attach(pre, id, secret);
+    cr_assert_eq(send(fd, pre, sizeof(pre), 0), (ssize_t)sizeof(pre));
+    *first = recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
+    *then = *first == 'Y' && recv(fd, &c, 1, MSG_WAITALL) == 1 ? c : 0;
+    return fd;
+}
+
+static int attach_as(unsigned long long id, unsigned char fill, int *then)
+{
+    unsigned char secret[DS_ATTACH_SECRET];
+    int first;
+
+    memset(secret, fill, sizeof(secret));
+    close(attach_with(id, secret, &first, then));
+    return first;
+}
+
+/* A data connection showing a wrong secret is closed by the tenant's executor, one
+ * naming no tenant by the control process; the tenant's session goes on, striped. */
+Test(tcp, an_attach_with_a_wrong_secret_is_refused_and_the_session_goes_on, .timeout = 300)
+{
+    const size_t n = 3 * (size_t)DS_CHUNK_MAX + 5;
+    unsigned char *h = malloc(n + 1), *back = malloc(n + 1);
+    CUdeviceptr d;
+    CUstream s;
+    int then;
+
+    cr_assert(h != NULL && back != NULL);
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TENANT", "victim", 1);
+    ds_test_ctx();
+    CU_OK(cuMemAlloc(&d, n + 8));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    cr_assert(ds_test_log_has(&srv, "tenant 1 (victim)"), "the tenant is not tenant 1");
+    cr_expect_eq(attach_as(1, 0xa5, &then), 'Y', "the control process refused a well-formed attach");
+    cr_expect_eq(then, 0, "the executor kept a data connection with a wrong secret");
+    cr_expect(log_shows_soon("refused a data connection: wrong secret"));
+    cr_expect_eq(attach_as(999, 0xa5, &then), 'N', "an attach to no tenant was accepted");
+    cr_expect_eq(round_trip(h, back, n, d, s, 3), 0, "the session was harmed");
+    unsetenv("DETSHARE_TENANT");
+    free(h);
+    free(back);
+    ds_test_server_stop(&srv);
+}
+
+/* 1 when the server closes fd within 5 s. */
+static int closed_by_server(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    char buf[256];
+
+    while (poll(&p, 1, 5000) == 1) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+
+        if (n <= 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A data connection whose chunk header names a copy that was not announced ends its own
+ * tenant's session, and only its own: a raw tenant shakes hands, attaches with its
+ * secret, announces copy 5 and sends a chunk of copy 6. */
+Test(tcp, a_chunk_out_of_place_ends_only_its_own_session, .timeout = 120)
+{
+    struct timeval wait = { .tv_sec = 5 };
+    ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = "forger" };
+    ds_striped_args a = { .dev = 4096, .size = 2 * (size_t)DS_CHUNK_MAX, .copy = 5, .conns = 1 };
+    ds_chunk_hdr bad = { .copy = 6, .length = DS_CHUNK_MAX, .offset = 0 };
+    char raw[16];
+    ds_hello_res r;
+    CLIENT *c;
+    XDR x;
+    int fd, data, first, then;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    fd = tcp_connect();
+    cr_assert_eq(ds_preface_send(fd, srv.token, strlen(srv.token), "forger"), 0);
+    cr_assert_eq(ds_preface_await(fd, raw, sizeof(raw)), 0);
+    c = clnt_vc_create(fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
+    cr_assert_not_null(c);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(clnt_call(c, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&h,
+                           (xdrproc_t)xdr_ds_hello_res, (char *)&r, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(r.err, 0);
+    data = attach_with(r.ds_hello_res_u.ok.tenant_id,
+                       (const unsigned char *)r.ds_hello_res_u.ok.attach_secret, &first, &then);
+    cr_assert(first == 'Y' && then == 'Y', "the executor refused the right secret");
+    /* A batched call: no reply to wait for. */
+    clnt_call(c, DS_MEMCPY_HTOD_STRIPED, (xdrproc_t)xdr_ds_striped_args, (char *)&a,
+              (xdrproc_t)(void (*)(void))xdr_void, NULL, (struct timeval){ 0 });
+    xdrmem_create(&x, raw, sizeof(raw), XDR_ENCODE);
+    cr_assert(xdr_ds_chunk_hdr(&x, &bad));
+    cr_assert_eq(send(data, raw, sizeof(raw), MSG_NOSIGNAL), (ssize_t)sizeof(raw));
+    cr_expect(closed_by_server(data), "the data connection stayed open");
+    cr_expect(closed_by_server(fd), "the session went on after a chunk out of place");
+    cr_expect(log_shows_soon("where chunk (copy 5, offset 0"), "the executor did not say why");
+    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&r);
+    clnt_destroy(c);
+    close(fd);
+    close(data);
+    /* Another tenant is served as before, its copies striped. */
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    {
+        struct ds_test_peer p;
+
+        ds_test_peer_fork(&p, striped_copies, NULL);
+        ds_test_peer_join(&p);
+        ds_test_peer_leave(&p);
+    }
+    unsetenv("DETSHARE_TCP_STREAMS");
     ds_test_server_stop(&srv);
 }

@@ -3,6 +3,8 @@
  * the executor, so copies to and from it carry only an offset and are asynchronous as in
  * CUDA.  A local tenant's larger pageable copies go through the staging ring
  * (staging.h).  Other host memory travels in-band in chunks of at most DS_CHUNK_MAX bytes:
+ * copies of DS_STRIPE_MIN bytes or more of a TCP session with data connections go
+ * chunk by chunk over those, several at a time (transport/stripe.h); other
  * host-to-device chunks are batched (the last one of a synchronous copy waits for
  * completion); device-to-host chunks are synchronous calls, up to eight in flight, that
  * return the bytes once the stream's earlier work is done, so such an "async" copy to
@@ -25,6 +27,7 @@
 #include "rpc.h"
 #include "staging.h"
 #include "stream.h"
+#include "stripe.h"
 
 #include <string.h>
 
@@ -95,6 +98,9 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
         return arena_copy(1, dst, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_htod(dst, src, n, s, wait);
+    rc = ds__stripe_copy(1, dst, (char *)(uintptr_t)src, n, ds__stream_of(s), &done);
+    if (done)
+        return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
     while (n > 0 && rc == CUDA_SUCCESS) {
         size_t len = n < DS_CHUNK_MAX ? n : DS_CHUNK_MAX;
         ds_htod_args a = { .dst = dst, .stream = ds__stream_of(s) };
@@ -230,7 +236,9 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
         return arena_copy(0, src, offset, n, s, wait);
     if (ds__staging_usable(n))
         return ds__staging_dtoh(dst, src, n, s);
-    rc = dtoh_inband(dst, src, n, ds__stream_of(s));
+    rc = ds__stripe_copy(0, src, dst, n, ds__stream_of(s), &done);
+    if (!done)
+        rc = dtoh_inband(dst, src, n, ds__stream_of(s));
     /* The executor answered once the stream's earlier work and this copy were done. */
     if (rc == CUDA_SUCCESS)
         ds__quiet_mark(ds__stream_of(s), 0);

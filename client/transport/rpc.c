@@ -65,6 +65,8 @@ struct ds_rpc_session {
     int dev;
     ds_hello_res hello;
     char where[300];
+    struct ds_addr addr;
+    int tls;
 };
 
 static struct ds_rpc_session sess[DS_ROUTE_MAX];
@@ -698,6 +700,8 @@ static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
                                    "both directions" }[ds__wire_tls_kernel(s->wire)]);
     if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
         ds_debug("could not hand a call ring over: calls go over the socket");
+    s->addr = *a;
+    s->tls = tls;
     rc = handshake(s);
     if (rc != CUDA_SUCCESS)
         disconnect(s);
@@ -845,6 +849,29 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
     return ds__rpc_collect(&p);
 }
 
+int ds__rpc_device_of(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    struct ds_rpc_session *s = ds__rpc_ready() ? session_of(proc, xarg, arg) : NULL;
+
+    return s != NULL && !lost(s) ? s->dev : -1;
+}
+
+int ds__rpc_attach_info(int dev, struct ds_addr *a, unsigned long long *id,
+                        unsigned char *secret, char *where, size_t len)
+{
+    const ds_hello_ok *ok;
+
+    if (!ds__rpc_ready() || dev < 0 || dev >= nsess || sess[dev].tls ||
+        sess[dev].addr.kind != DS_ADDR_TCP)
+        return 0;
+    ok = &sess[dev].hello.ds_hello_res_u.ok;
+    *a = sess[dev].addr;
+    *id = ok->tenant_id;
+    memcpy(secret, ok->attach_secret, DS_ATTACH_SECRET);
+    snprintf(where, len, "%s", sess[dev].where);
+    return 1;
+}
+
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     struct ds_rpc_session *s = session_of(proc, xarg, arg);
@@ -903,7 +930,8 @@ static int queue(struct ds_rpc_session *s, unsigned long proc, xdrproc_t xarg, v
     return err;
 }
 
-CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
+/* Queue a batched call, sent at once when `now`. */
+static CUresult send_call(unsigned long proc, xdrproc_t xarg, void *arg, int now)
 {
     struct ds_rpc_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending trip;
@@ -920,6 +948,8 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
     }
     t0 = ds_now_ns();
     err = queue(s, proc, xarg, arg, t0, &trip, &large);
+    if (err == 0 && now && !large)
+        err = ds__wire_flush(s->wire);
     count_sent();
     if (err != 0)
         rc = transport_failed(s, proc, err);
@@ -928,6 +958,16 @@ CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
         rc = CUDA_ERROR_DEVICE_UNAVAILABLE;
     ds__stats_add(proc, ds_now_ns() - t0);
     return rc;
+}
+
+CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    return send_call(proc, xarg, arg, 0);
+}
+
+CUresult ds__rpc_send_now(unsigned long proc, xdrproc_t xarg, void *arg)
+{
+    return send_call(proc, xarg, arg, 1);
 }
 
 void ds__rpc_free(xdrproc_t xres, void *res)

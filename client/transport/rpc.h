@@ -92,6 +92,16 @@ struct ds_rpc_pending {
  * executor writes a reply whole before it reads on, so a thread that had to wait to
  * send while a reply of its own is unread could wait for ever. */
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* The device whose session serves proc's call with arg, or -1 when that session is lost
+ * or the call names two devices' objects. */
+int ds__rpc_device_of(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* What device dev's session gives to attach data connections (stripe.h): 1, with the
+ * server's address, the tenant id, the hello's secret (DS_ATTACH_SECRET bytes) and the
+ * server's name for the log (len bytes), for a cleartext TCP session; else 0. */
+int ds__rpc_attach_info(int dev, struct ds_addr *a, unsigned long long *id,
+                        unsigned char *secret, char *where, size_t len);
 CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xarg, void *arg,
                       xdrproc_t xres, void *res);
 void ds__rpc_release(void);
@@ -100,6 +110,11 @@ CUresult ds__rpc_collect(struct ds_rpc_pending *p);
 /* Queue a batched call.  Returns CUDA_SUCCESS, CUDA_ERROR_DEVICE_UNAVAILABLE, or
  * CUDA_ERROR_NOT_SUPPORTED when arg names objects of two devices. */
 CUresult ds__rpc_send(unsigned long proc, xdrproc_t xarg, void *arg);
+
+/* ds__rpc_send, sent at once with the calls batched before it: a call whose data
+ * follows on other connections (stripe.h), which the executor reads only once the call
+ * has come. */
+CUresult ds__rpc_send_now(unsigned long proc, xdrproc_t xarg, void *arg);
 
 /* How many calls have been sent so far, synchronous and batched alike. */
 uint64_t ds__rpc_calls(void);

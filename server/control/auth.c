@@ -44,8 +44,8 @@ static void free_auth(uv_handle_t *h)
     free(a);
 }
 
-/* Stop waiting and hand the stream to the callback; a's memory goes with its timer. */
-static void finish(struct ds_auth *a, const char *name, int vouched, const char *why)
+/* Stop waiting; a's memory goes with its timer. */
+static void leave(struct ds_auth *a)
 {
     uv_read_stop(a->client);
     /* A TLS session goes with the stream, for the answer and the keys. */
@@ -59,7 +59,32 @@ static void finish(struct ds_auth *a, const char *name, int vouched, const char 
         a->next->prev = a->prev;
     a->list->n--;
     uv_close((uv_handle_t *)&a->timer, free_auth);
+}
+
+/* Stop waiting and hand the stream to the callback. */
+static void finish(struct ds_auth *a, const char *name, int vouched, const char *why)
+{
+    leave(a);
     a->done(a->ctx, a->client, name, vouched, why);
+}
+
+/* An attach preface: its form is all that is checked here, the secret is the
+ * executor's to check.  Over TLS, the stream's keys would have to go with it, which
+ * executors do not take for data connections: the tenant copies over its first. */
+static void attach(struct ds_auth *a, const struct ds_preface *p)
+{
+    unsigned char secret[DS_ATTACH_SECRET];
+    unsigned long long id = p->tenant_id;
+
+    if (a->list->attached == NULL || a->tls != NULL) {
+        finish(a, NULL, 0, a->tls != NULL ? "data connections are not taken over TLS"
+                                          : "this listener takes no data connections");
+        return;
+    }
+    memcpy(secret, p->secret, sizeof(secret));
+    leave(a);
+    a->list->attached(a->ctx, a->client, id, secret);
+    explicit_bzero(secret, sizeof(secret));
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -91,6 +116,10 @@ static void decided(struct ds_auth *a)
     const char *why = NULL;
 
     ds_preface_decode(a->buf, &p);
+    if (p.attach) {
+        attach(a, &p);
+        return;
+    }
     if (check)
         why = ds_tokens_check(l->tokens, l->minted, &p, as);
     ds_name_clean(name, p.name, p.name_len);

@@ -22,6 +22,12 @@ struct ds_auth;
 struct ds_tls_ctx;
 struct ds_tls_keys;
 
+/* Called instead of ds_auth_done for an attach preface of the right form (ds_preface.h):
+ * the data connection claims to be tenant id's and shows secret (DS_ATTACH_SECRET
+ * bytes, valid during the call).  The stream is the callee's, as with ds_auth_done. */
+typedef void (*ds_auth_attached)(void *ctx, uv_stream_t *client, unsigned long long id,
+                                 const unsigned char *secret);
+
 /* Connections whose preface is awaited; zero-initialised by its owner, who sets tokens
  * and may replace them at any time (SIGHUP), and minted, the tokens the admin API adds
  * and revokes: each preface is checked against the sets in force when it has arrived. */
@@ -33,6 +39,8 @@ struct ds_auth_list {
     /* TLS for TCP tenants (NULL: none), and whether they must use it. */
     struct ds_tls_ctx *tls;
     int tls_only;
+    /* Where attach prefaces go; NULL refuses them. */
+    ds_auth_attached attached;
 };
 
 /* What ds_auth_start checks of a preface's token. */

@@ -419,6 +419,35 @@ static void authed(void *ctx, uv_stream_t *client, const char *name, int vouched
     serve(l, client, name, vouched);
 }
 
+/* ds_auth_attached: a data connection for tenant id, handed to its executor, which
+ * checks the secret; the preface is answered first, since the tenant sends nothing
+ * more until then. */
+static void attached(void *ctx, uv_stream_t *client, unsigned long long id,
+                     const unsigned char *secret)
+{
+    struct listener *l = ctx;
+    const char *why = NULL;
+    int ctl = ds__handover_attach_ctl(l->ctl, id);
+    uv_os_fd_t fd;
+
+    if (l->addr.kind == DS_ADDR_UNIX)
+        why = "a Unix socket's tenant has no data connections";
+    else if (l->ctl->stopping)
+        why = "the server is shutting down";
+    else if (ctl < 0)
+        why = "no such tenant takes data connections";
+    else if (uv_fileno((uv_handle_t *)client, &fd) != 0)
+        why = "the connection is gone";
+    /* The executor's word on the secret comes after this answer. */
+    if (why == NULL && ds_auth_answer(client, NULL) == 0 && ds_spawn_attach(ctl, fd, secret) != 0)
+        ds_debug("tenant %llu's executor is leaving: its data connection is closed", id);
+    if (why != NULL) {
+        refuse(l, client, DS_REFUSED_TOKEN, why);
+        ds_debug("a data connection for tenant %llu refused: %s", id, why);
+    }
+    uv_close((uv_handle_t *)client, free_handle);
+}
+
 /* Who connected, for the per-peer bound on prefaces awaited: a Unix peer's uid (the
  * kernel vouches for it), a TCP peer's address. */
 static void peer_key(struct listener *l, uv_stream_t *client, char *buf, size_t len)
@@ -625,6 +654,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
                     (unsigned long long)atomic_load(&s->mem_used));
             ds__faults_tell(c, s, name, status);
             ds__tracectl_left(c, i);
+            ds__handover_forget_slot(c, i);
             ds_shm_slot_clear(c->shm, i);
             c->live--;
             if (lost)
@@ -858,6 +888,8 @@ int ds_control_run(const struct ds_server_config *cfg)
     int failed;
 
     memset(&c, 0, sizeof(c));
+    for (int i = 0; i < DS_SHM_SLOTS; i++)
+        c.attach_ctl[i] = -1;
     c.cfg = cfg;
     c.loop = uv_default_loop();
     c.policy = cfg->policy;
@@ -878,6 +910,7 @@ int ds_control_run(const struct ds_server_config *cfg)
     c.authing.tokens = cfg->tokens;
     c.authing.tls = cfg->tls;
     c.authing.tls_only = cfg->tls_only;
+    c.authing.attached = attached;
     /* Tokens the admin API adds; without memory for an empty set, it adds none. */
     c.authing.minted = c.minted = ds_tokens_new();
     c.domains.fallback = cfg->isolation;

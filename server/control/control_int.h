@@ -74,6 +74,9 @@ struct control {
     struct ds_metrics *metrics;
     struct ds_auth_list authing; /* connections whose preface is awaited */
     struct handover *handovers;  /* connections handed over, not yet taken (handover.c) */
+    /* By slot: the executor's end of its pair, kept once it took its tenant, on which the
+     * tenant's data connections are handed to it (handover.h); -1 when none. */
+    int attach_ctl[DS_SHM_SLOTS];
     struct ds_domains domains;   /* fault domains: quarantine, faults by name */
     struct ds_traces *traces;    /* detshare-ctl trace's, once one was asked (trace.h) */
     struct ds_group groups[DS_SHM_GROUPS + 1]; /* named domains by index, [0] unused */

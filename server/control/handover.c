@@ -119,6 +119,9 @@ static void on_word(uv_poll_t *p, int status, int events)
     if (taken == 0)
         return;
     if (taken > 0) {
+        ds__handover_forget_slot(h->l->ctl, h->e.slot);
+        h->l->ctl->attach_ctl[h->e.slot] = h->e.ctl;
+        h->e.ctl = -1;
         end_handover(h);
         return;
     }
@@ -233,4 +236,20 @@ void ds__handover_forget_all(struct control *c)
 {
     while (c->handovers != NULL)
         end_handover(c->handovers);
+}
+
+void ds__handover_forget_slot(struct control *c, int slot)
+{
+    if (c->attach_ctl[slot] >= 0)
+        close(c->attach_ctl[slot]);
+    c->attach_ctl[slot] = -1;
+}
+
+int ds__handover_attach_ctl(struct control *c, unsigned long long id)
+{
+    /* The hello gives the tenant the id's low 32 bits. */
+    for (int i = 0; i < DS_SHM_SLOTS; i++)
+        if ((uint32_t)c->shm->slots[i].id == (uint32_t)id && c->attach_ctl[i] >= 0)
+            return c->attach_ctl[i];
+    return -1;
 }

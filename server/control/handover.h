@@ -27,4 +27,12 @@ void ds__handover_start(struct listener *l, struct ds_spawned *e, uv_stream_t *c
  * executors, which stop too. */
 void ds__handover_forget_all(struct control *c);
 
+/* Executor pair end kept for slot's tenant (once it took it, for its data connections)
+ * is closed: the tenant left. */
+void ds__handover_forget_slot(struct control *c, int slot);
+
+/* The pair end on which tenant id's executor takes data connections
+ * (ds_spawn_attach), or -1 when no such tenant is served. */
+int ds__handover_attach_ctl(struct control *c, unsigned long long id);
+
 #endif

@@ -18,6 +18,7 @@
 #include "exec_spawn.h"
 #include "ds_clock.h"
 #include "held.h"
+#include "stripes.h"
 #include "waits.h"
 #include "watchdog.h"
 
@@ -74,6 +75,8 @@ static struct ds_waits waits = { .efd = -1 };
 static struct ds_held held;
 static struct ds_watchdog watchdog;
 static volatile sig_atomic_t stop_requested;
+/* Started by the control process (not ds__executor_serve): DS_EXEC_CTL_FD is its pair. */
+static int spawned;
 /* Calls served and, with DETSHARE_LOG=debug, the time spent serving them (decode to
  * reply sent), by procedure: logged at the tenant's exit with DETSHARE_LOG=debug, so a slow program shows which
  * calls it made and, against the tenant's own timing, how much of a round trip is the
@@ -187,6 +190,9 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
     if (r.hello.err != 0)
         ds_debug("%s -> %d", ds_proc_name(call->proc), r.hello.err);
     if (ds_conn_reply(&conn, call, e->xdr_res, &r) != 0)
+        t->closing = 1;
+    else if (call->proc == DS_MEMCPY_DTOH_STRIPED && r.hello.err == 0 &&
+             ds__ops_dtoh_striped_send(t, &a->memcpy_dtoh_striped) != 0)
         t->closing = 1;
     /* Results point at buffers the handler allocated (dtoh, function layouts) or at
      * tenant state (hello, the in-band reply buffer), which must not be freed. */
@@ -318,6 +324,16 @@ static void hold(const struct proc_entry *e, const struct ds_call *call, union a
     refuse(e, call, CUDA_ERROR_OUT_OF_MEMORY);
 }
 
+/* A held striped copy's chunks are read at once: the tenant is sending them. */
+static int read_ahead(const ds_striped_args *a)
+{
+    int rc = ds__stripes_read_ahead(&tenant, a->copy, a->size, a->conns);
+
+    if (rc != 0)
+        ds_error("held striped copy %u: %s; ending the session", a->copy, ds_strerror(rc));
+    return rc;
+}
+
 /* The tenant's record passed the host memory it may have held: its call is refused, the
  * connection stays (the rest of the record is dropped as the next one is read). */
 static void refuse_record(const struct proc_entry *e, const struct ds_call *call,
@@ -376,6 +392,8 @@ static void dispatch(const struct ds_call *call)
     atomic_store_explicit(&tenant.shm->slots[tenant.slot].calls[proc], served[proc],
                           memory_order_relaxed);
     if (ds__held_must_hold(&held, proc, gate_closed)) {
+        if (proc == DS_MEMCPY_HTOD_STRIPED && read_ahead(&a.memcpy_htod_striped) != 0)
+            tenant.closing = 1;
         hold(e, call, &a, granted);
         return;
     }
@@ -747,6 +765,9 @@ static int serve_tenant(int fd, unsigned spin_us, unsigned sync_spin_us)
         return DS_EXEC_FAILED;
     }
     ds_conn_budget(&conn, RECORD_FREE, grant, NULL);
+    if (spawned && (rc = ds__stripes_start(fd, conn.tls != NULL, &stop_requested)) != 0)
+        ds_warn("cannot take data connections (%s): copies go over the first one",
+                ds_strerror(rc));
     ds__held_init(&held);
     hello_by = ds_now_ns() + hello_deadline_ms() * 1000000ull;
     read_limit(fd, hello_deadline_ms());
@@ -765,6 +786,7 @@ static int serve_tenant(int fd, unsigned spin_us, unsigned sync_spin_us)
     if (tenant.be != NULL)
         ds__waits_drop(&waits, tenant.ops, tenant.be);
     ds_watchdog_stop(&watchdog);
+    ds__stripes_fini();
     ds_conn_close(&conn);
     return status;
 }
@@ -876,13 +898,15 @@ int ds_executor_main(const char *slot_arg)
     }
     fd = ds_spawn_await_tenant(&stop_requested);
     ds_binder_ahead(&tenant.binder, 0);
-    close(DS_EXEC_CTL_FD);
+    /* The pair stays open for the tenant's data connections (stripes.h). */
+    spawned = 1;
     /* The sim's fences wake the executor at their modelled time: nothing to gain by
      * spinning on them, and a 2-core test machine has no core to spare. */
     status = serve_and_free(fd, shm->spin_us,
                             shm->device == DS_SHM_CUDA && shm->sync_spin_us > shm->spin_us
                                 ? shm->sync_spin_us
                                 : shm->spin_us);
+    close(DS_EXEC_CTL_FD);
     ds_shm_unmap(shm);
     return status;
 }

@@ -18,6 +18,11 @@
 #define DS_OPS_DECL_S(n, P, A, R) CUresult ds__ops_##n(struct ds_tenant *t, const A *a, R *r);
 #define DS_OPS_DECL_B(n, P, A) CUresult ds__ops_##n(struct ds_tenant *t, const A *a);
 DS_PROCS(DS_OPS_DECL_S, DS_OPS_DECL_B)
+
+/* After DS_MEMCPY_DTOH_STRIPED's reply said CUDA_SUCCESS: send the copy's chunks over the
+ * data connections (ops_striped.c).  Returns 0, or DS_E* (logged): the session is to
+ * end. */
+int ds__ops_dtoh_striped_send(struct ds_tenant *t, const ds_striped_args *a);
 #undef DS_OPS_DECL_S
 #undef DS_OPS_DECL_B
 

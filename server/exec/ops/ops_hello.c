@@ -5,6 +5,7 @@
  * address space the driver reserved here, which the tenant reserves too (docs/memory.md).
  */
 #include "ops.h"
+#include "stripes.h"
 
 #include "devout.h"
 #include "ds_error.h"
@@ -167,6 +168,7 @@ CUresult ds__ops_hello(struct ds_tenant *t, const ds_hello_args *a, ds_hello_res
     t->greeted = 1;
     ok->proto_version = DS_PROTO_VERSION;
     ok->tenant_id = (unsigned)t->shm->slots[t->slot].id;
+    ds__stripes_secret((unsigned char *)ok->attach_secret);
     ok->primary = t->primary;
     ok->backend = (char *)t->ops->name;
     ok->dev.name = t->view.name;
