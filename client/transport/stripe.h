@@ -1,8 +1,8 @@
 /*
  * A TCP session's data connections (docs/protocol.md, "Data"): up to
- * DETSHARE_TCP_STREAMS - 1 extra connections to the server (default 3; 1 takes none),
- * attached with the secret the hello gave at the session's first large copy, over which large in-band copies of pageable
- * memory travel chunk by chunk, round-robin, one thread per connection, while the call
+ * DETSHARE_TCP_STREAMS - 1 extra connections to the server (default 1: none), attached
+ * with the secret the hello gave at the session's first large copy, over which large
+ * in-band copies travel chunk by chunk, round-robin, one thread per connection, while the call
  * that announces each copy keeps its place on the first connection.  A session whose
  * attaches fail (an older server, TLS, a refusal) has none and copies over its first
  * connection as before.
