@@ -434,30 +434,36 @@ static int round_trip(unsigned char *h, unsigned char *back, size_t n, CUdevicep
     return memcmp(h, back, n) != 0 || back[n] != 0x5a ? 4 : 0;
 }
 
-/* Every edge size, from pageable and from page-locked memory (both in-band over TCP). */
-static int edge_copies(void *arg)
+/* Copies of each of the n sizes there and back, from pageable and from page-locked
+ * memory (both in-band over TCP): 0, or the failing step (said on stderr). */
+static int copies_of(const size_t *sizes, size_t n)
 {
     unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
     CUdeviceptr d;
     CUstream s;
 
-    (void)arg;
     if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
         cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
         cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
         cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return 10;
-    for (size_t k = 0; k < sizeof(edge_sizes) / sizeof(edge_sizes[0]); k++) {
-        int rc = round_trip(h, back, edge_sizes[k], d, s, (unsigned)k);
+    for (size_t k = 0; k < n; k++) {
+        int rc = round_trip(h, back, sizes[k], d, s, (unsigned)k);
 
         if (rc == 0)
-            rc = round_trip(pinned, back, edge_sizes[k], d, s, (unsigned)k + 7);
+            rc = round_trip(pinned, back, sizes[k], d, s, (unsigned)k + 7);
         if (rc != 0) {
-            fprintf(stderr, "copy of %zu bytes: step %d\n", edge_sizes[k], rc);
+            fprintf(stderr, "copy of %zu bytes: step %d\n", sizes[k], rc);
             return 20 + (int)k;
         }
     }
     return 0;
+}
+
+static int edge_copies(void *arg)
+{
+    (void)arg;
+    return copies_of(edge_sizes, sizeof(edge_sizes) / sizeof(edge_sizes[0]));
 }
 
 Test(tcp, copies_around_chunk_boundaries_are_byte_exact, .timeout = 300)
@@ -578,27 +584,8 @@ static const size_t striped_sizes[] = {
 /* Every striped size, from pageable and from page-locked memory. */
 static int striped_copies(void *arg)
 {
-    unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
-    CUdeviceptr d;
-    CUstream s;
-
     (void)arg;
-    if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
-        cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
-        cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
-        cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-        return 10;
-    for (size_t k = 0; k < sizeof(striped_sizes) / sizeof(striped_sizes[0]); k++) {
-        int rc = round_trip(h, back, striped_sizes[k], d, s, (unsigned)k);
-
-        if (rc == 0)
-            rc = round_trip(pinned, back, striped_sizes[k], d, s, (unsigned)k + 5);
-        if (rc != 0) {
-            fprintf(stderr, "striped copy of %zu bytes: step %d\n", striped_sizes[k], rc);
-            return 20 + (int)k;
-        }
-    }
-    return 0;
+    return copies_of(striped_sizes, sizeof(striped_sizes) / sizeof(striped_sizes[0]));
 }
 
 static int log_shows_soon(const char *needle)
