@@ -1,22 +1,15 @@
 #!/usr/bin/env bash
-# Run 131 (not run in the session that wrote it: its device time was spent): plain nvidia-smi in a tenant with MIG/inforom/virtualization served; bench/eval
-# llm (tpot-first again after 61ac40c, its earlier cells kept aside, and the cells left)
-# and determinism's cells left; infer-floor's last cell; TCP/TLS copy rates against the
-# Unix socket's (bench/overhead/copy_ratio.sh), gpu_tcp and gpu_multiserver (peer copies).
+# Run 131: plain nvidia-smi in a tenant with MIG/inforom/virtualization served; gpu suites
+# nvml nvml_smi tcp multiserver capture_hostfn (its cases now print each graph's node
+# types: the forked case's native graph); bench/breadth's cuSPARSE and JAX-solve rows
+# (issue 29); TCP/TLS copy rates against the Unix socket's (bench/overhead/copy_ratio.sh);
+# bench/overhead micro and torch-micro, 3 rounds, after the several-servers client change.
 set -u
 out=${OUT:-/tmp/ds-out}; mkdir -p "$out"
 mkdir -p /work; ln -sfn "$PWD" /work/main; cd /work/main; [ -e build-gpu ] || ln -s .dev/build-gpu build-gpu
 export LD_LIBRARY_PATH="$PWD/.dev/libs"
 t=$(mktemp -d)
-# tpot-first's llm cells measured before 61ac40c go aside (kept), so that run.sh runs them again
-python3 - lab/results/eval-cuda-quick <<'PY'
-import json, sys
-r = sys.argv[1]
-lines = open(r + "/cells.jsonl").read().splitlines()
-old = [l for l in lines if json.loads(l)["experiment"] == "llm" and json.loads(l)["scenario"] == "detshare-tpot-first"]
-open(r + "/cells.jsonl", "w").write("".join(l + "\n" for l in lines if l not in old))
-open(r + "/llm-tpot-first-before-61ac40c.jsonl", "a").write("".join(l + "\n" for l in old))
-PY
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; } > "$out/device.txt" 2>&1
 {
   ./build-gpu/server/detshare-server --device cuda --listen "unix:$t/s" --mps-dir "$t/mps" 2> "$t/server.log" &
   srv=$!
@@ -27,17 +20,16 @@ PY
     echo "exit $?"; [ -z "$a" ] && cat "$t/smi.out"; grep -a "not served" "$t/smi.err" | head -30
   done
   kill -TERM $srv; wait $srv
-  for s in nvml nvml_smi tcp multiserver; do
+  for s in nvml nvml_smi tcp multiserver capture_hostfn; do
     DS_TEST_DEVICE=cuda timeout 120 ./build-gpu/tests/test_$s --jobs 1 > "$t/gpu-$s.log" 2>&1
     echo "gpu test $s: exit $? $(grep -a 'Synthesis' "$t/gpu-$s.log" | tail -1)"
     grep -a -v "^  server" "$t/gpu-$s.log" | grep -a -B2 -A14 "Assertion\|FAIL" | head -30
   done
+  grep -a "forked" "$t/gpu-capture_hostfn.log" | head -12
 } > "$out/smi.txt" 2>&1
 BUILD=build-gpu timeout 120 bash bench/overhead/copy_ratio.sh > "$out/copy_ratio.txt" 2>&1
-RESULTS=lab/results/eval-cuda-quick BUDGET=${B:-240} LIMIT=${L:-300} OUT=$t/llm \
-    bash bench/eval/gpu-run.sh --quick --calibrate llm determinism > "$t/llm.txt" 2>&1
-tar czf "$out/llm.tgz" -C "$t" llm llm.txt
-RESULTS=lab/results/eval-cuda-quick-floor BUDGET=10 LIMIT=80 OUT=$t/floor \
-    bash bench/eval/gpu-run.sh --quick --calibrate infer > "$t/floor.txt" 2>&1
-tar czf "$out/floor.tgz" -C "$t" floor floor.txt
-head -c 3000 "$out/smi.txt"; tail -30 "$t/llm.txt"
+WHAT="sparse jaxsolve" CAP=60 BUILD=build-gpu OUT=$t/breadth timeout 240 bash bench/breadth/run.sh > "$t/breadth.txt" 2>&1
+tar czf "$out/breadth.tgz" -C "$t" breadth breadth.txt
+mkdir -p "$t/ovh"; PARTS="micro torch-micro" ROUNDS=3 BUILD=build-gpu OUT=$t/ovh timeout 200 bash bench/overhead/run.sh > "$t/ovh/run.log" 2>&1
+tar czf "$out/ovh.tgz" -C "$t" ovh
+head -c 4000 "$out/smi.txt"; cat "$out/copy_ratio.txt" | tail -15; tail -8 "$t/breadth.txt"; grep -E "^\|" "$t"/ovh/overhead-*.md | head -30
