@@ -267,3 +267,36 @@ nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMi
     *isMigDevice = 0;
     return NVML_SUCCESS;
 }
+
+/* MIG stays off for a tenant: it cannot be turned on through detshare (the setter is
+ * refused), and nvidia-smi takes NOT_SUPPORTED here for a failed query (exit 3) on a
+ * GPU it knows is MIG-capable. */
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                  unsigned int *pendingMode)
+{
+    const struct ds_nvml_cuda *cu;
+    CUdevice dev;
+    nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (currentMode == NULL || pendingMode == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *currentMode = *pendingMode = NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+}
+
+/* No MIG device can be made inside a tenant's device. */
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+    const struct ds_nvml_cuda *cu;
+    CUdevice dev;
+    nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (count == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = 0;
+    return NVML_SUCCESS;
+}

@@ -4,6 +4,7 @@
  * device's, the same for every tenant, and change nothing.  A fact the server did not
  * read is NVML_ERROR_NOT_SUPPORTED. */
 #include "nvml_int.h"
+#include "ds_log.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -59,20 +60,26 @@ static nvmlReturn_t fact(nvmlDevice_t h, enum ds_devfact f, const void *out, uin
         return rc;
     if (out == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!(d.served & (1ull << f)))
+    if (!(d.served & (1ull << f))) {
+        ds_debug("NVML: the server's device did not give fact %d: NVML_ERROR_NOT_SUPPORTED",
+                 (int)f);
         return NVML_ERROR_NOT_SUPPORTED;
+    }
     *v = d.v[f];
     return NVML_SUCCESS;
 }
 
 /* For a query of h the server never serves: the handle's and out's errors, else
  * NVML_ERROR_NOT_SUPPORTED. */
-static nvmlReturn_t never(nvmlDevice_t h, const void *out)
+static nvmlReturn_t never(nvmlDevice_t h, const void *out, const char *what)
 {
     uint64_t v;
     nvmlReturn_t rc = fact(h, DS_FACT_BRAND, out, &v);
 
-    return rc == NVML_SUCCESS ? NVML_ERROR_NOT_SUPPORTED : rc;
+    if (rc != NVML_SUCCESS)
+        return rc;
+    ds_debug("NVML: %s asked for what the server never reads: NVML_ERROR_NOT_SUPPORTED", what);
+    return NVML_ERROR_NOT_SUPPORTED;
 }
 
 static nvmlReturn_t fact_u32(nvmlDevice_t h, enum ds_devfact f, unsigned *out)
@@ -158,7 +165,7 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
     case NVML_TEMPERATURE_THRESHOLD_GPU_MAX:
         return fact_u32(device, DS_FACT_TEMP_GPU_MAX, temp);
     default:
-        return never(device, temp);
+        return never(device, temp, __func__);
     }
 }
 
@@ -262,7 +269,7 @@ nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType,
     case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
         return clock_of(device, DS_FACT_DEFAULT_APP_CLOCK_GRAPHICS, clockType, clockMHz);
     case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX:
-        return never(device, clockMHz);
+        return never(device, clockMHz, __func__);
     default:
         return ds__nvml_cuda() == NULL ? NVML_ERROR_UNINITIALIZED : NVML_ERROR_INVALID_ARGUMENT;
     }
@@ -421,8 +428,12 @@ static nvmlReturn_t text(nvmlDevice_t h, enum ds_devfact_text t, char *buf, unsi
         return rc;
     if (buf == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (d.text[t][0] == '\0')
+    if (d.text[t][0] == '\0') {
+        ds_debug("NVML: the server's device did not give text fact %d: "
+                 "NVML_ERROR_NOT_SUPPORTED",
+                 (int)t);
         return NVML_ERROR_NOT_SUPPORTED;
+    }
     return ds__nvml_string(buf, len, d.text[t]);
 }
 

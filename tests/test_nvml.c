@@ -642,21 +642,21 @@ Test(nvml, what_nvidia_smi_q_asks_gets_a_value_or_not_supported)
     ANSWERS(nvmlEventSetCreate(&set), served);
     /* What detshare serves on the sim (docs/nvml.md, "What a tenant sees"), so that a
      * change that lost one to "not supported" shows: all but the minor number,
-     * accounting, MIG (2), PCIe throughput, fan, BAR1, encoder and retired pages. */
+     * accounting, PCIe throughput, fan, BAR1, encoder and retired pages. */
     if (ds_test_on_sim())
-        cr_expect_eq(served, 49, "%u of the queries gave a value", served);
+        cr_expect_eq(served, 51, "%u of the queries gave a value", served);
     else
-        cr_log_info("%u of the queries gave a value (49 on the sim)", served);
+        cr_log_info("%u of the queries gave a value (51 on the sim)", served);
     NV_OK(nvmlEventSetFree(set));
     NV_OK(nvmlShutdown());
 }
 
-/* Plain nvidia-smi, beyond what -q asks: it exited 3 through detshare on an H200 (run
- * 129) while these were not served. */
+/* Plain nvidia-smi, beyond what -q asks: it exited 3 through detshare on an H200 (runs
+ * 129 and 131) while these were not served. */
 Test(nvml, what_plain_nvidia_smi_asks_more_is_served)
 {
     nvmlGpuVirtualizationMode_t mode = NVML_GPU_VIRTUALIZATION_MODE_VGPU;
-    unsigned is_mig = 7;
+    unsigned is_mig = 7, cur = 7, pending = 7, most = 7;
     nvmlDevice_t h;
 
     NV_OK(nvmlInit_v2());
@@ -664,6 +664,12 @@ Test(nvml, what_plain_nvidia_smi_asks_more_is_served)
     NV_OK(nvmlDeviceIsMigDeviceHandle(h, &is_mig));
     cr_expect_eq(is_mig, 0, "a tenant's device is no MIG instance");
     cr_expect_eq(nvmlDeviceIsMigDeviceHandle(h, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    NV_OK(nvmlDeviceGetMigMode(h, &cur, &pending));
+    cr_expect(cur == NVML_DEVICE_MIG_DISABLE && pending == NVML_DEVICE_MIG_DISABLE,
+              "MIG is off in a tenant: %u/%u", cur, pending);
+    cr_expect_eq(nvmlDeviceGetMigMode(h, &cur, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    NV_OK(nvmlDeviceGetMaxMigDeviceCount(h, &most));
+    cr_expect_eq(most, 0, "no MIG device can be made in a tenant's device");
     NV_OK(nvmlDeviceValidateInforom(h));
     NV_OK(nvmlDeviceGetVirtualizationMode(h, &mode));
     if (ds_test_on_sim())

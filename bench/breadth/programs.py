@@ -305,6 +305,9 @@ elif what == "jaxsolve":
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
+    # JAX falls back to the CPU when it finds no GPU, with other digests: a run through a
+    # server that did not start must fail, not differ (run 131).
+    assert jax.default_backend() == "gpu", jax.default_backend()
     k = jax.random.normal(jax.random.PRNGKey(0), (128, 128), dtype=jnp.float64)
     a = k @ k.T + 128 * jnp.eye(128, dtype=jnp.float64)
     b = jnp.arange(128, dtype=jnp.float64)

@@ -31,11 +31,15 @@ name=breadth-$slug-$(date -u +%Y-%m-%d)
 raw=$out/$name-raw
 rm -rf "$raw" && mkdir -p "$raw" || exit 1
 tmp=$(mktemp -d)
-"$build/server/detshare-server" --device cuda --mps "${MPS:-start}" --listen "unix:$tmp/s" \
+# A private MPS directory: a server left by an earlier step on the same GPU owns the
+# default one, and this one would not start (run 131).
+"$build/server/detshare-server" --device cuda --mps "${MPS:-start}" --mps-dir "$tmp/mps" \
+    --listen "unix:$tmp/s" \
     2> "$raw/server.log" &
 srv=$!
 trap 'kill -TERM $srv 2> /dev/null; wait $srv; rm -rf "$tmp"' EXIT
 for _ in $(seq 400); do [ -S "$tmp/s" ] && break; sleep 0.05; done
+[ -S "$tmp/s" ] || { echo "run.sh: the server did not start:" >&2; cat "$raw/server.log" >&2; exit 1; }
 
 # One run: the program's last stdout line, its wall seconds and exit status, as JSON.
 run_one() {

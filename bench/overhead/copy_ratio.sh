@@ -32,7 +32,9 @@ min_ratio=${MIN_RATIO:-0.15}
 
 tmp=$(mktemp -d)
 srv=
-trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null; rm -rf "$tmp"' EXIT
+# Waiting for the server lets its MPS daemon stop before a later step starts another on the
+# same GPU (run 131: breadth's server found this one's still running and refused).
+trap '[ -n "$srv" ] && kill -TERM "$srv" 2> /dev/null && wait "$srv"; rm -rf "$tmp"' EXIT
 sock=$tmp/ds.sock
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 (umask 077; echo "ratio-$$-$RANDOM" > "$tmp/tokens")
