@@ -137,8 +137,12 @@ def _parse_flood(out):
 
 
 def _parse_steps(out):
+    """A steps job's figures; queue_ms and cpu_ms where the job measures them (PyTorch's
+    jobs do, the sim's stand-ins do not)."""
     d = json.loads(out)
-    return {"steps_per_s": d["steps_per_s"], "busy": d["busy"]}
+    m = {"steps_per_s": d["steps_per_s"], "busy": d["busy"]}
+    m.update({k: d[k] for k in ("queue_ms", "cpu_ms") if k in d})
+    return m
 
 
 def _parse_serve(out):
@@ -254,7 +258,11 @@ def _train(name, title, about, a, b, sim_a, sim_b, params, candidates):
         mps_pct={a[0]: 50, b[0]: 50},
         metrics=[(a[0], "steps_per_s", "%s steps/s" % a[0]),
                  (b[0], "steps_per_s", "%s steps/s" % b[0]),
-                 (a[0], "busy", "%s busy" % a[0]), (b[0], "busy", "%s busy" % b[0])],
+                 (a[0], "busy", "%s busy" % a[0]), (b[0], "busy", "%s busy" % b[0]),
+                 (a[0], "queue_ms", "%s ms queueing a step" % a[0]),
+                 (b[0], "queue_ms", "%s ms queueing a step" % b[0]),
+                 (a[0], "cpu_ms", "%s CPU ms a step" % a[0]),
+                 (b[0], "cpu_ms", "%s CPU ms a step" % b[0])],
         targets=TRAIN_TARGETS, params=params, calib=Calib(candidates),
         windows={"quick": 5, "full": 15}, aggregate="steps_per_s")
 

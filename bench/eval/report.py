@@ -105,7 +105,8 @@ def ratio_columns(exp):
     cols = columns(exp)
     if exp.ratios is not None:
         return [c for c in cols if (c[0], c[1]) in exp.ratios]
-    return [(j, m, lbl) for j, m, lbl in cols if j not in ("*", "server", "host") and m != "busy"]
+    return [(j, m, lbl) for j, m, lbl in cols if j not in ("*", "server", "host")
+            and m not in ("busy", "queue_ms", "cpu_ms")]
 
 
 def columns(exp):

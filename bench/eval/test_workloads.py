@@ -117,6 +117,20 @@ class Stepping(unittest.TestCase):
         self.assertAlmostEqual(out["busy"], 0.5, delta=0.01)
         self.assertAlmostEqual(out["steps_per_s"], 50.0, delta=1.0)
 
+    def test_the_hosts_queueing_time_is_counted_per_step(self):
+        # Each step() takes 10 ms of the fake clock to queue; the thread's CPU clock
+        # advances 4 ms a step (a stand-in for time.thread_time).
+        clock = Clock()
+        cpu = Clock()
+
+        def step():
+            clock.t += 0.010
+            cpu.t += 0.004
+        out = workloads.run_steps(step, 5.0, NoSync(), Timer(clock, 0.010), clock,
+                                  lambda: cpu.t)
+        self.assertAlmostEqual(out["queue_ms"], 10.0, places=6)
+        self.assertAlmostEqual(out["cpu_ms"], 4.0, delta=0.1)
+
 
 class Barrier(unittest.TestCase):
     def test_waits_for_every_job_of_the_cell_and_gives_up_at_the_limit(self):

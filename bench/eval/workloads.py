@@ -155,21 +155,29 @@ def serve(request, secs, rates_spec, sync, clock=time.monotonic, sleep=time.slee
 
 class Stepper:
     """Steps kept two deep on the device, each between two timed events (timer: event(),
-    record(e), wait(e), elapsed(a, b) in ms), counting those of the window."""
+    record(e), wait(e), elapsed(a, b) in ms), counting those of the window.  It also
+    counts the host's time inside step(), queueing the step's work: a job whose queueing
+    takes as long as its steps is bound by its host thread, not by the device, which is
+    what a job faster alone through detshare than natively must show (issue 28)."""
 
-    def __init__(self, step, timer):
-        self.step, self.timer = step, timer
+    def __init__(self, step, timer, clock=time.monotonic):
+        self.step, self.timer, self.clock = step, timer, clock
         self.s = [timer.event(), timer.event()]
         self.e = [timer.event(), timer.event()]
         self.w0 = timer.event()
         self.i, self.busy_ms, self.wall_ms, self.done = 0, 0.0, 0.0, 0
+        self.queue_s, self.queued = 0.0, 0
 
     def once(self, counted):
         """Launch a step and wait for the one before; count that one when counted."""
         cur = self.i % 2
         prev = 1 - cur
         self.timer.record(self.s[cur])
+        t = self.clock()
         self.step()
+        if counted:
+            self.queue_s += self.clock() - t
+            self.queued += 1
         self.timer.record(self.e[cur])
         self.i += 1
         if self.i == 1:
@@ -181,30 +189,33 @@ class Stepper:
             self.done += 1
 
 
-def run_steps(step, secs, sync, timer, clock=time.monotonic):
-    """The steps job's loop around step() (which only queues work)."""
-    p = Stepper(step, timer)
+def run_steps(step, secs, sync, timer, clock=time.monotonic, cpu=time.thread_time):
+    """The steps job's loop around step() (which only queues work).  queue_ms: the host's
+    time queueing a step; cpu_ms: the CPU time the loop's thread spent a step."""
+    p = Stepper(step, timer, clock)
     p.once(False)
     sync.ready()
     start = clock()
-    t0, opened = None, 0
+    t0, c0, opened = None, None, 0
     while clock() < start + WARM_S + secs:
         if t0 is None and clock() >= start + WARM_S:
             # The window opens behind the step in flight: the first step counted is the
             # next, and the wall time starts where it was queued.
             timer.record(p.w0)
-            t0 = clock()
+            t0, c0 = clock(), cpu()
         opened += t0 is not None
         p.once(opened > 1)
     if t0 is None:
         raise RuntimeError("no step ended within the window: make it longer")
-    took = clock() - t0
+    took, cpu_s = clock() - t0, cpu() - c0
     sync.mark("done")
     end = clock() + LINGER_S
     while sync.others_measuring() and clock() < end:
         p.once(False)
     return {"role": "steps", "secs": took, "steps": p.done, "steps_per_s": p.done / took,
-            "busy": p.busy_ms / p.wall_ms if p.wall_ms > 0 else 0.0}
+            "busy": p.busy_ms / p.wall_ms if p.wall_ms > 0 else 0.0,
+            "queue_ms": 1e3 * p.queue_s / p.queued if p.queued else 0.0,
+            "cpu_ms": 1e3 * cpu_s / p.done if p.done else 0.0}
 
 
 # The jobs (PyTorch from here on).
