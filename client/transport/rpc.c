@@ -2,74 +2,33 @@
 #include "rpc.h"
 
 #include "ds_addr.h"
-#include "ds_arena.h"
-#include "ds_devout.h"
 #include "ds_error.h"
-#include "arena.h"
 #include "ds_log.h"
-#include "ds_tls.h"
+#include "session.h"
 #include "stats.h"
-#include "tls.h"
-#include "token.h"
 #include "route.h"
-#include "vaspace.h"
 #include "wire.h"
 #include "ds_clock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
-#include <unistd.h>
 
 /* A batched call waits in the send buffer at most this long when more calls follow
  * (checked as each is queued), so the GPU starts work while the tenant keeps issuing. */
 #define DS_FLUSH_NS (20 * 1000u)
 /* ...and at most this long when the tenant stops calling: the flusher thread's period. */
 #define DS_IDLE_FLUSH_NS (200 * 1000u)
-/* How long a reply is awaited without sleeping when the context's flags ask for
- * CU_CTX_SCHED_AUTO (DETSHARE_SPIN_US overrides). */
-#define DS_SPIN_US 200u
 
-/*
- * One session per server, device k's at sess[k] (client/transport/route.h).
- *
- * Two locks, so that reading replies never waits for a send: the executor writes a
- * reply whole before it reads another call, so a sender blocked on a full socket may be
- * waiting for exactly the reply the reader is taking in.  `lock` is the sending side's
- * (the wire's send stream and ring, the flusher's state) and may be held across a
- * blocking send; `wait` guards the calls waiting for replies and the reader role, and
- * is never held across I/O.  When both are taken, `lock` comes first; of two sessions',
- * the lower device's first.
- */
-struct ds_rpc_session {
-    pthread_mutex_t lock;
-    pthread_cond_t queued; /* a first call was queued while the flusher slept */
-    pthread_mutex_t wait;
-    struct ds_rpc_pending *pending; /* under wait */
-    atomic_int reading;             /* written under wait: a thread reads replies */
-    atomic_uint wait_spin_us;       /* how long a caller awaits its reply before sleeping */
-    struct ds_wire *wire;
-    atomic_int lost;
-    int flusher_idle;
-    int after_sync; /* the last call sent awaits a reply: the device may be idle */
-    int dev;
-    ds_hello_res hello;
-    char where[300];
-    struct ds_addr addr;
-    int tls;
-};
-
-static struct ds_rpc_session sess[DS_ROUTE_MAX];
+/* One session per server, device k's at sess[k] (route.h), set up by session.c. */
+static struct ds_session sess[DS_ROUTE_MAX];
 static int nsess;
 static atomic_int ready;
 static atomic_uint_fast64_t calls;
@@ -81,7 +40,7 @@ static _Thread_local uint64_t my_last;
 /* A thread waits for one reply at a time, so one condition per thread will do. */
 static _Thread_local pthread_cond_t my_wake = PTHREAD_COND_INITIALIZER;
 /* The session a thread holds between ds__rpc_hold and ds__rpc_release. */
-static _Thread_local struct ds_rpc_session *held;
+static _Thread_local struct ds_session *held;
 
 uint64_t ds__rpc_calls(void)
 {
@@ -99,7 +58,7 @@ static void count_sent(void)
     my_last = atomic_fetch_add_explicit(&calls, 1, memory_order_acq_rel) + 1;
 }
 
-static int lost(struct ds_rpc_session *s)
+static int lost(struct ds_session *s)
 {
     return atomic_load(&s->lost);
 }
@@ -129,93 +88,6 @@ uint64_t ds__rpc_primary(int dev)
     return sess[dev].hello.ds_hello_res_u.ok.primary;
 }
 
-/* The user besides root and the tenant's own whose server it accepts:
- * DETSHARE_SERVER_UID, a number or a user name.  Returns 0 with *uid set, 1 when the
- * variable is not set, -1 (logged) when it names nobody. */
-static int extra_server_uid(uid_t *uid)
-{
-    const char *v = getenv("DETSHARE_SERVER_UID");
-    struct passwd pw, *found = NULL;
-    char buf[1024], *end;
-    unsigned long n;
-
-    if (v == NULL || v[0] == '\0')
-        return 1;
-    n = strtoul(v, &end, 10);
-    if (v[0] >= '0' && v[0] <= '9' && *end == '\0' && n < UINT32_MAX) {
-        *uid = (uid_t)n;
-        return 0;
-    }
-    if (getpwnam_r(v, &pw, buf, sizeof(buf), &found) == 0 && found != NULL) {
-        *uid = found->pw_uid;
-        return 0;
-    }
-    ds_error("DETSHARE_SERVER_UID=%s is neither a uid nor a user name", v);
-    return -1;
-}
-
-/* Whether the server listening at a Unix socket is one the tenant means: run by root, by
- * the tenant's own user or by DETSHARE_SERVER_UID.  Checked before anything is sent,
- * since a local tenant hands its server its memory, stdout and stderr: another user
- * who bound the socket's name first must get nothing. */
-static int server_trusted(struct ds_rpc_session *s, int fd)
-{
-    uid_t peer, extra = 0, me = getuid();
-    int has_extra;
-
-    if (ds_addr_peer_uid(fd, &peer) != 0) {
-        ds_error("cannot tell who runs detshare-server at %s: %s; not connecting", s->where,
-                 strerror(errno));
-        return 0;
-    }
-    has_extra = extra_server_uid(&extra);
-    if (has_extra < 0)
-        return 0;
-    if (peer == 0 || peer == me || (has_extra == 0 && peer == extra))
-        return 1;
-    ds_error("detshare-server at %s runs as uid %u, neither root nor you (uid %u): not "
-             "connecting (DETSHARE_SERVER_UID=%u trusts that user)",
-             s->where, (unsigned)peer, (unsigned)me, (unsigned)peer);
-    return 0;
-}
-
-static void tenant_identity(char *name, size_t len, ds_class *klass)
-{
-    const char *n = getenv("DETSHARE_TENANT");
-    const char *k = getenv("DETSHARE_CLASS");
-
-    if (n != NULL && n[0] != '\0')
-        snprintf(name, len, "%s", n);
-    else
-        snprintf(name, len, "%s.%d", program_invocation_short_name, (int)getpid());
-    *klass = (k != NULL && strcmp(k, "latency") == 0) ? DS_CLASS_LATENCY : DS_CLASS_BEST_EFFORT;
-}
-
-/* DETSHARE_RING=0 keeps a local tenant's calls on the socket (to compare the two). */
-static int ring_wanted(void)
-{
-    const char *v = getenv("DETSHARE_RING");
-
-    return v == NULL || strcmp(v, "0") != 0;
-}
-
-static unsigned spin_from_env(void)
-{
-    const char *v = getenv("DETSHARE_SPIN_US");
-    char *end;
-    unsigned long us;
-
-    if (v == NULL || v[0] == '\0')
-        return DS_SPIN_US;
-    us = strtoul(v, &end, 10);
-    if (*end != '\0' || us > 10u * 1000 * 1000) {
-        ds_warn("DETSHARE_SPIN_US=%s is not a number of microseconds up to 10 s; using %u",
-                v, DS_SPIN_US);
-        return DS_SPIN_US;
-    }
-    return (unsigned)us;
-}
-
 void ds__rpc_sched_flags(unsigned flags)
 {
     unsigned spin;
@@ -233,7 +105,7 @@ void ds__rpc_sched_flags(unsigned flags)
         break;
     }
     for (int i = 0; i < nsess; i++) {
-        struct ds_rpc_session *s = &sess[i];
+        struct ds_session *s = &sess[i];
 
         atomic_store(&s->wait_spin_us, spin);
         pthread_mutex_lock(&s->lock);
@@ -246,7 +118,7 @@ void ds__rpc_sched_flags(unsigned flags)
 /* The reader role is free: wake a caller still waiting for its reply to take it, or
  * every one once the session is lost (none of them will be answered).  Called with
  * s->wait held. */
-static void hand_over(struct ds_rpc_session *s)
+static void hand_over(struct ds_session *s)
 {
     for (struct ds_rpc_pending *p = s->pending; p != NULL; p = p->next) {
         if (p->sleeping && !p->done) {
@@ -260,7 +132,7 @@ static void hand_over(struct ds_rpc_session *s)
 /* Log the first failure and shut the socket down, so that a reader waiting for bytes
  * and a sender waiting for room both stop; every waiting call then fails, and so does
  * every later one.  Called with s->lock held. */
-static CUresult transport_failed(struct ds_rpc_session *s, unsigned long proc, int err)
+static CUresult transport_failed(struct ds_session *s, unsigned long proc, int err)
 {
     if (!atomic_exchange(&s->lost, 1)) {
         ds_error("lost detshare-server at %s during %s: %s; every later call fails with "
@@ -280,7 +152,7 @@ static CUresult transport_failed(struct ds_rpc_session *s, unsigned long proc, i
 
 /* A failure the reader saw.  The socket is shut down before s->lock is taken: a
  * sender stuck in send(), the executor no longer reading, then lets go of it. */
-static void reader_failed(struct ds_rpc_session *s, unsigned long proc, int err)
+static void reader_failed(struct ds_session *s, unsigned long proc, int err)
 {
     ds__wire_shutdown(s->wire);
     pthread_mutex_lock(&s->lock);
@@ -293,7 +165,7 @@ static void reader_failed(struct ds_rpc_session *s, unsigned long proc, int err)
 static void *find_pending(void *reader, uint32_t xid, xdrproc_t *xres, void **res)
 {
     struct ds_rpc_pending *p = reader;
-    struct ds_rpc_session *s = p->session;
+    struct ds_session *s = p->session;
 
     if (p->xid != xid) {
         pthread_mutex_lock(&s->wait);
@@ -313,7 +185,7 @@ static void *find_pending(void *reader, uint32_t xid, xdrproc_t *xres, void **re
  * that caller; then hand the reading over.  Called and returns with s->wait held. */
 static void read_replies(struct ds_rpc_pending *p)
 {
-    struct ds_rpc_session *s = p->session;
+    struct ds_session *s = p->session;
 
     s->reading = 1;
     ds__route_decoding(s->dev);
@@ -343,7 +215,7 @@ static void read_replies(struct ds_rpc_pending *p)
  * with s->wait held. */
 static int spin_for(struct ds_rpc_pending *p)
 {
-    struct ds_rpc_session *s = p->session;
+    struct ds_session *s = p->session;
     uint64_t until = ds_now_ns() + (uint64_t)atomic_load(&s->wait_spin_us) * 1000u;
 
     pthread_mutex_unlock(&s->wait);
@@ -359,7 +231,7 @@ static int spin_for(struct ds_rpc_pending *p)
  * returns with s->wait held. */
 static int await(struct ds_rpc_pending *p)
 {
-    struct ds_rpc_session *s = p->session;
+    struct ds_session *s = p->session;
     struct ds_rpc_pending **pp;
     int spun = 0;
 
@@ -386,7 +258,7 @@ static int await(struct ds_rpc_pending *p)
 
 /* Set p up for a call of proc whose reply goes into res, and list it: once the call
  * leaves, any thread may read that reply.  Called with s->lock held. */
-static void enlist(struct ds_rpc_session *s, struct ds_rpc_pending *p, unsigned long proc,
+static void enlist(struct ds_session *s, struct ds_rpc_pending *p, unsigned long proc,
                    xdrproc_t xres, void *res)
 {
     *p = (struct ds_rpc_pending){ .proc = proc, .xres = xres, .res = res,
@@ -401,65 +273,13 @@ static void enlist(struct ds_rpc_session *s, struct ds_rpc_pending *p, unsigned 
 /* Wait for p's reply (see await).  Returns 0 or DS_EIO. */
 static int finish(struct ds_rpc_pending *p)
 {
-    struct ds_rpc_session *s = p->session;
+    struct ds_session *s = p->session;
     int err;
 
     pthread_mutex_lock(&s->wait);
     err = await(p);
     pthread_mutex_unlock(&s->wait);
     return err;
-}
-
-struct hello_wait {
-    struct ds_rpc_session *s;
-    uint32_t xid;
-};
-
-/* Where the handshake's reply goes: it is the only call awaiting one. */
-static void *hello_reply(void *want, uint32_t xid, xdrproc_t *xres, void **res)
-{
-    struct hello_wait *w = want;
-
-    if (xid != w->xid)
-        return NULL;
-    *xres = (xdrproc_t)xdr_ds_hello_res;
-    *res = &w->s->hello;
-    return &w->s->hello;
-}
-
-static CUresult handshake(struct ds_rpc_session *s)
-{
-    char name[DS_NAME_MAX + 1];
-    ds_hello_args a = { .proto_version = DS_PROTO_VERSION, .tenant = name };
-    struct hello_wait w = { .s = s };
-    void *owner;
-    int err;
-
-    tenant_identity(name, sizeof(name), &a.klass);
-    a.arena_base = ds__arena_base();
-    memset(&s->hello, 0, sizeof(s->hello));
-    w.xid = ds__wire_xid(s->wire);
-    err = ds__wire_post(s->wire, w.xid, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, &a);
-    /* The primary context's handle is decoded with this device's tag. */
-    ds__route_decoding(s->dev);
-    if (err == 0)
-        err = ds__wire_read_reply(s->wire, hello_reply, &w, &owner);
-    if (err != 0) {
-        ds_error("no answer from detshare-server at %s: %s", s->where,
-                 err == DS_EIO ? strerror(errno ? errno : EPIPE) : ds_strerror(err));
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    if (s->hello.err != CUDA_SUCCESS) {
-        ds_error("detshare-server at %s refused the handshake (error %d): is it the same "
-                 "version as this library (protocol %d)?",
-                 s->where, s->hello.err, DS_PROTO_VERSION);
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    ds_debug("connected to %s as %s (%s device %s)", s->where, name,
-             s->hello.ds_hello_res_u.ok.backend, s->hello.ds_hello_res_u.ok.dev.name);
-    ds__vaspace_reserve(s->hello.ds_hello_res_u.ok.reserved.reserved_val,
-                        s->hello.ds_hello_res_u.ok.reserved.reserved_len);
-    return CUDA_SUCCESS;
 }
 
 static void sleep_until(uint64_t ns)
@@ -477,7 +297,7 @@ static void sleep_until(uint64_t ns)
 /* Sleep a period at a time, looking at the send buffer without the lock, until the batch
  * queued at `since` (0: none) is due, or until nothing has been queued since *seen for
  * DS_PARK_NS, or the session is lost: then the caller looks under the lock. */
-static void nap(struct ds_rpc_session *s, uint64_t since, uint64_t *seen)
+static void nap(struct ds_session *s, uint64_t since, uint64_t *seen)
 {
     for (;;) {
         uint64_t now;
@@ -505,7 +325,7 @@ static void nap(struct ds_rpc_session *s, uint64_t since, uint64_t *seen)
  */
 static void *flusher(void *arg)
 {
-    struct ds_rpc_session *s = arg;
+    struct ds_session *s = arg;
     uint64_t seen;
 
     /* The kernel's default 50 us timer slack would make every period late. */
@@ -565,7 +385,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     for (int i = DS_ROUTE_MAX - 1; i >= 0; i--) {
-        struct ds_rpc_session *s = &sess[i];
+        struct ds_session *s = &sess[i];
 
         if (ds__rpc_ready())
             atomic_store(&s->lost, 1);
@@ -587,7 +407,7 @@ static void set_up(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-static int start_flusher(struct ds_rpc_session *s)
+static int start_flusher(struct ds_session *s)
 {
     pthread_attr_t attr;
     pthread_t t;
@@ -606,157 +426,15 @@ static int start_flusher(struct ds_rpc_session *s)
     return rc;
 }
 
-/* Show the preface, through TLS when the tenant asks for it over TCP: then the token
- * crosses the network only encrypted, and *keys (and *tls set) protect the rest of the
- * stream.  Returns CUDA_SUCCESS or CUDA_ERROR_NO_DEVICE (said why). */
-static CUresult introduce(struct ds_rpc_session *s, int fd, const struct ds_addr *a,
-                          struct ds_tls_keys *keys, int *tls)
-{
-    char name[DS_NAME_MAX + 1];
-    struct ds_tls *session = NULL;
-    struct ds_tls_pipe guard;
-    ds_class klass;
-    CUresult rc;
-
-    tenant_identity(name, sizeof(name), &klass);
-    *tls = a->kind == DS_ADDR_TCP && ds__tls_wanted();
-    if (!*tls)
-        return ds__token_present(fd, NULL, s->where, name);
-    ds__tls_pipe_begin(&guard);
-    rc = ds__tls_start(fd, a, s->where, &session);
-    if (rc == CUDA_SUCCESS)
-        rc = ds__token_present(fd, session, s->where, name);
-    if (rc == CUDA_SUCCESS && ds_tls_keys(session, keys) != 0) {
-        ds_error("cannot derive the TLS stream's keys for %s", s->where);
-        rc = CUDA_ERROR_NO_DEVICE;
-    }
-    ds_tls_free(session);
-    ds__tls_pipe_end(&guard);
-    return rc;
-}
-
-/* The local tenant's descriptors: its host arena, stdout and stderr.  Every server of
- * the tenant maps the one arena, made for the first, so that page-locked memory is
- * every device's. */
-static void hand_over_local(int fd)
-{
-    int arena = ds__arena_fd() >= 0 ? fcntl(ds__arena_fd(), F_DUPFD_CLOEXEC, 0)
-                                    : ds__arena_create();
-
-    if (arena >= 0) {
-        if (ds_arena_send(fd, arena) != 0)
-            ds_debug("could not hand the host arena over: mapped memory unavailable");
-        close(arena);
-    }
-    if (ds_devout_send(fd) != 0)
-        ds_debug("could not hand stdout and stderr over: device output goes to the server");
-}
-
-/* Close a session that has no flusher yet. */
-static void disconnect(struct ds_rpc_session *s)
-{
-    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&s->hello);
-    ds__wire_close(s->wire);
-    s->wire = NULL;
-}
-
-static CUresult connect_once(struct ds_rpc_session *s, const struct ds_addr *a)
-{
-    struct ds_tls_keys keys;
-    int fd, tls;
-    CUresult rc;
-
-    ds_addr_format(a, s->where, sizeof(s->where));
-    fd = ds_addr_connect(a);
-    if (fd < 0) {
-        ds_error("cannot reach detshare-server at %s: %s", s->where, strerror(errno));
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    if (a->kind == DS_ADDR_UNIX && !server_trusted(s, fd)) {
-        close(fd);
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    if (introduce(s, fd, a, &keys, &tls) != CUDA_SUCCESS) {
-        close(fd);
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    if (a->kind == DS_ADDR_UNIX)
-        hand_over_local(fd);
-    atomic_store(&s->wait_spin_us, auto_spin_us);
-    s->wire = ds__wire_open(fd, auto_spin_us);
-    if (s->wire == NULL || (tls && ds__wire_tls(s->wire, &keys) != 0)) {
-        explicit_bzero(&keys, sizeof(keys));
-        if (s->wire == NULL)
-            close(fd);
-        ds__wire_close(s->wire);
-        s->wire = NULL;
-        ds_error("cannot set up RPC to %s: out of memory", s->where);
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    explicit_bzero(&keys, sizeof(keys));
-    if (tls)
-        ds_debug("TLS to %s: the kernel protects %s", s->where,
-                 (const char *[]){ "neither direction", "what is received", "what is sent",
-                                   "both directions" }[ds__wire_tls_kernel(s->wire)]);
-    if (a->kind == DS_ADDR_UNIX && ring_wanted() && ds__wire_offer_ring(s->wire) != 0)
-        ds_debug("could not hand a call ring over: calls go over the socket");
-    s->addr = *a;
-    s->tls = tls;
-    rc = handshake(s);
-    if (rc != CUDA_SUCCESS)
-        disconnect(s);
-    return rc;
-}
-
-/* Two executors' device addresses may coincide, and a device address names no server:
- * the client tells them apart by its record of which device allocated what, which a
- * range both servers reserve makes ambiguous once both hand out the same address.
- * Said once, at debug level for one server. */
-static void warn_overlap(int a, int b)
-{
-    const ds_hello_ok *x = &sess[a].hello.ds_hello_res_u.ok, *y = &sess[b].hello.ds_hello_res_u.ok;
-
-    for (u_int i = 0; i < x->reserved.reserved_len; i++) {
-        const ds_va_range *r = &x->reserved.reserved_val[i];
-
-        for (u_int j = 0; j < y->reserved.reserved_len; j++) {
-            const ds_va_range *q = &y->reserved.reserved_val[j];
-
-            if (r->base < q->base + q->size && q->base < r->base + r->size) {
-                ds_debug("devices %d (%s) and %d (%s) reserve overlapping device address "
-                         "space; their allocations are told apart by which device made them",
-                         a, sess[a].where, b, sess[b].where);
-                return;
-            }
-        }
-    }
-}
-
-/* Connect to every server in turn, then start their flushers.  On a failure (said,
- * naming the server) the sessions already connected are closed: none has a flusher
- * yet, so a later cuInit starts afresh.  A flusher that cannot start leaves the client
- * unusable for good (*broken): the flushers started before it hold their sessions. */
+/* Set up every server's session (session.h), then start their flushers.  A flusher
+ * that cannot start leaves the client unusable for good (*broken): the flushers started
+ * before it hold their sessions. */
 static CUresult connect_all(int *broken)
 {
-    struct ds_addr addrs[DS_ROUTE_MAX];
     int n;
 
-    if (ds__route_servers(addrs, &n) != 0)
+    if (ds__session_open_all(sess, &n, &auto_spin_us) != CUDA_SUCCESS)
         return CUDA_ERROR_NO_DEVICE;
-    auto_spin_us = spin_from_env();
-    if (n == 0) {
-        ds_error("CUDA_VISIBLE_DEVICES=%s leaves no device", getenv("CUDA_VISIBLE_DEVICES"));
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    for (int i = 0; i < n; i++) {
-        if (connect_once(&sess[i], &addrs[i]) != CUDA_SUCCESS) {
-            while (i-- > 0)
-                disconnect(&sess[i]);
-            return CUDA_ERROR_NO_DEVICE;
-        }
-        for (int j = 0; j < i; j++)
-            warn_overlap(j, i);
-    }
     for (int i = 0; i < n; i++) {
         if (start_flusher(&sess[i]) != 0) {
             ds_error("cannot start the client's flusher thread: %s", strerror(errno));
@@ -792,7 +470,7 @@ CUresult ds__rpc_init(ds_route_owner_fn owner)
 
 /* List p and send its call, unless the session is lost.  Called with s->lock held.
  * Whatever it returns, p is to be collected. */
-static CUresult post(struct ds_rpc_session *s, struct ds_rpc_pending *p, unsigned long proc,
+static CUresult post(struct ds_session *s, struct ds_rpc_pending *p, unsigned long proc,
                      xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
     int err;
@@ -818,7 +496,7 @@ CUresult ds__rpc_collect(struct ds_rpc_pending *p)
 
 /* The session of a call, or NULL when it names objects of two devices: natively a peer
  * access, which no one server can do (said once). */
-static struct ds_rpc_session *session_of(unsigned long proc, xdrproc_t xarg, void *arg)
+static struct ds_session *session_of(unsigned long proc, xdrproc_t xarg, void *arg)
 {
     static atomic_int once;
     int dev = ds__route_pick(xarg, arg);
@@ -834,7 +512,7 @@ static struct ds_rpc_session *session_of(unsigned long proc, xdrproc_t xarg, voi
 
 CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t xres, void *res)
 {
-    struct ds_rpc_session *s = session_of(proc, xarg, arg);
+    struct ds_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending p;
 
     if (s == NULL)
@@ -851,7 +529,7 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
 
 int ds__rpc_device_of(unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    struct ds_rpc_session *s = ds__rpc_ready() ? session_of(proc, xarg, arg) : NULL;
+    struct ds_session *s = ds__rpc_ready() ? session_of(proc, xarg, arg) : NULL;
 
     return s != NULL && !lost(s) ? s->dev : -1;
 }
@@ -874,7 +552,7 @@ int ds__rpc_attach_info(int dev, struct ds_addr *a, unsigned long long *id,
 
 CUresult ds__rpc_hold(unsigned long proc, xdrproc_t xarg, void *arg)
 {
-    struct ds_rpc_session *s = session_of(proc, xarg, arg);
+    struct ds_session *s = session_of(proc, xarg, arg);
 
     if (s == NULL)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -902,7 +580,7 @@ CUresult ds__rpc_post(struct ds_rpc_pending *p, unsigned long proc, xdrproc_t xa
 /* Queue a batched call at time t0; one too large for the ring leaves with a DS_NULL
  * call listed as *trip, whose reply the caller awaits without s->lock.  Called with
  * s->lock held.  Returns 0 or DS_EIO; either way *large says whether *trip is listed. */
-static int queue(struct ds_rpc_session *s, unsigned long proc, xdrproc_t xarg, void *arg,
+static int queue(struct ds_session *s, unsigned long proc, xdrproc_t xarg, void *arg,
                  uint64_t t0, struct ds_rpc_pending *trip, int *large)
 {
     uint64_t since = ds__wire_queued_since(s->wire);
@@ -933,7 +611,7 @@ static int queue(struct ds_rpc_session *s, unsigned long proc, xdrproc_t xarg, v
 /* Queue a batched call, sent at once when `now`. */
 static CUresult send_call(unsigned long proc, xdrproc_t xarg, void *arg, int now)
 {
-    struct ds_rpc_session *s = session_of(proc, xarg, arg);
+    struct ds_session *s = session_of(proc, xarg, arg);
     struct ds_rpc_pending trip;
     CUresult rc = CUDA_SUCCESS;
     uint64_t t0;

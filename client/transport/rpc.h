@@ -64,7 +64,7 @@ CUresult ds__rpc_call(unsigned long proc, xdrproc_t xarg, void *arg, xdrproc_t x
 
 /* A synchronous call waiting for its reply, in the caller's storage from ds__rpc_post
  * until ds__rpc_collect returns.  The fields belong to rpc.c. */
-struct ds_rpc_session;
+struct ds_session;
 struct ds_rpc_pending {
     struct ds_rpc_pending *next;
     unsigned long proc;
@@ -72,7 +72,7 @@ struct ds_rpc_pending {
     xdrproc_t xres;
     void *res;
     uint64_t t0;
-    struct ds_rpc_session *session;
+    struct ds_session *session;
     atomic_int done;       /* the reply is decoded into res */
     int sleeping;          /* the caller sleeps on *wake */
     pthread_cond_t *wake;  /* the calling thread's */

@@ -1,9 +1,9 @@
 /*
- * The control process's state, shared by its parts: control.c (listeners, the
- * executors, signals, the admin and metrics endpoints), handover.c (executors taking
- * their tenants' connections, with their TLS stream keys) and placement.c (what runs
- * where: the policy, the tenants it places, their progress, and the quota rules that
- * bound it).
+ * The control process's state, shared by its parts: control.c (the event loop, the
+ * executors, signals, the admin and metrics endpoints), intake.c (listeners, and
+ * connections until an executor takes them), handover.c (executors taking their
+ * tenants' connections, with their TLS stream keys) and placement.c (what runs where:
+ * the policy, the tenants it places, their progress, and the quota rules that bound it).
  */
 #ifndef DS_CONTROL_INT_H
 #define DS_CONTROL_INT_H
@@ -14,6 +14,7 @@
 #include "control.h"
 #include "exec_spawn.h"
 #include "group.h"
+#include "intake.h"
 #include "exposition.h"
 #include "metrics.h"
 #include "policy.h"
@@ -98,10 +99,10 @@ struct control {
     uint64_t refused[DS_REFUSED_COUNT];
 };
 
-/* control.c, for the handover (handover.h) and the groups (group.h).  Start an executor
- * on a slot of its own, in fault domain `isolation` (enum ds_isolation) and, for
- * DS_ISO_GROUP, group `group` (group.h).  Returns 0, or -1 with errno set (EBUSY: no
- * slot is free). */
+/* control.c's executors, for the intake (intake.h), the handover (handover.h) and the
+ * groups (group.h).  Start an executor on a slot of its own, in fault domain `isolation`
+ * (enum ds_isolation) and, for DS_ISO_GROUP, group `group` (group.h).  Returns 0, or -1
+ * with errno set (EBUSY: no slot is free). */
 int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolation,
                       unsigned group);
 
@@ -111,24 +112,12 @@ int ds__control_spawn(struct control *c, struct ds_spawned *out, uint32_t isolat
 int ds__control_take(struct control *c, uint32_t isolation, unsigned group,
                      struct ds_spawned *out, int *warm);
 
-/* Serve tenant `name` on client (its preface read; vouched: a token was checked for it)
- * in fault domain `isolation` and group: an executor takes it, or it is refused (the
- * server stops, no slot is free).  Closes client. */
-void ds__control_serve(struct listener *l, uv_stream_t *client, const char *name, int vouched,
-                       uint32_t isolation, unsigned group);
-
 /* The shared domain's MPS clients lost their contexts to a fault: its warm executors,
  * which have no tenant to find out, leave (and are started again after). */
 void ds__control_kill_warm(struct control *c);
 
 /* Start warm executors of the shared domain until --warm of them wait. */
 void ds__control_refill(struct control *c);
-
-/* Executor e (warm: started ahead) takes tenant `name` on fd, accepted on l: its slot
- * records who the tenant is (a new id, its peer, the name its hello must give), and the
- * policy places it before its first kernel runs.  vouched: a token was checked for it. */
-void ds__control_assign(struct listener *l, const struct ds_spawned *e, int warm, uv_os_fd_t fd,
-                        const char *name, int vouched);
 
 /* Make rules v[0..n) the quotas in force (placement.c): executors see them at their next
  * allocation, bindings at once. */

@@ -34,7 +34,7 @@ struct ds_group {
 unsigned ds__group_index(struct control *c, const char *name);
 
 /* Tenant `name` on client, of group g, waits for the group's daemon when it has to be
- * started or is starting: returns 1 and takes client; ds__control_serve serves it once
+ * started or is starting: returns 1 and takes client; ds__intake_serve serves it once
  * the daemon takes clients (as DS_ISO_GROUP), or failed to (DS_ISO_OWN).  Returns 0 when
  * it need not wait: the daemon is up, or the group has none (the sim). */
 int ds__group_wait(struct control *c, unsigned g, struct listener *l, uv_stream_t *client,
@@ -48,7 +48,7 @@ const char *ds__group_pipe(const struct control *c, unsigned g);
  * started again when the group's next tenant comes). */
 int ds__group_reaped(struct control *c, pid_t pid, int status);
 
-/* The server stops: tenants still waiting are handed to ds__control_serve, which
+/* The server stops: tenants still waiting are handed to ds__intake_serve, which
  * refuses them. */
 void ds__group_cancel(struct control *c);
 

@@ -102,7 +102,7 @@ static void pass_on(struct handover *h, int fresh)
         explicit_bzero(&keys, sizeof(keys));
         return;
     }
-    ds__control_assign(l, &next, warm, fd, name, vouched);
+    ds__intake_assign(l, &next, warm, fd, name, vouched);
     ds_info("tenant %llu (%s) is now tenant %llu, on executor pid %d", id, name,
             (unsigned long long)c->shm->slots[next.slot].id, (int)next.pid);
     offer(l, &next, fd, name, vouched, tries + 1, tls ? &keys : NULL);
@@ -202,7 +202,7 @@ static void offer(struct listener *l, struct ds_spawned *e, int fd, const char *
             ds_info("tenant %llu: its executor was leaving; executor pid %d takes it", id,
                     (int)next.pid);
             *e = next;
-            ds__control_assign(l, e, warm, fd, name, vouched);
+            ds__intake_assign(l, e, warm, fd, name, vouched);
             id = (unsigned long long)c->shm->slots[e->slot].id;
             tries++;
             continue;

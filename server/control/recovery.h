@@ -42,7 +42,7 @@ void ds__recovery_begin(struct control *c, unsigned dom);
 void ds__recovery_watch(struct control *c);
 
 /* Tenant `name` on client, of domain dom, waits while that domain recovers: returns 1 and
- * takes client (ds__control_serve serves it later), else 0. */
+ * takes client (ds__intake_serve serves it later), else 0. */
 int ds__recovery_wait(struct control *c, unsigned dom, struct listener *l,
                       uv_stream_t *client, const char *name, int vouched, uint32_t isolation);
 
@@ -51,7 +51,7 @@ int ds__recovery_wait(struct control *c, unsigned dom, struct listener *l,
 void ds__recovery_reaped(struct control *c, pid_t pid);
 
 /* The deadline timer's callback and the server's stop: waiting tenants are served (or,
- * stopping, refused by ds__control_serve). */
+ * stopping, refused by ds__intake_serve). */
 void ds__recovery_on_timer(uv_timer_t *t);
 void ds__recovery_cancel(struct control *c);
 

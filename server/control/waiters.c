@@ -43,8 +43,8 @@ int ds__waiters_serve(struct ds_waiter **list, int own)
     for (; w != NULL; n++) {
         struct ds_waiter *next = w->next;
 
-        ds__control_serve(w->l, w->client, w->name, w->vouched,
-                          own ? DS_ISO_OWN : w->isolation, own ? 0 : w->group);
+        ds__intake_serve(w->l, w->client, w->name, w->vouched,
+                         own ? DS_ISO_OWN : w->isolation, own ? 0 : w->group);
         free(w);
         w = next;
     }

@@ -2,7 +2,7 @@
  * Tenants whose preface was read but who wait before an executor is chosen for them: for
  * their group's MPS daemon to take clients (group.h), or for their domain to recover from
  * a fault (recovery.h).  A list keeps them oldest first; serving it hands each to
- * ds__control_serve, in the order they came.
+ * ds__intake_serve, in the order they came.
  */
 #ifndef DS_CONTROL_WAITERS_H
 #define DS_CONTROL_WAITERS_H
