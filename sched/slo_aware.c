@@ -1,7 +1,7 @@
 /*
  * slo-aware, the default: best-effort tenants get every SM that latency-critical tenants
  * leave them, and lose SMs only while the predictor shows a latency-critical tenant
- * being slowed down by them.
+ * being slowed down by them, or, for one with an SLO, near it.
  *
  * Latency-critical tenants always run on the whole device: a decoder at batch 1 needs
  * many SMs to pull memory bandwidth (on 25% of an H100's SMs it ran at 0.57x), so
@@ -24,11 +24,31 @@
  *   below does.  Before this, ResNet-50 inference beside a GEMM flood on an H200 ended
  *   with the flood on an eighth of the SMs between requests too: 0.29x of its alone rate
  *   (issue 28).  Holding says nothing about whether the service would be at ease without
- *   it, so ticks at ease while holding do not lower the level: probes do.
+ *   it, so without an SLO ticks at ease while holding do not lower the level: probes do.
  *
  * Without an SLO the levels stop at 1 (three quarters of the SMs for dense work, holding
  * for sparse work); the levels above are used only for a tenant with an SLO or one slowed
  * severely (below).
+ *
+ * With an SLO the levels follow the SLO, not the baseline: a tenant is under pressure when
+ * its latency nears the SLO (over NEAR of it), at ease when it stays comfortably under it
+ * (below COMFORT) and few of its recent ticks went over it (under BUDGET), whatever its
+ * kernels take against its baseline.  A decoder with slack to its SLO is slower beside a
+ * trainer by design: on an H200 (bench/eval llm, issue 28) steering on the baseline kept
+ * a decoder at 1.05x its alone TPOT, 20% under its SLO, and the trainer at 0.39x.
+ * Its latency is the drain time of what it has in flight: that many launches at what one
+ * takes now, at least one.  The predictor knows launches, not requests or tokens; a
+ * serving loop that waits for each step's result (a decode step in a CUDA graph, or the
+ * sim's one kernel a step) has that step in flight, so its drain time is the step's
+ * device time, what stands between it and its next token, queueing behind a neighbour's
+ * blocks included.  The host's part of a step is not seen, which is what the room
+ * between NEAR and 1 leaves it.  A burst of many launches (a prefill) drains in what it
+ * takes as a whole, which a token waiting behind it waits too.
+ * Every lowering under an SLO is a lend on trial: one that brings pressure back within
+ * LEND_WATCH ticks doubles the ease needed before the next (from CALM up to PROBE_MAX),
+ * and one that holds resets it, so a tenant right at its edge pays for a failed lend,
+ * about SETTLE + RAISE ticks near its SLO, ever more rarely.  Ticks at ease count while
+ * best-effort tenants are held too: the trial says whether it stays at ease without.
  *
  * A latency-critical tenant slowed to SEVERE times its baseline or worse is not in a band
  * a lender can live with: without an SLO too, the levels then go past level 1, as far as
@@ -40,18 +60,19 @@
  * Every tick (5 ms) it compares each busy latency-critical tenant's kernel time, as the
  * progress stamps measure it, with the fastest it has shown (its baseline, learned while
  * it runs alone or on the fastest level so far, and let drift up slowly so that a change
- * of workload is learned too).  It is under pressure when its kernels take SLOW times
- * their baseline, or when what it has in flight would take longer than its SLO; at ease
- * when they take less than EASE times.  Pressure on RAISE ticks in a row raises the
+ * of workload is learned too).  Without an SLO it is under pressure when its kernels
+ * take SLOW times their baseline, at ease when they take less than EASE times (with one,
+ * as above).  Pressure on RAISE ticks in a row raises the
  * level by one; CALM ticks at ease lower it by one, so SMs are lent back gradually.
- * Between EASE and SLOW, and while the latency-critical tenant pauses, the level stays:
+ * Between EASE and SLOW (COMFORT and NEAR), and while the latency-critical tenant
+ * pauses, the level stays:
  * that band, and SETTLE ticks after any change for the move to take effect and the
  * estimate to follow, keep it from flapping.
  * Without an SLO the band could keep best-effort tenants fenced for good after one
  * burst of pressure (on an H100, GPT-2 training stayed on 3/4 of the SMs for a whole run
  * beside a decoder in the band: 0.81x of its native-MPS speed, runs 95 and 100), so
  * after PROBE ticks on a level without sustained pressure (RAISE ticks in a row) the
- * policy tries the level below, and so it does on a level that holds.  A probe that brings pressure back within WATCH ticks
+ * policy tries the level below.  A probe that brings pressure back within WATCH ticks
  * doubles the wait before the next one, up to PROBE_MAX: a decoder that really needs the
  * SMs pays for a probe, about SETTLE + RAISE ticks of slowdown, ever more rarely.
  * When no latency-critical tenant has had work for HOLD ticks the level drops to 0 at
@@ -88,6 +109,14 @@
 #define PROBE 200      /* 1 s */
 #define PROBE_MAX 2560 /* 12.8 s */
 #define WATCH 400     /* 2 s */
+#define COMFORT 0.85  /* of an SLO: under it, at ease */
+#define NEAR 0.95     /* of an SLO: over it, under pressure */
+#define BUDGET 0.05   /* share of recent ticks over its SLO above which nothing is lent */
+#define VIOL_AVG 200  /* ticks with work the share is averaged over: about 1 s of it */
+/* A lend's trial: SETTLE + RAISE ticks show a dense tenant on the lower level several
+ * times over, and a service its next requests; a decoder's next prefill, often a second
+ * away, is not blamed on it. */
+#define LEND_WATCH 100 /* 0.5 s */
 #define SLOTS 64
 
 /* Eighths of the SM groups kept from best-effort tenants (the floor) at each step of
@@ -95,6 +124,7 @@
 static const unsigned FLOOR_EIGHTHS[GATE_LEVEL] = { 0, 2, 4, 6, 7 };
 
 static double base_us[SLOTS]; /* by slot: a latency-critical tenant's baseline */
+static double over_slo[SLOTS]; /* by slot: its share of recent ticks over its SLO */
 /* By slot, for best-effort tenants: escapes already accounted for, the last fence given
  * (groups, 0: none yet), and the largest fence its kernels escaped (0: none). */
 static uint64_t esc_seen[SLOTS];
@@ -111,6 +141,9 @@ static double floor_demand;
 /* Ticks on this level since the last sustained pressure; the wait before a probe; ticks
  * left to watch the last one. */
 static int since, probe_after = PROBE, watch;
+/* Whether a latency-critical tenant has an SLO (the levels follow it); the ease needed
+ * before a lend under it. */
+static int by_slo, lend_after = CALM;
 
 static int busy(const struct ds_sched_tenant *t)
 {
@@ -127,18 +160,25 @@ static int any_busy(const struct ds_sched_view *v, int klass)
 
 static const char *why_be(int lvl, int hold)
 {
-    static const char *const why[GATE_LEVEL] = {
-        "lent every SM but the latency-critical floor",
-        "shrunk: latency-critical work slowed (3/4 of the SMs)",
-        "shrunk: latency-critical work slowed (1/2 of the SMs)",
-        "shrunk: latency-critical work slowed (1/4 of the SMs)",
-        "shrunk: latency-critical work slowed (1/8 of the SMs)",
+    static const char *const why[2][GATE_LEVEL] = {
+        { "lent every SM but the latency-critical floor",
+          "shrunk: latency-critical work slowed (3/4 of the SMs)",
+          "shrunk: latency-critical work slowed (1/2 of the SMs)",
+          "shrunk: latency-critical work slowed (1/4 of the SMs)",
+          "shrunk: latency-critical work slowed (1/8 of the SMs)" },
+        { "lent every SM but the latency-critical floor",
+          "shrunk: latency-critical work near its SLO (3/4 of the SMs)",
+          "shrunk: latency-critical work near its SLO (1/2 of the SMs)",
+          "shrunk: latency-critical work near its SLO (1/4 of the SMs)",
+          "shrunk: latency-critical work near its SLO (1/8 of the SMs)" },
     };
 
     if (hold)
-        return "held while latency-critical work runs: it was slowed, and has work queued "
-               "or in flight";
-    return why[lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1];
+        return by_slo ? "held while latency-critical work runs: it neared its SLO, and has "
+                        "work queued or in flight"
+                      : "held while latency-critical work runs: it was slowed, and has work "
+                        "queued or in flight";
+    return why[by_slo][lvl < GATE_LEVEL ? lvl : GATE_LEVEL - 1];
 }
 
 static int valid(const struct ds_sched_tenant *t)
@@ -187,12 +227,27 @@ static unsigned floor_of(const struct ds_sched_view *v, int lvl)
     return fl >= g ? g - 1 : fl;
 }
 
+/* The highest level worth using.  Without an SLO, three quarters of the SMs: on the
+ * H100, decoding beside ResNet-50 drove the levels to 1/8 within 0.6 s and the trainer
+ * fell to 0.34x of its native-MPS speed; capped at half the SMs it kept 0.76-0.79x in
+ * four runs (bench/coloc, 2026-11-23, runs 59-73), short of issue 9's 0.9x, while the
+ * decoder ran at its alone speed.  Going further, and holding best-effort work, is only
+ * for protecting an SLO. */
+static int top(const struct ds_sched_view *v)
+{
+    for (int i = 0; i < v->n; i++)
+        if (v->t[i].klass == DS_SCHED_LATENCY && v->t[i].slo_ms > 0)
+            return GATE_LEVEL;
+    return NO_SLO_TOP;
+}
+
 static void place(struct ds_sched_view *v)
 {
     int lvl = level, any_lc = 0;
     unsigned keep;
     int busy_lc = any_busy(v, DS_SCHED_LATENCY), hold;
 
+    by_slo = top(v) == GATE_LEVEL;
     for (int i = 0; i < v->n; i++)
         any_lc |= v->t[i].klass == DS_SCHED_LATENCY;
     /* With no latency-critical tenant, or none busy lately, nothing is kept from anyone. */
@@ -274,45 +329,49 @@ static int fresh(const struct ds_sched_tenant *t)
     return busy(t) && t->kernel_us > 0 && t->new_done > 0 && base_us[t->id] > 0;
 }
 
-/* For a latency-critical tenant with a fresh estimate: 2 when it runs SEVERE times
- * slower than its baseline, 1 when it is being slowed down or its SLO is at risk, -1
- * when it runs near its baseline, 0 in between. */
+/* For a latency-critical tenant with a fresh estimate and an SLO: 1 when what it has in
+ * flight takes NEAR its SLO or more to drain, -1 when it takes under COMFORT of it and
+ * under BUDGET of its recent ticks went over it, 0 in between.  Counts the tick in its
+ * share over the SLO. */
+static int slo_pressure(const struct ds_sched_tenant *t)
+{
+    double drain = (double)(t->inflight > 0 ? t->inflight : 1) * t->kernel_us;
+    double slo = t->slo_ms * 1e3, *over = &over_slo[t->id];
+
+    *over += ((drain > slo) - *over) / VIOL_AVG;
+    if (drain > NEAR * slo)
+        return 1;
+    return drain < COMFORT * slo && *over < BUDGET ? -1 : 0;
+}
+
+/* For a latency-critical tenant with a fresh estimate: as slo_pressure with an SLO;
+ * without, 2 when it runs SEVERE times slower than its baseline, 1 when it is being
+ * slowed down, -1 when it runs near its baseline, 0 in between. */
 static int pressure_of(const struct ds_sched_tenant *t)
 {
     double b = base_us[t->id];
 
+    if (t->slo_ms > 0)
+        return slo_pressure(t);
     if (t->kernel_us > SEVERE * b)
         return 2;
-    if (t->slo_ms > 0 && (double)t->inflight * t->kernel_us > t->slo_ms * 1e3)
-        return 1;
     return t->kernel_us > SLOW * b ? 1 : t->kernel_us < EASE * b ? -1 : 0;
-}
-
-/* The highest level worth using.  Without an SLO, three quarters of the SMs: on the
- * H100, decoding beside ResNet-50 drove the levels to 1/8 within 0.6 s and the trainer
- * fell to 0.34x of its native-MPS speed; capped at half the SMs it kept 0.76-0.79x in
- * four runs (bench/coloc, 2026-11-23, runs 59-73), short of issue 9's 0.9x, while the
- * decoder ran at its alone speed.  Going further, and holding best-effort work, is only
- * for protecting an SLO. */
-static int top(const struct ds_sched_view *v)
-{
-    for (int i = 0; i < v->n; i++)
-        if (v->t[i].klass == DS_SCHED_LATENCY && v->t[i].slo_ms > 0)
-            return GATE_LEVEL;
-    return NO_SLO_TOP;
 }
 
 static void reset(void)
 {
     level = hot = severe = calm = settle = since = watch = 0;
     probe_after = PROBE;
+    lend_after = CALM;
 }
 
-/* Move to level `to`; a rise while a probe is watched means it failed. */
+/* Move to level `to`; a rise while a probe or a lend is watched means it failed. */
 static void go(int to)
 {
+    int *wait = by_slo ? &lend_after : &probe_after;
+
     if (to > level && watch > 0)
-        probe_after = probe_after * 2 > PROBE_MAX ? PROBE_MAX : probe_after * 2;
+        *wait = *wait * 2 > PROBE_MAX ? PROBE_MAX : *wait * 2;
     watch = 0;
     level = to;
     hot = severe = calm = since = 0;
@@ -326,22 +385,26 @@ static void step(const struct ds_sched_view *v, int pressure)
         return;
     }
     since++;
-    if (watch > 0 && --watch == 0)
+    if (watch > 0 && --watch == 0) {
         probe_after = PROBE;
+        lend_after = CALM;
+    }
     hot = pressure > 0 ? hot + 1 : 0;
     severe = pressure > 1 ? severe + 1 : 0;
-    /* At ease while best-effort work is held says nothing about it running: only a
-     * probe finds out. */
-    calm = pressure > 0 ? 0 : calm + (pressure < 0 && !held);
+    /* Without an SLO, at ease while best-effort work is held says nothing about it
+     * running: only a probe finds out.  With one, every lend is such a trial. */
+    calm = pressure > 0 ? 0 : calm + (pressure < 0 && (by_slo || !held));
     if (hot >= RAISE)
         since = 0;
     if (hot >= RAISE && (level < top(v) || (severe >= RAISE && level < GATE_LEVEL))) {
         go(level + 1);
-    } else if (calm >= CALM && level > 0) {
+    } else if (by_slo && calm >= lend_after && level > 0) {
+        go(level - 1);
+        watch = LEND_WATCH;
+    } else if (!by_slo && calm >= CALM && level > 0) {
         go(level - 1);
         probe_after = PROBE;
-    } else if (level > 0 && (top(v) == NO_SLO_TOP || holds_at(level)) &&
-               since >= probe_after) {
+    } else if (!by_slo && level > 0 && since >= probe_after) {
         go(level - 1);
         watch = WATCH;
     }
@@ -393,6 +456,7 @@ static void tick(struct ds_sched_view *v)
 {
     int pressure = pressure_now(v);
 
+    by_slo = top(v) == GATE_LEVEL;
     demand += (demand_of(v) - demand) / DEMAND_AVG;
     if (demand > floor_demand + 0.1 || demand < floor_demand - 0.1)
         floor_demand = demand;
@@ -412,7 +476,7 @@ static void start(struct ds_sched_view *v)
     quiet = HOLD + 1;
     demand = floor_demand = 0;
     for (int i = 0; i < SLOTS; i++)
-        base_us[i] = 0;
+        base_us[i] = over_slo[i] = 0;
     /* Escapes under another policy happened on fences of its own. */
     for (int i = 0; i < v->n; i++)
         forget_escapes(&v->t[i]);
@@ -423,7 +487,7 @@ static void start(struct ds_sched_view *v)
 static void join(struct ds_sched_view *v, int joined)
 {
     if (valid(&v->t[joined]))
-        base_us[v->t[joined].id] = 0;
+        base_us[v->t[joined].id] = over_slo[v->t[joined].id] = 0;
     forget_escapes(&v->t[joined]);
     place(v);
 }
