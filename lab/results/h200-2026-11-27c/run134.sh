@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run 134: slo-aware as an SLO-driven lender (merge of branch lender): llm's slo-aware
-# cells again (the earlier ones kept aside), with detshare-ctl status polled during one;
+# cells again (the earlier ones kept aside);
 # capture_hostfn (node types no longer compared); train-small's detshare cells with the
 # queueing columns (eval-cuda-host); then scale's cells left.
 set -u
@@ -21,7 +21,7 @@ old = [l for l in lines if json.loads(l)["experiment"] == "llm" and json.loads(l
 open(r + "/cells.jsonl", "w").write("".join(l + "\n" for l in lines if l not in old))
 open(r + "/llm-slo-aware-before-lender.jsonl", "a").write("".join(l + "\n" for l in old))
 PY
-RESULTS=lab/results/eval-cuda-quick BUDGET=60 LIMIT=120 OUT=$t/llm \
+RESULTS=lab/results/eval-cuda-quick BUDGET=80 LIMIT=130 OUT=$t/llm \
     bash bench/eval/gpu-run.sh --quick --calibrate llm > "$t/llm.txt" 2>&1
 tar czf "$out/llm.tgz" -C "$t" llm llm.txt
 RESULTS=lab/results/eval-cuda-host BUDGET=90 LIMIT=150 OUT=$t/host \
