@@ -111,14 +111,14 @@ static CUresult note(ds_handle event, int dev, ds_handle ctx, ds_handle *shadow)
 /* The context stream's work runs in, for its server to open the shadow in. */
 static CUresult stream_ctx(ds_handle stream, ds_handle *ctx)
 {
-    CUcontext c;
+    ds_stream_info_res r;
     CUresult rc;
 
     if (stream == 0 || stream == (ds_handle)(uintptr_t)CU_STREAM_LEGACY)
         return ds__ctx_current(ctx);
-    rc = cuStreamGetCtx((CUstream)(uintptr_t)stream, &c);
+    rc = ds_rpc_stream_get_info(&stream, &r);
     if (rc == CUDA_SUCCESS)
-        *ctx = (ds_handle)(uintptr_t)c;
+        *ctx = r.ds_stream_info_res_u.info.ctx;
     return rc;
 }
 
