@@ -624,26 +624,62 @@ static void *release_later(void *arg)
     return NULL;
 }
 
-/* DETSHARE_XDEV_WAIT=host: the wait is made on the host, as where the shadow cannot be
- * opened: the calling thread waits for the event, and the copy still sees its work. */
-Test(multiserver, a_wait_made_on_the_host)
+/* A wait made on the host: the calling thread waits for the event, which device 1's
+ * work reaches 200 ms later, and the copy still sees its work. */
+static void xdev_wait_on_host(struct xdev *x)
 {
-    struct xdev x;
-    struct releaser r = { &x, 200 };
+    struct releaser r = { x, 200 };
     struct timespec t0;
     pthread_t th;
 
-    setenv("DETSHARE_XDEV_WAIT", "host", 1);
-    xdev_setup(&x);
-    xdev_hold(&x);
+    xdev_hold(x);
     cr_assert_eq(pthread_create(&th, NULL, release_later, &r), 0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    CU_OK(cuStreamWaitEvent(x.s0, x.e, 0));
+    CU_OK(cuStreamWaitEvent(x->s0, x->e, 0));
     cr_assert_geq(ms_since(&t0), 150.0, "the wait did not wait for the event on the host");
-    xdev_copy(&x);
-    CU_OK(cuStreamSynchronize(x.s0));
+    xdev_copy(x);
+    CU_OK(cuStreamSynchronize(x->s0));
     pthread_join(th, NULL);
-    cr_assert(xdev_buf0_is(&x, 0x5a), "device 0's copy did not see device 1's fill");
+    cr_assert(xdev_buf0_is(x, 0x5a), "device 0's copy did not see device 1's fill");
+}
+
+/* DETSHARE_XDEV_WAIT=host: the wait is made on the host, as where the shadow cannot be
+ * opened. */
+Test(multiserver, a_wait_made_on_the_host)
+{
+    struct xdev x;
+
+    setenv("DETSHARE_XDEV_WAIT", "host", 1);
+    xdev_setup(&x);
+    xdev_wait_on_host(&x);
+}
+
+/* Servers whose executors cannot open each other's interprocess events, as a driver may
+ * refuse across two MPS daemons (DETSHARE_SIM_NO_IPC_EVENTS). */
+static void start_without_ipc_events(void)
+{
+    setenv("DETSHARE_SIM_NO_IPC_EVENTS", "1", 1);
+    start();
+}
+
+TestSuite(multiserver_no_ipc_events, .init = start_without_ipc_events, .fini = stop,
+          .timeout = 120);
+
+/* The shadow cannot be opened: the wait is made on the host, the first time and again
+ * (the refusal remembered), and orders the copy all the same. */
+Test(multiserver_no_ipc_events, a_wait_falls_back_to_the_host)
+{
+    struct xdev x;
+
+    DS_SIM_ONLY();
+    xdev_setup(&x);
+    xdev_wait_on_host(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemsetD32(x.word1, 0, 1));
+    CU_OK(cuMemsetD8(x.buf1, 0, XB));
+    CU_OK(cuCtxSetCurrent(x.c0));
+    CU_OK(cuMemsetD8(x.buf0, 0, XB));
+    xdev_wait_on_host(&x);
 }
 
 /* The tenant destroys the event while device 0's stream still waits for it: the wait
