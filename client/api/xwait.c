@@ -28,6 +28,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct opened *v;
 static size_t n, cap;
 static atomic_int said_device, said_host;
+static atomic_int over_tcp; /* the servers refuse shadows to this tenant: never ask again */
 
 int ds__xwait_across(ds_handle stream, ds_handle event, int *sdev)
 {
@@ -178,13 +179,17 @@ CUresult ds__xwait(ds_handle stream, int sdev, ds_handle event, unsigned flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (host_only())
         return on_host(event, "DETSHARE_XDEV_WAIT=host");
+    if (atomic_load(&over_tcp))
+        return on_host(event, NULL);
     seen = known(event, sdev, &a.event);
     if (seen && a.event == 0)
         return on_host(event, NULL);
     rc = ds_rpc_peer_event_export(&event, &tok);
-    if (rc == CUDA_ERROR_NOT_SUPPORTED)
+    if (rc == CUDA_ERROR_NOT_SUPPORTED) {
+        atomic_store(&over_tcp, 1);
         return on_host(event, "the event's server shares no interprocess events with a "
                               "tenant over TCP");
+    }
     if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_INVALID_HANDLE &&
         rc != CUDA_ERROR_DEVICE_UNAVAILABLE)
         return on_host(event, "the event's server could not make an interprocess event");

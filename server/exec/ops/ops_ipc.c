@@ -453,11 +453,14 @@ static CUresult shadow_new(struct ds_tenant *t, uint32_t uid, struct ds_vevent *
  * that its wait for the tenant's event holds none of the tenant's work back. */
 static CUresult shadow_stream(struct ds_tenant *t)
 {
+    int err;
+
     if (t->shadows != NULL)
         return CUDA_SUCCESS;
-    return t->ops->stream_create(t->be, CU_STREAM_NON_BLOCKING, 0, &t->shadows) == 0
-               ? CUDA_SUCCESS
-               : CUDA_ERROR_OUT_OF_MEMORY;
+    err = t->ops->stream_create(t->be, CU_STREAM_NON_BLOCKING, 0, &t->shadows);
+    if (err != 0)
+        t->shadows = NULL;
+    return ds_error_to_cu(err);
 }
 
 void ds__ops_shadows_fini(struct ds_tenant *t)
