@@ -106,6 +106,8 @@
     S(ipc_event_open, DS_IPC_EVENT_OPEN, ds_ipc_event_open_args, ds_handle_res) \
     S(peer_export, DS_PEER_EXPORT, ds_dptr, ds_peer_token_res)                \
     S(peer_open, DS_PEER_OPEN, ds_peer_open_args, ds_range_res)               \
+    S(peer_event_export, DS_PEER_EVENT_EXPORT, ds_handle, ds_peer_token_res)  \
+    S(peer_event_open, DS_PEER_EVENT_OPEN, ds_peer_open_args, ds_handle_res)  \
     S(pool_default, DS_POOL_DEFAULT, int, ds_handle_res)                      \
     S(pool_current, DS_POOL_CURRENT, int, ds_handle_res)                      \
     S(pool_set_current, DS_POOL_SET_CURRENT, ds_pool_set_args, ds_void_res)   \

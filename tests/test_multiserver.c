@@ -3,10 +3,14 @@
  * device it concerns (client/transport/route.h). */
 #include "ds_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 4096
@@ -236,8 +240,6 @@ Test(multiserver, a_stream_goes_to_its_device)
     CU_OK(cuCtxSetCurrent((CUcontext)(uintptr_t)0xfeedfacefeedfaceull));
     CU_IS(cuCtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
     CU_OK(cuCtxSetCurrent(c0));
-    /* Device 0's stream cannot wait for device 1's event: no call spans servers. */
-    CU_IS(cuStreamWaitEvent(s0, e1, 0), CUDA_ERROR_NOT_SUPPORTED);
     read_back(c1, p1, back);
     cr_assert_arr_eq(back, host, sizeof(back));
     /* Device 0's context, sent to device 1's server with device 1's event, is no
@@ -454,6 +456,7 @@ Test(multiserver, peer_copies)
     CUcontext c0, c1;
     CUdeviceptr a0, b1, c0mem;
     CUstream s1;
+    CUevent written;
     unsigned char *host = malloc(PEER_BYTES), *back = malloc(PEER_BYTES);
 
     cr_assert_not_null(host);
@@ -482,11 +485,16 @@ Test(multiserver, peer_copies)
     read_back_bytes(c0, c0mem, back, PEER_BYTES - 4096);
     cr_assert_arr_eq(back, host + 4096, PEER_BYTES - 4096);
 
-    /* Device 0's new bytes, written before the copy is asked for, are what it copies. */
+    /* Device 0's new bytes are what the copy on device 1's stream sees once that stream
+     * waits for them, as in CUDA (an asynchronous peer copy follows its stream only). */
     for (size_t i = 0; i < PEER_BYTES; i++)
         host[i] = (unsigned char)~host[i];
+    CU_OK(cuEventCreate(&written, CU_EVENT_DISABLE_TIMING));
     CU_OK(cuMemcpyHtoDAsync(a0, host, PEER_BYTES, NULL));
+    CU_OK(cuEventRecord(written, NULL));
+    CU_OK(cuStreamWaitEvent(s1, written, 0));
     CU_OK(cuMemcpyPeerAsync(b1, c1, a0, c0, PEER_BYTES, s1));
+    CU_OK(cuEventDestroy(written));
     CU_OK(cuStreamSynchronize(s1));
     read_back_bytes(c1, b1, back, PEER_BYTES);
     cr_assert_arr_eq(back, host, PEER_BYTES);
@@ -500,4 +508,348 @@ Test(multiserver, peer_copies)
     CU_OK(cuMemFree(c0mem));
     free(host);
     free(back);
+}
+
+/* A stream of one device waiting for an event of the other (issue 26), with device 1's
+ * work held behind a word until the test releases it, so that nothing but the wait can
+ * order device 0's copy after it. */
+#define XB (1u << 20)
+
+struct xdev {
+    CUcontext c0, c1;
+    CUstream s0, s1, s1b; /* s1b: device 1's stream that releases s1 */
+    CUdeviceptr word1, buf1, buf0;
+    CUevent e;
+};
+
+static void xdev_setup(struct xdev *x)
+{
+    CU_OK(cuInit(0));
+    x->c0 = primary(0);
+    x->c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(x->c1));
+    CU_OK(cuStreamCreate(&x->s1, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&x->s1b, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAlloc(&x->word1, sizeof(unsigned)));
+    CU_OK(cuMemAlloc(&x->buf1, XB));
+    CU_OK(cuMemsetD32(x->word1, 0, 1));
+    CU_OK(cuMemsetD8(x->buf1, 0, XB));
+    CU_OK(cuEventCreate(&x->e, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuCtxSetCurrent(x->c0));
+    CU_OK(cuStreamCreate(&x->s0, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAlloc(&x->buf0, XB));
+    CU_OK(cuMemsetD8(x->buf0, 0, XB));
+}
+
+/* Device 1: wait for the word, fill buf1 with 0x5a, record e. */
+static void xdev_hold(struct xdev *x)
+{
+    CU_OK(cuStreamWaitValue32(x->s1, x->word1, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    CU_OK(cuMemsetD8Async(x->buf1, 0x5a, XB, x->s1));
+    CU_OK(cuEventRecord(x->e, x->s1));
+}
+
+static void xdev_release(struct xdev *x)
+{
+    CU_OK(cuStreamWriteValue32(x->s1b, x->word1, 1, 0));
+}
+
+/* Device 0's copy of buf1, on s0, behind the wait. */
+static void xdev_copy(struct xdev *x)
+{
+    CU_OK(cuMemcpyPeerAsync(x->buf0, x->c0, x->buf1, x->c1, XB, x->s0));
+}
+
+/* Whether all XB bytes of buf0 are `byte`. */
+static int xdev_buf0_is(struct xdev *x, unsigned char byte)
+{
+    static unsigned char back[XB];
+    int all = 1;
+
+    read_back_bytes(x->c0, x->buf0, back, XB);
+    for (size_t i = 0; i < XB && all; i++)
+        all = back[i] == byte;
+    return all;
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+Test(multiserver, a_stream_waits_for_another_devices_event)
+{
+    struct xdev x;
+
+    xdev_setup(&x);
+    xdev_hold(&x);
+    /* The host goes on at once: device 1's work cannot be done before the release
+     * below, which this thread makes. */
+    CU_OK(cuStreamWaitEvent(x.s0, x.e, 0));
+    xdev_copy(&x);
+    usleep(50 * 1000);
+    CU_IS(cuStreamQuery(x.s0), CUDA_ERROR_NOT_READY);
+    cr_assert(xdev_buf0_is(&x, 0), "device 0's copy ran before device 1's event");
+    xdev_release(&x);
+    CU_OK(cuStreamSynchronize(x.s0));
+    cr_assert(xdev_buf0_is(&x, 0x5a), "device 0's copy did not see device 1's fill");
+    /* Again with the shadow already open, and the legacy stream waiting. */
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemsetD8Async(x.buf1, 0x33, XB, x.s1));
+    CU_OK(cuEventRecord(x.e, x.s1));
+    CU_OK(cuCtxSetCurrent(x.c0));
+    CU_OK(cuStreamWaitEvent(NULL, x.e, 0));
+    CU_OK(cuMemcpyPeerAsync(x.buf0, x.c0, x.buf1, x.c1, XB, NULL));
+    CU_OK(cuCtxSynchronize());
+    cr_assert(xdev_buf0_is(&x, 0x33));
+    CU_IS(cuStreamWaitEvent(x.s0, x.e, 7), CUDA_ERROR_INVALID_VALUE);
+}
+
+struct releaser {
+    struct xdev *x;
+    unsigned delay_ms;
+};
+
+static void *release_later(void *arg)
+{
+    struct releaser *r = arg;
+
+    usleep(r->delay_ms * 1000);
+    cuCtxSetCurrent(r->x->c1);
+    cuStreamWriteValue32(r->x->s1b, r->x->word1, 1, 0);
+    cuStreamSynchronize(r->x->s1b);
+    return NULL;
+}
+
+/* A wait made on the host: the calling thread waits for the event, which device 1's
+ * work reaches 200 ms later, and the copy still sees its work. */
+static void xdev_wait_on_host(struct xdev *x)
+{
+    struct releaser r = { x, 200 };
+    struct timespec t0;
+    pthread_t th;
+
+    xdev_hold(x);
+    cr_assert_eq(pthread_create(&th, NULL, release_later, &r), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_OK(cuStreamWaitEvent(x->s0, x->e, 0));
+    cr_assert_geq(ms_since(&t0), 150.0, "the wait did not wait for the event on the host");
+    xdev_copy(x);
+    CU_OK(cuStreamSynchronize(x->s0));
+    pthread_join(th, NULL);
+    cr_assert(xdev_buf0_is(x, 0x5a), "device 0's copy did not see device 1's fill");
+}
+
+/* DETSHARE_XDEV_WAIT=host: the wait is made on the host, as where the shadow cannot be
+ * opened. */
+Test(multiserver, a_wait_made_on_the_host)
+{
+    struct xdev x;
+
+    setenv("DETSHARE_XDEV_WAIT", "host", 1);
+    xdev_setup(&x);
+    xdev_wait_on_host(&x);
+}
+
+/* Servers whose executors cannot open each other's interprocess events, as a driver may
+ * refuse across two MPS daemons (DETSHARE_SIM_NO_IPC_EVENTS). */
+static void start_without_ipc_events(void)
+{
+    setenv("DETSHARE_SIM_NO_IPC_EVENTS", "1", 1);
+    start();
+}
+
+TestSuite(multiserver_no_ipc_events, .init = start_without_ipc_events, .fini = stop,
+          .timeout = 120);
+
+/* The shadow cannot be opened: the wait is made on the host, the first time and again
+ * (the refusal remembered), and orders the copy all the same. */
+Test(multiserver_no_ipc_events, a_wait_falls_back_to_the_host)
+{
+    struct xdev x;
+
+    DS_SIM_ONLY();
+    xdev_setup(&x);
+    xdev_wait_on_host(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemsetD32(x.word1, 0, 1));
+    CU_OK(cuMemsetD8(x.buf1, 0, XB));
+    CU_OK(cuCtxSetCurrent(x.c0));
+    CU_OK(cuMemsetD8(x.buf0, 0, XB));
+    xdev_wait_on_host(&x);
+}
+
+/* The tenant destroys the event while device 0's stream still waits for it: the wait
+ * holds, as CUDA's does. */
+Test(multiserver, an_event_destroyed_while_waited_for)
+{
+    struct xdev x;
+
+    xdev_setup(&x);
+    xdev_hold(&x);
+    CU_OK(cuStreamWaitEvent(x.s0, x.e, 0));
+    CU_OK(cuEventDestroy(x.e));
+    xdev_copy(&x);
+    usleep(50 * 1000);
+    CU_IS(cuStreamQuery(x.s0), CUDA_ERROR_NOT_READY);
+    xdev_release(&x);
+    CU_OK(cuStreamSynchronize(x.s0));
+    cr_assert(xdev_buf0_is(&x, 0x5a));
+    CU_IS(cuStreamWaitEvent(x.s0, x.e, 0), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* Executors of server s (children of its control process) holding the sim's IPC
+ * memfds: descriptors (fds) or mappings (maps) named detshare-ipc-*. */
+static int ipc_memfds(const struct ds_test_server *s, int maps)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int count = 0;
+
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char path[300], line[512];
+        int pid = atoi(de->d_name), ppid = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        if (pid <= 0 || (f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(line, sizeof(line), f) != NULL && strrchr(line, ')') != NULL)
+            sscanf(strrchr(line, ')') + 2, "%*c %d", &ppid);
+        fclose(f);
+        if (ppid != s->pid)
+            continue;
+        snprintf(path, sizeof(path), maps ? "/proc/%d/maps" : "/proc/%d/fd", pid);
+        if (maps) {
+            if ((f = fopen(path, "r")) == NULL)
+                continue;
+            while (fgets(line, sizeof(line), f) != NULL)
+                count += strstr(line, "detshare-ipc-") != NULL;
+            fclose(f);
+        } else {
+            DIR *fd = opendir(path);
+            struct dirent *fe;
+
+            while (fd != NULL && (fe = readdir(fd)) != NULL) {
+                char link[700], target[256];
+                ssize_t n;
+
+                snprintf(link, sizeof(link), "%s/%s", path, fe->d_name);
+                n = readlink(link, target, sizeof(target) - 1);
+                target[n > 0 ? n : 0] = '\0';
+                count += strstr(target, "detshare-ipc-") != NULL;
+            }
+            if (fd != NULL)
+                closedir(fd);
+        }
+    }
+    closedir(d);
+    return count;
+}
+
+/* A tenant in a child process: EVENTS events of device 1 waited for by device 0's
+ * stream, then half destroyed, then an exit without cleaning up, a step per byte read
+ * from `go`; it writes 'r' after each step, or 'f' when a call failed. */
+#define EVENTS 4
+
+static void shadow_tenant(int go, int done)
+{
+    struct xdev x;
+    CUevent e[EVENTS];
+    char c;
+    int ok = ds_test_connect() == CUDA_SUCCESS &&
+             cuDevicePrimaryCtxRetain(&x.c0, 0) == CUDA_SUCCESS &&
+             cuDevicePrimaryCtxRetain(&x.c1, 1) == CUDA_SUCCESS;
+
+    ok = ok && cuCtxSetCurrent(x.c1) == CUDA_SUCCESS &&
+         cuStreamCreate(&x.s1, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS &&
+         cuCtxSetCurrent(x.c0) == CUDA_SUCCESS &&
+         cuStreamCreate(&x.s0, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+    for (int i = 0; i < EVENTS && ok; i++)
+        ok = cuCtxSetCurrent(x.c1) == CUDA_SUCCESS &&
+             cuEventCreate(&e[i], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
+             cuEventRecord(e[i], x.s1) == CUDA_SUCCESS &&
+             cuStreamWaitEvent(x.s0, e[i], 0) == CUDA_SUCCESS;
+    ok = ok && cuStreamSynchronize(x.s0) == CUDA_SUCCESS;
+    if (write(done, ok ? "r" : "f", 1) != 1 || read(go, &c, 1) != 1)
+        _exit(1);
+    for (int i = 0; i < EVENTS / 2 && ok; i++)
+        ok = cuEventDestroy(e[i]) == CUDA_SUCCESS;
+    if (write(done, ok ? "r" : "f", 1) != 1 || read(go, &c, 1) != 1)
+        _exit(1);
+    _exit(0);
+}
+
+/* Wait up to 5 s for server s's executors to hold `want` IPC memfds (maps: mapped). */
+static int settles_at(const struct ds_test_server *s, int maps, int want)
+{
+    for (int i = 0; i < 500; i++) {
+        if (ipc_memfds(s, maps) == want)
+            return 1;
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+/* Each shadow is a memfd of device 1's executor, mapped by device 0's: destroying
+ * events frees theirs, and the tenant's exit the rest. */
+Test(multiserver, shadows_go_with_their_events_and_tenant)
+{
+    int go[2], done[2], status;
+    char c = 0;
+    pid_t child;
+
+    DS_SIM_ONLY();
+    cr_assert_eq(pipe(go), 0);
+    cr_assert_eq(pipe(done), 0);
+    child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        /* The test's end, passing or not, ends the tenant: its read of go sees EOF. */
+        close(go[1]);
+        close(done[0]);
+        shadow_tenant(go[0], done[1]);
+    }
+    close(go[0]);
+    close(done[1]);
+    cr_assert_eq(read(done[0], &c, 1), 1);
+    cr_assert_eq(c, 'r', "the tenant's waits failed");
+    cr_assert_eq(ipc_memfds(&srv[1], 0), EVENTS);
+    cr_assert_eq(ipc_memfds(&srv[0], 1), EVENTS);
+    cr_assert_eq(write(go[1], "g", 1), 1);
+    cr_assert_eq(read(done[0], &c, 1), 1);
+    cr_assert_eq(c, 'r', "destroying the events failed");
+    cr_assert(settles_at(&srv[1], 0, EVENTS / 2), "device 1 holds %d", ipc_memfds(&srv[1], 0));
+    cr_assert(settles_at(&srv[0], 1, EVENTS / 2), "device 0 maps %d", ipc_memfds(&srv[0], 1));
+    cr_assert_eq(write(go[1], "g", 1), 1);
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cr_assert(settles_at(&srv[1], 0, 0), "device 1 holds %d", ipc_memfds(&srv[1], 0));
+    cr_assert(settles_at(&srv[0], 1, 0), "device 0 maps %d", ipc_memfds(&srv[0], 1));
+}
+
+/* Peer access goes with the context that had or gave it: a primary context reset and
+ * retained again, with the same handle, starts with none. */
+Test(multiserver, peer_access_ends_with_its_context)
+{
+    CUcontext c0, c1;
+
+    CU_OK(cuInit(0));
+    c0 = primary(0);
+    c1 = primary(1);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuCtxEnablePeerAccess(c1, 0));
+    CU_OK(cuCtxSetCurrent(NULL));
+    CU_OK(cuDevicePrimaryCtxReset(0));
+    cr_assert_eq(primary(0), c0);
+    CU_OK(cuCtxSetCurrent(c0));
+    CU_OK(cuCtxEnablePeerAccess(c1, 0));
+    /* And the peer's end takes the access to it along. */
+    CU_OK(cuDevicePrimaryCtxReset(1));
+    cr_assert_eq(primary(1), c1);
+    CU_OK(cuCtxEnablePeerAccess(c1, 0));
 }

@@ -16,7 +16,7 @@
  * counts so that the client knows when a context ends (context-local storage goes with
  * it). */
 static atomic_uint primary_refs[DS_ROUTE_MAX];
-static _Atomic(ds_ctx_end_fn) end_hook;
+static _Atomic(ds_ctx_end_fn) end_hooks[DS_CTX_END_HOOKS];
 
 static _Thread_local CUcontext stack[CTX_STACK_MAX];
 static _Thread_local int depth;
@@ -90,16 +90,23 @@ static uint64_t handle_of(CUcontext c)
 
 void ds__ctx_on_end(ds_ctx_end_fn fn)
 {
-    atomic_store(&end_hook, fn);
+    for (int i = 0; i < DS_CTX_END_HOOKS; i++) {
+        ds_ctx_end_fn seen = NULL;
+
+        if (atomic_compare_exchange_strong(&end_hooks[i], &seen, fn) || seen == fn)
+            return;
+    }
 }
 
 /* Context h has ended: what was kept for it goes. */
 static void ended(uint64_t h)
 {
-    ds_ctx_end_fn fn = atomic_load(&end_hook);
+    for (int i = 0; i < DS_CTX_END_HOOKS; i++) {
+        ds_ctx_end_fn fn = atomic_load(&end_hooks[i]);
 
-    if (fn != NULL)
-        fn(h);
+        if (fn != NULL)
+            fn(h);
+    }
 }
 
 /* The calling thread's calls that name nothing of their own go to its current

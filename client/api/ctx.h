@@ -27,8 +27,11 @@ int ds__ctx_loc_id(int type, int id, int dev);
 CUresult ds__ctx_pin_location(int type, int id, int *wire_id);
 
 /* fn is called with a context's handle when the context ends (destroyed, reset, or
- * released for the last time).  One hook: context-local storage sets it on first use,
- * since it lies above contexts and keeps values that must go with them. */
+ * released for the last time), from now on; setting the same fn again changes nothing.
+ * Hooks, not calls from here: what keeps values that must go with contexts (context-local
+ * storage, peer access, waits across devices) lies above contexts and sets its hook on
+ * first use.  At most DS_CTX_END_HOOKS are kept. */
+#define DS_CTX_END_HOOKS 4
 typedef void (*ds_ctx_end_fn)(uint64_t ctx);
 void ds__ctx_on_end(ds_ctx_end_fn fn);
 

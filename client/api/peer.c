@@ -8,12 +8,14 @@
  * destination's device, pinned to its server (the mapping's address means nothing to the
  * client's record of addresses, and may coincide with memory of another device).
  *
- * Ordering: CUDA orders a peer copy after the work of its stream only.  Here the copy is
- * also ordered after all the work the source's context had been given (its server is
- * asked to synchronise it first): a stream of one device cannot wait for another
- * server's event, so that is the only way a tenant could order the copy after the
- * kernel that wrote its source.  Work given to the source's device after the copy is
- * not ordered with it, as in CUDA.
+ * Ordering, as in CUDA: cuMemcpyPeerAsync runs after the work of its stream only (a
+ * tenant orders it after the source's writer as natively, by making the stream wait for
+ * an event of the source's device: xwait.h); cuMemcpyPeer is serialised with the work
+ * the source's context had been given (its server is asked to synchronise it first).
+ *
+ * Peer access granted to or by a context goes when the context ends, as natively: a
+ * later context with the same handle (a primary context retained again) starts with
+ * none.
  */
 #include "peer.h"
 
@@ -57,10 +59,21 @@ static int grow(void **v, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
+/* Context h has ended: the access it had, or gave, goes with it. */
+static void ctx_ended(uint64_t h)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = ngrants; i-- > 0;)
+        if (grants[i].ctx == h || grants[i].peer == h)
+            grants[i] = grants[--ngrants];
+    pthread_mutex_unlock(&lock);
+}
+
 int ds__peer_access_set(uint64_t ctx, uint64_t peer, int on)
 {
     int had = 0;
 
+    ds__ctx_on_end(ctx_ended);
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < ngrants && !had; i++)
         if (grants[i].ctx == ctx && grants[i].peer == peer) {
@@ -155,7 +168,7 @@ CUresult ds__peer_copy(CUdeviceptr dst, int ddev, CUcontext dst_ctx, CUdeviceptr
         ds__route_dev_of((uint64_t)(uintptr_t)src_ctx) != sdev)
         return CUDA_ERROR_INVALID_CONTEXT;
     if ((rc = mapping(base, sdev, ddev, dst_ctx, &mapped)) != CUDA_SUCCESS ||
-        (rc = source_done(src_ctx)) != CUDA_SUCCESS || n == 0)
+        (wait && (rc = source_done(src_ctx)) != CUDA_SUCCESS) || n == 0)
         return rc;
     if ((rc = cuCtxPushCurrent_v2(dst_ctx)) != CUDA_SUCCESS)
         return rc;

@@ -20,8 +20,8 @@ int ds__peer_access_set(uint64_t ctx, uint64_t peer, int on);
 int ds__peer_across(CUdeviceptr dst, CUdeviceptr src, int *ddev, int *sdev);
 
 /* Copy n bytes from src (device sdev's memory) to dst (device ddev's) on stream s of
- * ddev (NULL: dst_ctx's legacy stream), once sdev's work so far is done (src_ctx's);
- * wait: return once it is done. */
+ * ddev (NULL: dst_ctx's legacy stream).  wait: once sdev's work so far is done
+ * (src_ctx's), and return once the copy is done; else in s's order only. */
 CUresult ds__peer_copy(CUdeviceptr dst, int ddev, CUcontext dst_ctx, CUdeviceptr src, int sdev,
                        CUcontext src_ctx, size_t n, CUstream s, int wait);
 

@@ -6,6 +6,7 @@
 #include "ipc.h"
 #include "quiet.h"
 #include "rpc.h"
+#include "xwait.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -187,8 +188,11 @@ CUresult cuStreamQuery(CUstream s)
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
     ds_wait_event_args a = { .stream = ds__stream_of(s), .event = hv(e), .flags = flags };
+    int sdev;
 
     DS_NEED_INIT();
+    if (ds__xwait_across(a.stream, a.event, &sdev))
+        return ds__xwait(a.stream, sdev, a.event, flags);
     return ds_rpc_stream_wait_event(&a);
 }
 
@@ -287,8 +291,10 @@ CUresult cuEventDestroy_v2(CUevent e)
 
     DS_NEED_INIT();
     rc = ds_rpc_event_destroy(&h, &r);
-    if (rc == CUDA_SUCCESS)
+    if (rc == CUDA_SUCCESS) {
         ds__ipc_event_note(e, 0);
+        ds__xwait_event_gone(h);
+    }
     return rc;
 }
 

@@ -66,6 +66,7 @@ static int runs_ahead(unsigned long proc)
     case DS_IPC_EVENT_OPEN:
     case DS_PEER_EXPORT:
     case DS_PEER_OPEN:
+    case DS_PEER_EVENT_OPEN:
         return 1;
     default:
         return 0;

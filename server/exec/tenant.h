@@ -170,6 +170,11 @@ struct ds_vevent {
     struct ds_bevent *real;
     struct ds_ipc_export *exported; /* cuIpcGetEventHandle's, while the event lives */
     int opened;                     /* made by cuIpcOpenEventHandle */
+    /* For another server's stream of the tenant to wait on (DS_PEER_EVENT_EXPORT): an
+     * interprocess event recorded behind this one's last record, and its export; NULL
+     * until such a wait comes. */
+    struct ds_bevent *shadow;
+    struct ds_ipc_export *shadow_out;
     /* Graph nodes and instantiated graphs that record or wait on it: an event the tenant
      * destroys (gone) lives on, nameless, until the last of them goes (ops_event.c). */
     unsigned refs;
@@ -251,6 +256,7 @@ struct ds_tenant {
     unsigned nstamps;           /* stamps made: the next goes in entry nstamps % 32 */
     uint64_t stamp_ns;          /* when the last was made (ds_now_ns) */
     struct ds_bstream *last;    /* the stream of the last launch */
+    struct ds_bstream *shadows; /* where event shadows are recorded (ops_ipc.c), or NULL */
     struct ds_binder binder;    /* runs while the device is open */
     uint64_t launches;          /* kernels and graphs launched, published in the control
                                  * block (ds__tenant_launched) */

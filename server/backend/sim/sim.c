@@ -370,7 +370,7 @@ int ds__sim_event_query(struct ds_backend *b, struct ds_bevent *e)
     uint64_t at;
 
     ds__sim_unpark(b);
-    if (e->pending > 0)
+    if (ds__sim_event_pending(e))
         return DS_ENOTREADY;
     return !ds__sim_event_at(b, e, &at) || at <= now_ns(b) ? 0 : DS_ENOTREADY;
 }

@@ -104,7 +104,7 @@ int ds__sim_event_at(const struct ds_backend *b, const struct ds_bevent *e, uint
         *at = e->at_ns;
         return e->recorded;
     }
-    host = atomic_load(e->shared);
+    host = atomic_load(&e->shared[SIM_EV_AT]);
     *at = host > b->stalled_ns ? host - b->stalled_ns : 0;
     return host != 0;
 }
@@ -123,7 +123,7 @@ void ds__sim_record_now(struct ds_backend *b, struct ds_bevent *e, struct ds_bst
     uint64_t at = ds__sim_submit(b, s, 0);
 
     if (e->shared != NULL)
-        atomic_store(e->shared, at + b->stalled_ns);
+        atomic_store(&e->shared[SIM_EV_AT], at + b->stalled_ns);
     e->at_ns = at;
     e->recorded = 1;
 }

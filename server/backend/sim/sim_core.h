@@ -132,10 +132,15 @@ struct sim_shared {
     uint64_t tag[2];
 };
 
-/* An interprocess event (CU_EVENT_INTERPROCESS) keeps its last record in `shared`, a word
- * of a memfd page that every executor holding the event maps: the host time (ds_now_ns)
- * at which the recorded work ends, 0 before any record; recorded and at_ns are then
- * unused.  `own` is the memfd when this executor made the event. */
+/* An interprocess event (CU_EVENT_INTERPROCESS) keeps its last record in `shared`, words
+ * of a memfd page that every executor holding the event maps: [SIM_EV_AT] the host time
+ * (ds_now_ns) at which the recorded work ends, 0 before any record (recorded and at_ns
+ * are then unused); [SIM_EV_PENDING] its records behind parked streams of any executor,
+ * so that another executor's wait parks as this one's would (a wait across two servers
+ * of one tenant, client/api/xwait.c).  `own` is the memfd when this executor made the
+ * event. */
+enum { SIM_EV_AT, SIM_EV_PENDING };
+
 struct ds_bevent {
     unsigned flags;
     int recorded;
@@ -259,6 +264,9 @@ void ds__sim_unpark(struct ds_backend *b);
 int ds__sim_blocked(struct ds_backend *b, const struct ds_fence_at *at);
 void ds__sim_stream_release(struct ds_backend *b, struct ds_bstream *s);
 void ds__sim_event_release(struct ds_bevent *e);
+/* Whether a record of e waits behind a parked stream (for an interprocess event, a
+ * stream of any executor holding it). */
+int ds__sim_event_pending(const struct ds_bevent *e);
 /* At close: free s's parked work, letting go of the events it names. */
 void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s);
 

@@ -235,12 +235,27 @@ static int holds(struct ds_backend *b, const struct sim_work *w)
          : ~(v | ref) != 0;
 }
 
+int ds__sim_event_pending(const struct ds_bevent *e)
+{
+    if (e->shared != NULL)
+        return atomic_load(&e->shared[SIM_EV_PENDING]) > 0;
+    return e->pending > 0;
+}
+
+/* One record more (delta 1) or less (-1) of e behind a parked stream. */
+static void pend(struct ds_bevent *e, int delta)
+{
+    e->pending += (unsigned)delta;
+    if (e->shared != NULL)
+        atomic_fetch_add(&e->shared[SIM_EV_PENDING], (uint_fast64_t)(int_fast64_t)delta);
+}
+
 /* Whether w cannot run yet.  A wait on memory that is gone runs, and faults. */
 static int blocks(struct ds_backend *b, const struct sim_work *w)
 {
     if (is_wait(w))
         return word_valid(b, w) && !holds(b, w);
-    return w->kind == W_WAIT && w->event->pending > 0;
+    return w->kind == W_WAIT && ds__sim_event_pending(w->event);
 }
 
 int ds__sim_park(struct ds_backend *b, struct ds_bstream *s, const struct sim_work *w)
@@ -262,7 +277,7 @@ int ds__sim_park(struct ds_backend *b, struct ds_bstream *s, const struct sim_wo
     *st->parked_tail = copy;
     st->parked_tail = &copy->next;
     if (w->kind == W_RECORD)
-        w->event->pending++;
+        pend(w->event, 1);
     if (w->kind == W_RECORD || w->kind == W_WAIT)
         w->event->refs++;
     return 1;
@@ -280,7 +295,7 @@ static void pop(struct ds_backend *b, struct ds_bstream *st, struct sim_work *w)
 static void run_parked(struct ds_backend *b, struct ds_bstream *s, struct sim_work *w)
 {
     if (w->kind == W_RECORD) {
-        w->event->pending--;
+        pend(w->event, -1);
         ds__sim_record_now(b, w->event, s);
         ds__sim_event_release(w->event);
     } else if (w->kind == W_WAIT) {
@@ -341,7 +356,7 @@ int ds__sim_blocked(struct ds_backend *b, const struct ds_fence_at *at)
     if (at->kind == DS_FENCE_STREAM)
         return ds__sim_stream(b, at->stream)->parked != NULL;
     if (at->kind == DS_FENCE_EVENT)
-        return at->event->pending > 0;
+        return ds__sim_event_pending(at->event);
     return b->nparked > 0;
 }
 
@@ -367,7 +382,7 @@ void ds__sim_drop_parked(struct ds_backend *b, struct ds_bstream *s)
 
         pop(b, s, w);
         if (w->kind == W_RECORD)
-            w->event->pending--;
+            pend(w->event, -1);
         if (w->kind == W_RECORD || w->kind == W_WAIT)
             ds__sim_event_release(w->event);
         ds__sim_free_work(w);

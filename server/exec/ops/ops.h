@@ -192,6 +192,10 @@ void ds__ops_ipc_mem_gone(struct ds_tenant *t, uint64_t base);
 void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e);
 void ds__ops_ipc_close(struct ds_tenant *t, uint64_t ctx, int all);
 
+/* Destroy the stream that carries the tenant's event shadows (ops_ipc.c); the backend
+ * must still be open. */
+void ds__ops_shadows_fini(struct ds_tenant *t);
+
 /* Destroy the texture and surface objects, mipmapped arrays and arrays of context ctx
  * (all: of every context), giving their memory back to the account (ops_array.c). */
 void ds__ops_array_drop(struct ds_tenant *t, uint64_t ctx, int all);

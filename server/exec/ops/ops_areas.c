@@ -17,6 +17,7 @@ static const struct ds_tenant_area areas[] = {
     { .init = ds__ops_pool_init, .fini = ds__ops_pool_fini },
     { .fini = ds__bulk_fini },
     { .fini = ds__trace_fini },
+    { .fini = ds__ops_shadows_fini },
     { .drop = ds__ops_array_drop },
     { .drop = ds__ops_graph_drop },
     { .drop = ds__ops_module_drop },

@@ -24,6 +24,13 @@
  * the destination's looks the handle up in the source executor's own control block and
  * maps it as if cuIpcOpenMemHandle had opened it, so the copy runs device to device and
  * its mapping is closed with DS_IPC_MEM_CLOSE.
+ *
+ * A stream of one of those servers' devices waits for an event of another's through
+ * the event's shadow (DS_PEER_EVENT_EXPORT, DS_PEER_EVENT_OPEN): an interprocess event
+ * that the event's executor makes on the first such wait and exports, and records, at
+ * each such wait, on a stream of its own that first waits for the tenant's event; so the
+ * shadow completes when the event's last record before the wait does, and the waiting
+ * executor, which opened the shadow, waits for it on the tenant's stream, on the device.
  */
 #include "ops.h"
 
@@ -276,7 +283,8 @@ CUresult ds__ops_peer_export(struct ds_tenant *t, const ds_dptr *p, ds_peer_toke
  * user can be opened so (the kernel's check on /proc/PID/fd), only a control block passes
  * ds_shm_attach, and the registry still wants the export's random key and the tenant's
  * user: a token of another tenant's, made up or stale, opens nothing. */
-static CUresult peer_look_up(const ds_peer_token *tok, uint32_t uid, struct ds_ipcreg_found *f)
+static CUresult peer_look_up(const ds_peer_token *tok, enum ds_ipcreg_kind kind, uint32_t uid,
+                             struct ds_ipcreg_found *f)
 {
     char path[64];
     struct ds_shm *shm;
@@ -285,15 +293,15 @@ static CUresult peer_look_up(const ds_peer_token *tok, uint32_t uid, struct ds_i
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", tok->pid, DS_EXEC_SHM_FD);
     fd = tok->pid > 0 && tok->pid != (int)getpid() ? open(path, O_RDWR | O_CLOEXEC) : -1;
     if (fd >= 0 && (shm = ds_shm_attach(fd)) != NULL) {
-        rc = ds_ipcreg_lookup(shm, (const unsigned char *)tok->handle.bytes, DS_IPCREG_MEM, uid,
-                              f);
+        rc = ds_ipcreg_lookup(shm, (const unsigned char *)tok->handle.bytes, kind, uid, f);
         ds_shm_unmap(shm);
     }
     if (fd >= 0)
         close(fd);
     if (rc != 0)
-        ds_warn("peer copy refused (CUDA_ERROR_INVALID_HANDLE): the source names no live "
-                "export of this tenant's user on this host");
+        ds_warn("%s refused (CUDA_ERROR_INVALID_HANDLE): the other device's executor has "
+                "no live export of this tenant's user on this host by that name",
+                kind == DS_IPCREG_MEM ? "peer copy" : "wait for another device's event");
     return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -307,7 +315,7 @@ CUresult ds__ops_peer_open(struct ds_tenant *t, const ds_peer_open_args *a, ds_r
         return CUDA_ERROR_INVALID_CONTEXT;
     if (tenant_uid(t, "peer copy", &uid) != 0)
         return CUDA_ERROR_NOT_SUPPORTED;
-    if ((rc = peer_look_up(&a->token, uid, &f)) != CUDA_SUCCESS)
+    if ((rc = peer_look_up(&a->token, DS_IPCREG_MEM, uid, &f)) != CUDA_SUCCESS)
         return rc;
     return open_found(t, a->ctx, &f, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, r);
 }
@@ -375,6 +383,31 @@ void ds__ops_ipc_event_gone(struct ds_tenant *t, struct ds_vevent *e)
     if (e->exported != NULL)
         withdraw(t, e->exported);
     e->exported = NULL;
+    /* A wait already given to another executor holds its own opened shadow. */
+    if (e->shadow != NULL) {
+        withdraw(t, e->shadow_out);
+        t->ops->event_destroy(t->be, e->shadow);
+    }
+    e->shadow = NULL;
+    e->shadow_out = NULL;
+}
+
+/* A tenant's event opened from the registry's entry f, in context ctx, into *r. */
+static CUresult open_event(struct ds_tenant *t, uint64_t ctx, const struct ds_ipcreg_found *f,
+                           ds_handle_res *r)
+{
+    struct ds_vevent *e = calloc(1, sizeof(*e));
+    int err;
+
+    if (e == NULL)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *e = (struct ds_vevent){ .ctx = ctx, .flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING,
+                             .opened = 1 };
+    if ((err = t->ops->ipc_event_open(t->be, f->blob, &e->real)) != 0) {
+        free(e);
+        return ds_error_to_cu(err);
+    }
+    return ds__tenant_publish_event(t, e, &r->ds_handle_res_u.handle);
 }
 
 /* A new event of the tenant's, like one created with CU_EVENT_INTERPROCESS and
@@ -383,25 +416,96 @@ CUresult ds__ops_ipc_event_open(struct ds_tenant *t, const ds_ipc_event_open_arg
                                 ds_handle_res *r)
 {
     struct ds_ipcreg_found f;
-    struct ds_vevent *e;
     uint32_t uid;
     CUresult rc;
-    int err;
 
     if (ds__tenant_ctx(t, a->ctx) == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (tenant_uid(t, "cuIpcOpenEventHandle", &uid) != 0)
         return CUDA_ERROR_NOT_SUPPORTED;
     rc = look_up(t, "cuIpcOpenEventHandle", &a->handle, DS_IPCREG_EVENT, uid, &f);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if ((e = calloc(1, sizeof(*e))) == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *e = (struct ds_vevent){ .ctx = a->ctx, .flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING,
-                             .opened = 1 };
-    if ((err = t->ops->ipc_event_open(t->be, f.blob, &e->real)) != 0) {
-        free(e);
+    return rc == CUDA_SUCCESS ? open_event(t, a->ctx, &f, r) : rc;
+}
+
+/* Event e's shadow, made and published (for a tenant of user uid). */
+static CUresult shadow_new(struct ds_tenant *t, uint32_t uid, struct ds_vevent *e)
+{
+    unsigned char blob[DS_IPC_BLOB];
+    struct ds_bevent *sh;
+    CUresult rc;
+    int err = t->ops->event_create(t->be, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, &sh);
+
+    if (err != 0)
         return ds_error_to_cu(err);
+    if ((err = t->ops->ipc_event_export(t->be, sh, blob)) != 0)
+        rc = ds_error_to_cu(err);
+    else
+        rc = publish(t, uid, DS_IPCREG_EVENT, 0, blob, &e->shadow_out);
+    if (rc != CUDA_SUCCESS) {
+        t->ops->event_destroy(t->be, sh);
+        return rc;
     }
-    return ds__tenant_publish_event(t, e, &r->ds_handle_res_u.handle);
+    e->shadow = sh;
+    return CUDA_SUCCESS;
+}
+
+/* The stream the shadows are recorded on, made on first use: none of the tenant's, so
+ * that its wait for the tenant's event holds none of the tenant's work back. */
+static CUresult shadow_stream(struct ds_tenant *t)
+{
+    int err;
+
+    if (t->shadows != NULL)
+        return CUDA_SUCCESS;
+    err = t->ops->stream_create(t->be, CU_STREAM_NON_BLOCKING, 0, &t->shadows);
+    if (err != 0)
+        t->shadows = NULL;
+    return ds_error_to_cu(err);
+}
+
+void ds__ops_shadows_fini(struct ds_tenant *t)
+{
+    if (t->shadows != NULL)
+        t->ops->stream_destroy(t->be, t->shadows);
+    t->shadows = NULL;
+}
+
+/* The shadow's record is made when this call returns, so a wait the tenant sends to its
+ * other server next finds it whatever order the two executors run in. */
+CUresult ds__ops_peer_event_export(struct ds_tenant *t, const ds_handle *h, ds_peer_token_res *r)
+{
+    struct ds_vevent *e = ds_handles_get(&t->h, *h, DS_H_EVENT);
+    uint32_t uid;
+    CUresult rc;
+    int err;
+
+    if (e == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (tenant_uid(t, "a wait for another device's event", &uid) != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if ((rc = shadow_stream(t)) != CUDA_SUCCESS ||
+        (e->shadow == NULL && (rc = shadow_new(t, uid, e)) != CUDA_SUCCESS))
+        return rc;
+    if ((err = t->ops->stream_wait_event(t->be, t->shadows, e->real)) != 0 ||
+        (err = t->ops->event_record(t->be, e->shadow, t->shadows)) != 0)
+        return ds_error_to_cu(err);
+    memcpy(r->ds_peer_token_res_u.token.handle.bytes, e->shadow_out->handle,
+           sizeof(e->shadow_out->handle));
+    r->ds_peer_token_res_u.token.pid = (int)getpid();
+    return CUDA_SUCCESS;
+}
+
+CUresult ds__ops_peer_event_open(struct ds_tenant *t, const ds_peer_open_args *a,
+                                 ds_handle_res *r)
+{
+    struct ds_ipcreg_found f;
+    uint32_t uid;
+    CUresult rc;
+
+    if (ds__tenant_ctx(t, a->ctx) == NULL)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tenant_uid(t, "a wait for another device's event", &uid) != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    rc = peer_look_up(&a->token, DS_IPCREG_EVENT, uid, &f);
+    return rc == CUDA_SUCCESS ? open_event(t, a->ctx, &f, r) : rc;
 }
