@@ -22,4 +22,8 @@ done
 find "$b/tests" -maxdepth 1 -type f \( -name 'native_*' -o -name '*.so' -o -name 'nvml_probe' \) -exec cp {} "$d/tests/" \;
 for t in "$@"; do cp "$b/tests/test_$t" "$d/tests/"; done
 strip --strip-debug "$d"/server/* "$d"/tests/test_* "$d"/k8s/* 2>/dev/null || true
+# The box's copy of the tree may carry a stale .git: the commit goes with the build.
+c=$(git -C "$(dirname "$0")/.." rev-parse --short HEAD)
+git -C "$(dirname "$0")/.." diff --quiet HEAD -- || c="$c+changes"
+echo "$c" > "$d/COMMIT"
 du -sh "$d"

@@ -21,6 +21,9 @@ if [ -z "$build" ]; then
     build=build-gpu
     [ -d .dev/build-gpu ] && build=.dev/build-gpu
 fi
+# The commit the build was made from (lab/slim-build.sh writes it): the box's copy of the
+# tree may carry a stale .git, which gave this session's first calls an old commit.
+[ -z "${COMMIT:-}" ] && [ -f "$build/COMMIT" ] && export COMMIT=$(cat "$build/COMMIT")
 [ -d .dev/libs ] && export LD_LIBRARY_PATH="$PWD/.dev/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -d /opt/torch/.venv/bin ] && export PATH="/opt/torch/.venv/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -29,7 +32,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
     date -u
     nvidia-smi -L
     nvidia-smi --query-gpu=driver_version --format=csv,noheader
-    echo "build: $build; results: $res; arguments: $*"
+    echo "build: $build (commit ${COMMIT:-unknown}); results: $res; arguments: $*"
 } > "$out/device.txt" 2>&1
 BUILD=$build timeout -k 20 "${LIMIT:-570}" bash bench/eval/run.sh --device cuda --out "$res" \
     --budget "${BUDGET:-500}" "$@" > "$out/eval-run.log" 2>&1
