@@ -238,12 +238,6 @@ PY
   a host function in a capture into a conditional node's body is refused
   (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`). `cuStreamAddCallback` on a capturing stream
   is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as CUDA refuses it.
-  A stream that waits for an event recorded on a capturing stream before any work was
-  captured does not join natively (on an H200, run 131: the capture's graph is empty, and
-  the forked stream's kernels, fills and host function run at once, outside it); through
-  detshare it is taken as capturing, its host function refused
-  (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`) and the capture invalidated. Either way that
-  work is not in the graph: record the fork after the capture's first work.
 - The graph and dependencies of a capture in progress (`cuStreamGetCaptureInfo` asked
   for them; protocol 21). CUDA hands out the graph being captured and the nodes the next
   captured work depends on, which a program may add nodes after (the cuda-samples'
