@@ -903,6 +903,25 @@ Test(multiserver, a_2d_copy_across_devices)
     copy_2d_across(&x, NULL, 1, src);
 }
 
+/* Only cuMemAlloc's memory can be mapped on another device: a pool's allocation of
+ * device 1 copied on device 0's stream is refused. */
+Test(multiserver, a_pool_allocation_is_not_reached_from_another_device)
+{
+    struct xdev x;
+    CUdeviceptr pooled;
+
+    xdev_setup(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemAllocAsync(&pooled, XB, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+    CU_IS(cuMemcpyDtoDAsync(x.buf0, pooled, XB, x.s0), CUDA_ERROR_INVALID_VALUE);
+    /* On device 1's stream, the pool's memory is that device's own. */
+    CU_OK(cuMemcpyDtoDAsync(x.buf0, pooled, XB, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+    CU_OK(cuMemFreeAsync(pooled, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+}
+
 /* A mapping made in a context goes with it: a copy after the context's end maps anew. */
 Test(multiserver, a_mapping_goes_with_its_context)
 {

@@ -66,21 +66,8 @@ static int grow(void **v, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
-/* Close mapping i on its device and forget it (lock held). */
-static void unmap(size_t i)
-{
-    ds_dptr p = maps[i].mapped;
-    ds_hyper_res r;
-
-    ds__route_pin(maps[i].on);
-    ds_rpc_ipc_mem_close(&p, &r);
-    ds__route_unpin();
-    maps[i] = maps[--nmaps];
-}
-
-/* Context h has ended: the access it had, or gave, goes with it; so do the mappings
- * made in it, which its executor closed, and those of its device's allocations, which
- * may have gone with it without the client's record of addresses being told (mem.h). */
+/* Context h has ended: the access it had, or gave, goes with it, and so do the
+ * mappings made in it, which its executor closed. */
 static void ctx_ended(uint64_t h)
 {
     pthread_mutex_lock(&lock);
@@ -90,8 +77,6 @@ static void ctx_ended(uint64_t h)
     for (size_t i = nmaps; i-- > 0;)
         if (maps[i].ctx == h)
             maps[i] = maps[--nmaps];
-        else if (maps[i].owner == ds__route_dev_of(h))
-            unmap(i);
     pthread_mutex_unlock(&lock);
 }
 
@@ -279,6 +264,18 @@ CUresult ds__peer_copy(const struct ds_peer_run *r, CUdeviceptr dst, int ddev, C
     rc = ds__copy_dtod(to, from, n, r->stream, wait);
     ds__peer_leave();
     return rc;
+}
+
+/* Close mapping i on its device and forget it (lock held). */
+static void unmap(size_t i)
+{
+    ds_dptr p = maps[i].mapped;
+    ds_hyper_res r;
+
+    ds__route_pin(maps[i].on);
+    ds_rpc_ipc_mem_close(&p, &r);
+    ds__route_unpin();
+    maps[i] = maps[--nmaps];
 }
 
 void ds__peer_forget(uint64_t base, int dev)
