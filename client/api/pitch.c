@@ -262,9 +262,8 @@ static CUresult peer_box(const struct box *b, int ddev, uint64_t dfirst, uint64_
 
 static CUresult copy_box(const struct box *b, CUstream s, int wait)
 {
-    int ddev, sdev;
-
     uint64_t dfirst, dext, sfirst, sext;
+    int ddev, sdev;
 
     if (b->width == 0 || b->height == 0 || b->depth == 0)
         return CUDA_SUCCESS;
