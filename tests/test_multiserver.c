@@ -199,8 +199,10 @@ Test(multiserver, memory_and_kernels_on_each_device)
     CU_OK(cuCtxSetCurrent(ctx[0]));
     CU_OK(cuMemcpyDtoH(back, p[1], sizeof(back)));
     cr_assert_arr_eq(back, host[1], sizeof(back));
-    /* No call spans two servers. */
-    CU_IS(cuMemcpyDtoD(p[0], p[1], 4096), CUDA_ERROR_NOT_SUPPORTED);
+    /* A copy between the two devices' memory runs on one of them. */
+    CU_OK(cuMemcpyDtoD(p[0], p[1], sizeof(back)));
+    read_back(ctx[0], p[0], back);
+    cr_assert_arr_eq(back, host[1], sizeof(back));
     CU_OK(cuMemFree(p[1]));
     CU_OK(cuMemFree(p[0]));
 }
@@ -701,6 +703,248 @@ Test(multiserver, an_event_destroyed_while_waited_for)
     CU_IS(cuStreamWaitEvent(x.s0, x.e, 0), CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* Plain copies between the two devices' memory (issue 26), as PyTorch's .to('cuda:1')
+ * makes them: cuMemcpyDtoDAsync, cuMemcpyAsync with unified addresses, or
+ * cuMemcpyPeerAsync, on a stream of either device. */
+enum xcopy_how { XCOPY_DTOD, XCOPY_UNIFIED, XCOPY_PEER, XCOPY_HOWS };
+
+static void xcopy(enum xcopy_how how, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+                  CUcontext sctx, size_t n, CUstream s)
+{
+    switch (how) {
+    case XCOPY_DTOD:
+        CU_OK(cuMemcpyDtoDAsync(dst, src, n, s));
+        break;
+    case XCOPY_UNIFIED:
+        CU_OK(cuMemcpyAsync(dst, src, n, s));
+        break;
+    default:
+        CU_OK(cuMemcpyPeerAsync(dst, dctx, src, sctx, n, s));
+    }
+}
+
+/* n bytes of a pattern that differs with seed. */
+static void pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 131 + (i >> 11) + seed * 29 + 1);
+}
+
+/* Write n bytes of host into p under ctx. */
+static void put(CUcontext ctx, CUdeviceptr p, const void *host, size_t n)
+{
+    CU_OK(cuCtxPushCurrent(ctx));
+    CU_OK(cuMemcpyHtoD(p, host, n));
+    CU_OK(cuCtxPopCurrent(NULL));
+}
+
+/* Whether buf0 holds the XB bytes of want. */
+static int xdev_buf0_holds(struct xdev *x, const unsigned char *want)
+{
+    static unsigned char back[XB];
+
+    read_back_bytes(x->c0, x->buf0, back, XB);
+    return memcmp(back, want, XB) == 0;
+}
+
+/* Device 1 (the source) fills buf1 from pat1 once the word is set, on s1. */
+static void xdev_hold_copy(struct xdev *x, CUdeviceptr pat1)
+{
+    CU_OK(cuCtxSetCurrent(x->c1));
+    CU_OK(cuMemsetD32(x->word1, 0, 1));
+    CU_OK(cuStreamWaitValue32(x->s1, x->word1, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    CU_OK(cuMemcpyDtoDAsync(x->buf1, pat1, XB, x->s1));
+}
+
+/* From buf1 (device 1) to buf0 (device 0) on the source's stream, ordered as PyTorch
+ * orders it: the source's stream waits for the destination stream's earlier work, and
+ * the destination's stream for the copy.  Device 1's stream is held behind the word, so
+ * only stream order can put the copy after the source's fill. */
+Test(multiserver, copies_on_the_source_devices_stream)
+{
+    static unsigned char want[XB];
+    struct xdev x;
+    CUdeviceptr pat1;
+    CUevent e0;
+
+    xdev_setup(&x);
+    CU_OK(cuEventCreate(&e0, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemAlloc(&pat1, XB));
+    for (int how = 0; how < XCOPY_HOWS; how++) {
+        pattern(want, XB, (unsigned)how);
+        put(x.c1, pat1, want, XB);
+        CU_OK(cuCtxSetCurrent(x.c0));
+        CU_OK(cuMemsetD8Async(x.buf0, 0x11, XB, x.s0));
+        CU_OK(cuEventRecord(e0, x.s0));
+        xdev_hold_copy(&x, pat1);
+        CU_OK(cuStreamWaitEvent(x.s1, e0, 0));
+        xcopy((enum xcopy_how)how, x.buf0, x.c0, x.buf1, x.c1, XB, x.s1);
+        CU_OK(cuEventRecord(x.e, x.s1));
+        CU_OK(cuStreamWaitEvent(x.s0, x.e, 0));
+        usleep(50 * 1000);
+        CU_IS(cuStreamQuery(x.s1), CUDA_ERROR_NOT_READY);
+        cr_assert(!xdev_buf0_holds(&x, want), "copy %d ran before its stream's fill", how);
+        xdev_release(&x);
+        CU_OK(cuStreamSynchronize(x.s0));
+        cr_assert(xdev_buf0_holds(&x, want), "copy %d: buf0 differs", how);
+    }
+    CU_OK(cuEventDestroy(e0));
+}
+
+/* The same copy on the destination's stream, which waits for the source's event; the
+ * current context is the source's, and the stream still decides where the copy runs. */
+Test(multiserver, copies_on_the_destination_devices_stream)
+{
+    static unsigned char want[XB];
+    struct xdev x;
+    CUdeviceptr pat1;
+
+    xdev_setup(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemAlloc(&pat1, XB));
+    for (int how = 0; how < XCOPY_HOWS; how++) {
+        pattern(want, XB, (unsigned)how + 7);
+        put(x.c1, pat1, want, XB);
+        xdev_hold_copy(&x, pat1);
+        CU_OK(cuEventRecord(x.e, x.s1));
+        CU_OK(cuStreamWaitEvent(x.s0, x.e, 0));
+        xcopy((enum xcopy_how)how, x.buf0, x.c0, x.buf1, x.c1, XB, x.s0);
+        usleep(50 * 1000);
+        CU_IS(cuStreamQuery(x.s0), CUDA_ERROR_NOT_READY);
+        cr_assert(!xdev_buf0_holds(&x, want), "copy %d ran before the source's fill", how);
+        xdev_release(&x);
+        CU_OK(cuStreamSynchronize(x.s0));
+        cr_assert(xdev_buf0_holds(&x, want), "copy %d: buf0 differs", how);
+    }
+}
+
+/* cuMemcpyDtoD and cuMemcpy between the devices, at odd offsets and lengths, each way;
+ * and returning only after the other device's legacy stream's earlier work, held 200 ms
+ * behind the word, as CUDA serialises a synchronous copy between devices with it. */
+Test(multiserver, synchronous_copies_across_devices)
+{
+    static unsigned char want[XB], back[XB];
+    struct releaser r;
+    struct timespec t0;
+    struct xdev x;
+    pthread_t th;
+
+    xdev_setup(&x);
+    pattern(want, XB, 3);
+    put(x.c0, x.buf0, want, XB);
+    CU_OK(cuCtxSetCurrent(x.c0));
+    CU_OK(cuMemcpyDtoD(x.buf1 + 3, x.buf0 + 5, XB - 8));
+    read_back_bytes(x.c1, x.buf1, back, XB);
+    cr_assert_arr_eq(back + 3, want + 5, XB - 8);
+    cr_assert_eq(back[0] | back[1] | back[2] | back[XB - 5], 0);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemsetD8(x.buf0, 0, XB));
+    CU_OK(cuMemcpy(x.buf0 + 1, x.buf1 + 3, XB - 9));
+    read_back_bytes(x.c0, x.buf0, back, XB);
+    cr_assert_arr_eq(back + 1, want + 5, XB - 9);
+    cr_assert_eq(back[0] | back[XB - 8], 0);
+
+    put(x.c0, x.buf0, want, XB);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuStreamWaitValue32(NULL, x.word1, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    CU_OK(cuMemsetD8Async(x.buf1, 0x5a, XB, NULL));
+    CU_OK(cuCtxSetCurrent(x.c0));
+    r = (struct releaser){ &x, 200 };
+    cr_assert_eq(pthread_create(&th, NULL, release_later, &r), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CU_OK(cuMemcpyDtoD(x.buf1, x.buf0, XB));
+    cr_assert_geq(ms_since(&t0), 150.0, "the copy did not wait for device 1's work");
+    pthread_join(th, NULL);
+    read_back_bytes(x.c1, x.buf1, back, XB);
+    cr_assert_arr_eq(back, want, XB, "device 1's fill came after the copy");
+}
+
+/* A 2-D copy between the devices' memory, on a stream of either device and
+ * synchronously: each row where it belongs, and nothing between the rows. */
+#define ROW_W 1000
+#define ROWS 64
+
+static void copy_2d_across(struct xdev *x, CUstream s, int wait, const unsigned char *src)
+{
+    static unsigned char want[XB], back[XB];
+    CUDA_MEMCPY2D c = { .srcXInBytes = 16, .srcY = 2, .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .srcDevice = x->buf0, .srcPitch = 1024,
+                        .dstXInBytes = 8, .dstY = 1, .dstMemoryType = CU_MEMORYTYPE_UNIFIED,
+                        .dstDevice = x->buf1, .dstPitch = 1536,
+                        .WidthInBytes = ROW_W, .Height = ROWS };
+
+    memset(want, 0, XB);
+    for (size_t y = 0; y < ROWS; y++)
+        memcpy(want + (y + 1) * 1536 + 8, src + (y + 2) * 1024 + 16, ROW_W);
+    CU_OK(cuCtxSetCurrent(x->c1));
+    CU_OK(cuMemsetD8(x->buf1, 0, XB));
+    CU_OK(cuCtxSetCurrent(x->c0));
+    if (wait) {
+        CU_OK(cuMemcpy2D(&c));
+    } else {
+        CU_OK(cuMemcpy2DAsync(&c, s));
+        CU_OK(cuStreamSynchronize(s));
+    }
+    read_back_bytes(x->c1, x->buf1, back, XB);
+    cr_assert_arr_eq(back, want, XB);
+}
+
+Test(multiserver, a_2d_copy_across_devices)
+{
+    static unsigned char src[XB];
+    struct xdev x;
+
+    xdev_setup(&x);
+    pattern(src, XB, 5);
+    put(x.c0, x.buf0, src, XB);
+    copy_2d_across(&x, x.s0, 0, src);
+    copy_2d_across(&x, x.s1, 0, src);
+    copy_2d_across(&x, NULL, 1, src);
+}
+
+/* Only cuMemAlloc's memory can be mapped on another device: a pool's allocation of
+ * device 1 copied on device 0's stream is refused. */
+Test(multiserver, a_pool_allocation_is_not_reached_from_another_device)
+{
+    struct xdev x;
+    CUdeviceptr pooled;
+
+    xdev_setup(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemAllocAsync(&pooled, XB, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+    CU_IS(cuMemcpyDtoDAsync(x.buf0, pooled, XB, x.s0), CUDA_ERROR_INVALID_VALUE);
+    /* On device 1's stream, the pool's memory is that device's own. */
+    CU_OK(cuMemcpyDtoDAsync(x.buf0, pooled, XB, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+    CU_OK(cuMemFreeAsync(pooled, x.s1));
+    CU_OK(cuStreamSynchronize(x.s1));
+}
+
+/* A mapping made in a context goes with it: a copy after the context's end maps anew. */
+Test(multiserver, a_mapping_goes_with_its_context)
+{
+    static unsigned char want[XB];
+    CUcontext mine;
+    CUstream s;
+    struct xdev x;
+
+    xdev_setup(&x);
+    pattern(want, XB, 9);
+    put(x.c1, x.buf1, want, XB);
+    CU_OK(cuCtxCreate(&mine, NULL, 0, 0));
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemcpyPeerAsync(x.buf0, mine, x.buf1, x.c1, XB, s));
+    CU_OK(cuStreamSynchronize(s));
+    cr_assert(xdev_buf0_holds(&x, want));
+    CU_OK(cuCtxDestroy(mine));
+    CU_OK(cuCtxSetCurrent(x.c0));
+    CU_OK(cuMemsetD8(x.buf0, 0, XB));
+    CU_OK(cuMemcpyPeer(x.buf0, x.c0, x.buf1, x.c1, XB));
+    cr_assert(xdev_buf0_holds(&x, want));
+}
+
 /* Executors of server s (children of its control process) holding the sim's IPC
  * memfds: descriptors (fds) or mappings (maps) named detshare-ipc-*. */
 static int ipc_memfds(const struct ds_test_server *s, int maps)
@@ -793,6 +1037,33 @@ static int settles_at(const struct ds_test_server *s, int maps, int want)
         usleep(10 * 1000);
     }
     return 0;
+}
+
+/* A copy on the source's stream maps the destination's allocation on the source's
+ * device (a memfd of device 1's executor mapped by device 0's): freeing the destination
+ * closes that mapping. */
+Test(multiserver, freeing_the_destination_drops_its_mapping)
+{
+    static unsigned char want[XB], back[XB];
+    struct xdev x;
+    CUdeviceptr dst1;
+    int before;
+
+    DS_SIM_ONLY();
+    xdev_setup(&x);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemAlloc(&dst1, XB));
+    pattern(want, XB, 11);
+    put(x.c0, x.buf0, want, XB);
+    before = ipc_memfds(&srv[0], 1);
+    CU_OK(cuMemcpyDtoDAsync(dst1, x.buf0, XB, x.s0));
+    CU_OK(cuStreamSynchronize(x.s0));
+    cr_assert_gt(ipc_memfds(&srv[0], 1), before, "device 0 mapped nothing of device 1's");
+    read_back_bytes(x.c1, dst1, back, XB);
+    cr_assert_arr_eq(back, want, XB);
+    CU_OK(cuCtxSetCurrent(x.c1));
+    CU_OK(cuMemFree(dst1));
+    cr_assert(settles_at(&srv[0], 1, before), "device 0 maps %d", ipc_memfds(&srv[0], 1));
 }
 
 /* Each shadow is a memfd of device 1's executor, mapped by device 0's: destroying

@@ -17,12 +17,16 @@
  * copy of other (pageable) host memory on a capturing stream is taken by the capture as
  * a copy the tenant does at each launch (captured_host_copy); anything else with host
  * memory on a capturing stream is refused.
+ *
+ * A copy between two devices' memory (a tenant of several servers) runs on its stream's
+ * device, the other device's side mapped there (peer.h).
  */
 #include "cuda_api.h"
 #include "copy.h"
 #include "capture.h"
 #include "hostreg.h"
 #include "mem.h"
+#include "peer.h"
 #include "quiet.h"
 #include "rpc.h"
 #include "staging.h"
@@ -256,6 +260,23 @@ CUresult ds__copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, i
     return wait ? ds_rpc_memcpy_dtod(&a, &r) : ds_rpc_memcpy_dtod_async(&a);
 }
 
+/* A copy the tenant asked for between two device addresses: between two devices'
+ * memory, it runs on its stream's device with CUDA's unified-addressing meaning
+ * (peer.h), the NULL stream being the current context's legacy stream. */
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
+{
+    struct ds_peer_run r;
+    int ddev, sdev;
+    CUresult rc;
+
+    DS_NEED_INIT();
+    if (!ds__peer_across(dst, src, &ddev, &sdev))
+        return ds__copy_dtod(dst, src, n, s, wait);
+    if ((rc = ds__peer_run_on(s, NULL, &r)) != CUDA_SUCCESS)
+        return rc;
+    return ds__peer_copy(&r, dst, ddev, src, sdev, n, NULL, wait);
+}
+
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
     return ds__copy_htod(dst, src, n, NULL, 1);
@@ -278,12 +299,12 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    return ds__copy_dtod(dst, src, n, NULL, 1);
+    return dtod(dst, src, n, NULL, 1);
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
-    return ds__copy_dtod(dst, src, n, s, 0);
+    return dtod(dst, src, n, s, 0);
 }
 
 /* Unified addressing: the direction follows from which side each pointer lives on. */
@@ -295,7 +316,7 @@ static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, 
     ddev = ds__mem_is_device(dst);
     sdev = ds__mem_is_device(src);
     if (ddev && sdev)
-        return ds__copy_dtod(dst, src, n, s, wait);
+        return dtod(dst, src, n, s, wait);
     if (ddev)
         return ds__copy_htod(dst, (const void *)(uintptr_t)src, n, s, wait);
     if (sdev)

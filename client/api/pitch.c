@@ -5,8 +5,9 @@
  * memory and runs it in stream order; a box with a host side moves row by row through
  * the 1-D copies (copy.h), so host bytes take the paths cuMemcpyHtoD's take (the shared
  * arena, the staging ring, in-band chunks) and each row is checked there.  Rows that lie
- * back to back on both sides move as one.  A copy with a CUDA array on either side is
- * array.c's.
+ * back to back on both sides move as one.  A box between two devices' memory (a tenant
+ * of several servers) goes whole to its stream's device, the other device's side mapped
+ * there (peer.h).  A copy with a CUDA array on either side is array.c's.
  */
 #include "cuda_api.h"
 
@@ -117,7 +118,7 @@ static CUresult box_of_2d(const CUDA_MEMCPY2D *c, struct box *b)
                                         &b->dst_dev);
 }
 
-/* Both sides device memory: the executor's one call. */
+/* Both sides device memory of one device: the executor's one call. */
 static CUresult device_box(const struct box *b, CUstream s, int wait)
 {
     ds_copy3d_args a = {
@@ -232,9 +233,37 @@ static CUresult host_box(const struct box *b, uint64_t dfirst, uint64_t dext, ui
     return rc != CUDA_SUCCESS || !wait ? rc : cuStreamSynchronize(s);
 }
 
+/* Both sides device memory of two devices: the executor's one call on the stream's
+ * device, with the other device's side reached through its mapping there (peer.h).
+ * dfirst, sfirst: where each side's first row starts; dext, sext: their extents. */
+static CUresult peer_box(const struct box *b, int ddev, uint64_t dfirst, uint64_t dext, int sdev,
+                         uint64_t sfirst, uint64_t sext, CUstream s, int wait)
+{
+    struct ds_peer_run r;
+    struct box there = *b;
+    uint64_t to, from;
+    CUresult rc;
+
+    if ((rc = ds__peer_run_on(s, NULL, &r)) != CUDA_SUCCESS ||
+        (rc = ds__peer_reach(&r, sfirst, sdev, sext, &from)) != CUDA_SUCCESS ||
+        (rc = ds__peer_reach(&r, dfirst, ddev, dext, &to)) != CUDA_SUCCESS)
+        return rc;
+    if (wait && (rc = ds__peer_settle(&r, ddev, sdev)) != CUDA_SUCCESS)
+        return rc;
+    /* The first row's start moved with the allocation; the offsets within stay. */
+    there.src.ptr += from - sfirst;
+    there.dst.ptr += to - dfirst;
+    if ((rc = ds__peer_enter(&r)) != CUDA_SUCCESS)
+        return rc;
+    rc = device_box(&there, s, wait);
+    ds__peer_leave();
+    return rc;
+}
+
 static CUresult copy_box(const struct box *b, CUstream s, int wait)
 {
     uint64_t dfirst, dext, sfirst, sext;
+    int ddev, sdev;
 
     if (b->width == 0 || b->height == 0 || b->depth == 0)
         return CUDA_SUCCESS;
@@ -243,6 +272,8 @@ static CUresult copy_box(const struct box *b, CUstream s, int wait)
         return CUDA_ERROR_INVALID_VALUE;
     if ((!b->dst_dev && b->dst.ptr == 0) || (!b->src_dev && b->src.ptr == 0))
         return CUDA_ERROR_INVALID_VALUE;
+    if (b->dst_dev && b->src_dev && ds__peer_across(dfirst, sfirst, &ddev, &sdev))
+        return peer_box(b, ddev, dfirst, dext, sdev, sfirst, sext, s, wait);
     if (b->dst_dev && b->src_dev)
         return device_box(b, s, wait);
     return host_box(b, dfirst, dext, sfirst, sext, s, wait);
@@ -329,18 +360,27 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
 /* Within one device, every context of the tenant's can reach all its memory: the peer
  * forms are the plain copies once both contexts are named, and the executor checks the
  * addresses against the tenant's memory whatever context they came from.  Between two
- * servers' devices the copy runs on the destination's device (peer.h). */
+ * servers' devices the copy runs on its stream's device, the NULL stream being the
+ * destination context's legacy stream, and cuMemcpyPeer first waits for all the work of
+ * the source's context (peer.h). */
 static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                           size_t n, CUstream s, int wait)
 {
+    struct ds_peer_run r;
     int ddev, sdev;
+    CUresult rc;
 
     DS_NEED_INIT();
     if (dst_ctx == NULL || src_ctx == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (ds__peer_across(dst, src, &ddev, &sdev))
-        return ds__peer_copy(dst, ddev, dst_ctx, src, sdev, src_ctx, n, s, wait);
-    return ds__copy_dtod(dst, src, n, s, wait);
+    if (!ds__peer_across(dst, src, &ddev, &sdev))
+        return ds__copy_dtod(dst, src, n, s, wait);
+    if (ds__route_dev_of((uint64_t)(uintptr_t)dst_ctx) != ddev ||
+        ds__route_dev_of((uint64_t)(uintptr_t)src_ctx) != sdev)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((rc = ds__peer_run_on(s, dst_ctx, &r)) != CUDA_SUCCESS)
+        return rc;
+    return ds__peer_copy(&r, dst, ddev, src, sdev, n, src_ctx, wait);
 }
 
 CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
