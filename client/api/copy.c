@@ -23,7 +23,9 @@
  */
 #include "cuda_api.h"
 #include "copy.h"
+
 #include "capture.h"
+#include "dtod.h"
 #include "hostreg.h"
 #include "mem.h"
 #include "peer.h"
@@ -89,7 +91,7 @@ CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, i
 
     DS_NEED_INIT();
     if (captured_view(src, n, wait, &offset))
-        return ds__copy_dtod(dst, offset, n, s, 0);
+        return ds__dtod_copy(dst, offset, n, s, 0);
     if ((rc = captured_host_copy(1, dst, src, n, s, wait, &done)) != CUDA_SUCCESS || done)
         return rc;
     if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
@@ -227,7 +229,7 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
 
     DS_NEED_INIT();
     if (captured_view(dst, n, wait, &offset))
-        return ds__copy_dtod(offset, src, n, s, 0);
+        return ds__dtod_copy(offset, src, n, s, 0);
     if ((rc = captured_host_copy(0, src, dst, n, s, wait, &done)) != CUDA_SUCCESS || done)
         return rc;
     if ((rc = ds__capture_refuse_host_work(s)) != CUDA_SUCCESS)
@@ -249,17 +251,6 @@ CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wai
     return rc;
 }
 
-CUresult ds__copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait)
-{
-    ds_dtod_args a = { .dst = dst, .src = src, .size = n, .stream = ds__stream_of(s) };
-    ds_void_res r;
-
-    DS_NEED_INIT();
-    if (n == 0)
-        return CUDA_SUCCESS;
-    return wait ? ds_rpc_memcpy_dtod(&a, &r) : ds_rpc_memcpy_dtod_async(&a);
-}
-
 /* A copy the tenant asked for between two device addresses: between two devices'
  * memory, it runs on its stream's device with CUDA's unified-addressing meaning
  * (peer.h), the NULL stream being the current context's legacy stream. */
@@ -271,7 +262,7 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int
 
     DS_NEED_INIT();
     if (!ds__peer_across(dst, src, &ddev, &sdev))
-        return ds__copy_dtod(dst, src, n, s, wait);
+        return ds__dtod_copy(dst, src, n, s, wait);
     if ((rc = ds__peer_run_on(s, NULL, &r)) != CUDA_SUCCESS)
         return rc;
     return ds__peer_copy(&r, dst, ddev, src, sdev, n, NULL, wait);

@@ -15,7 +15,7 @@
  * host-to-device has read its source. */
 CUresult ds__copy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, int wait);
 CUresult ds__copy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, int wait);
-CUresult ds__copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait);
+CUresult ds__dtod_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int wait);
 
 /* 1 when the n bytes at host are host memory the device reaches (page-locked, registered
  * or managed memory of the shared arena), their device address in *out; 0 otherwise. */

@@ -25,8 +25,8 @@
  */
 #include "peer.h"
 
-#include "copy.h"
 #include "ctx.h"
+#include "dtod.h"
 #include "mem.h"
 #include "rpc.h"
 
@@ -261,7 +261,7 @@ CUresult ds__peer_copy(const struct ds_peer_run *r, CUdeviceptr dst, int ddev, C
         return rc;
     if ((rc = ds__peer_enter(r)) != CUDA_SUCCESS)
         return rc;
-    rc = ds__copy_dtod(to, from, n, r->stream, wait);
+    rc = ds__dtod_copy(to, from, n, r->stream, wait);
     ds__peer_leave();
     return rc;
 }

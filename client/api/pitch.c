@@ -16,6 +16,7 @@
 #include "copy.h"
 #include "ctx.h"
 #include "ds_box.h"
+#include "dtod.h"
 #include "hostreg.h"
 #include "mem.h"
 #include "peer.h"
@@ -374,7 +375,7 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
     if (dst_ctx == NULL || src_ctx == NULL)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (!ds__peer_across(dst, src, &ddev, &sdev))
-        return ds__copy_dtod(dst, src, n, s, wait);
+        return ds__dtod_copy(dst, src, n, s, wait);
     if (ds__route_dev_of((uint64_t)(uintptr_t)dst_ctx) != ddev ||
         ds__route_dev_of((uint64_t)(uintptr_t)src_ctx) != sdev)
         return CUDA_ERROR_INVALID_CONTEXT;
