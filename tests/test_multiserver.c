@@ -23,10 +23,15 @@ static void start(void)
 {
     /* On the sim, device 1 differs from device 0 (132 SMs, 80 GiB, GPU 0) in everything
      * a tenant can ask.  On a GPU both servers serve GPU 0, which takes one MPS daemon
-     * at a time: neither starts one. */
-    ds_test_server_start(&srv[0], 0, ds_test_on_sim() ? NULL : "--mps off");
+     * at a time: neither starts one; with DS_TEST_GPU_PAIR set (a two-GPU box) they serve
+     * GPUs 0 and 1, each with its MPS daemon, as deployed: interprocess events and memory
+     * then cross two daemons. */
+    int pair = !ds_test_on_sim() && getenv("DS_TEST_GPU_PAIR") != NULL;
+
+    ds_test_server_start(&srv[0], 0, ds_test_on_sim() ? NULL : pair ? "--gpu 0" : "--mps off");
     ds_test_server_start(&srv[1], 0, ds_test_on_sim() ? "--sim-sms 66 --sim-memory 8G --gpu 1"
-                                                      : "--mps off");
+                                     : pair            ? "--gpu 1"
+                                                       : "--mps off");
     ds_test_servers_use(srv, 2);
 }
 
