@@ -132,3 +132,26 @@ Test(runtime, cudaMallocAsync_and_memory_pools)
 {
     check("malloc_async", "6 rounds of 8 MiB, round trips exact");
 }
+
+/* A program of two devices, each one server's: cudart's first call hashes every device's
+ * identity into its integrity check, and the client's buffer had room for one (a tenant
+ * of two servers crashed in cudart, run 136); then copies between the devices. */
+Test(runtime, two_devices_of_two_servers)
+{
+    struct ds_test_server two[2];
+    char out[8192];
+    const char *names[] = { "two_devices", "two_devices_shared" };
+
+    two[0] = srv;
+    ds_test_server_start(&two[1], 0, ds_test_on_sim() ? "--gpu 1" : "--mps off");
+    ds_test_servers_use(two, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(run_example(names[i], out, sizeof(out)), 0, "%s failed:\n%s", names[i], out);
+        cr_expect(strstr(out, "devices: 2") != NULL, "%s:\n%s", names[i], out);
+        cr_expect(strstr(out, "copy on the source's stream: exact") != NULL, "%s:\n%s",
+                  names[i], out);
+        cr_expect(strstr(out, "cudaMemcpyPeer: exact") != NULL, "%s:\n%s", names[i], out);
+    }
+    ds_test_servers_use(&srv, 1);
+    ds_test_server_stop(&two[1]);
+}

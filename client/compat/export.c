@@ -18,6 +18,7 @@
 #include "hmac_md2.h"
 #include "module.h"
 #include "nvrtc_cache.h"
+#include "route.h"
 #include "rpc.h"
 #include "share.h"
 #include "stream.h"
@@ -272,10 +273,15 @@ static void put64(unsigned char *p, uint64_t v)
     memcpy(p, &v, 8);
 }
 
+/* The message: 48 bytes, then 28 for each device (as many as a tenant can have). */
+#define INTEGRITY_HEAD 48
+#define INTEGRITY_DEVICE 28
+#define INTEGRITY_MAX (INTEGRITY_HEAD + INTEGRITY_DEVICE * DS_ROUTE_MAX)
+
 static size_t integrity_message(unsigned char *m, unsigned version, uint64_t unix_seconds)
 {
     int driver = 0, count = 0;
-    size_t n = 48;
+    size_t n = INTEGRITY_HEAD;
 
     cuDriverGetVersion(&driver);
     put32(m, (uint32_t)driver);
@@ -286,9 +292,13 @@ static size_t integrity_message(unsigned char *m, unsigned version, uint64_t uni
     put64(m + 24, (uint64_t)(uintptr_t)integrity_check);
     put64(m + 32, (uint64_t)(uintptr_t)integrity_check[1]);
     put64(m + 40, unix_seconds);
-    if (cuDeviceGetCount(&count) != CUDA_SUCCESS)
+    /* A buffer of one device's room took a tenant of two servers' 28 more bytes over the
+     * stack, and cudart crashed at its first call (run 136). */
+    if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 0)
         count = 0;
-    for (int d = 0; d < count; d++, n += 28) {
+    if (count > DS_ROUTE_MAX)
+        count = DS_ROUTE_MAX;
+    for (int d = 0; d < count; d++, n += INTEGRITY_DEVICE) {
         CUuuid u;
         int dom = 0, bus = 0, dev = 0;
 
@@ -307,7 +317,7 @@ static size_t integrity_message(unsigned char *m, unsigned version, uint64_t uni
 
 static CUresult integrity_answer(unsigned version, uint64_t unix_seconds, uint64_t result[2])
 {
-    unsigned char msg[48 + 28], mac[16];
+    unsigned char msg[INTEGRITY_MAX], mac[16];
     size_t n;
 
     if (result == NULL)
