@@ -136,17 +136,17 @@ std::string admin_quota(const std::string &admin, const std::string &name, const
 }
 
 std::string admin_tenant(const std::string &admin, const std::string &name,
-                         const std::string &klass, unsigned slo_ms)
+                         const std::string &klass, unsigned slo_us)
 {
-    std::string why = ask(admin, slo_ms ? 4 : 3, [&](msgpack_packer *pk) {
+    std::string why = ask(admin, slo_us ? 4 : 3, [&](msgpack_packer *pk) {
         cmd(pk, "tenant");
         str(pk, DS_ADMIN_KEY_NAME);
         str(pk, name);
         str(pk, DS_ADMIN_KEY_CLASS);
         str(pk, klass);
-        if (slo_ms) {
-            str(pk, DS_ADMIN_KEY_SLO_MS);
-            msgpack_pack_unsigned_int(pk, slo_ms);
+        if (slo_us) {
+            str(pk, DS_ADMIN_KEY_SLO_US);
+            msgpack_pack_unsigned_int(pk, slo_us);
         }
     });
     return why == "no such tenant" ? "" : why;

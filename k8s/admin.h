@@ -26,9 +26,10 @@ std::string admin_token_add(const std::string &admin, const std::string &token,
 std::string admin_token_revoke(const std::string &admin, const std::string &token);
 // Set rule `name` to r exactly: what r leaves out is lifted (a rule with nothing goes).
 std::string admin_quota(const std::string &admin, const std::string &name, const QuotaRule &r);
-// Give the tenants called `name` a class and SLO (none connected is no error here).
+// Give the tenants called `name` a class and SLO in us (0: none; none connected is no
+// error here).
 std::string admin_tenant(const std::string &admin, const std::string &name,
-                         const std::string &klass, unsigned slo_ms);
+                         const std::string &klass, unsigned slo_us);
 
 } // namespace dsk
 

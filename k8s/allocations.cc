@@ -112,7 +112,7 @@ void Allocations::apply_annotations(Allocation &a)
         return;
     }
     a.has_rule = true;
-    a.slo_ms = s.slo_ms;
+    a.slo_us = s.slo_us;
     info("pod " + pod + ": quota rule " + a.name + " set from its annotations");
 }
 
@@ -151,8 +151,8 @@ void Allocations::reconcile(const Holders &holders)
             bind(a, pod);
         if (!pod.empty() || now - a.made < std::chrono::milliseconds(o_.grace_ms)) {
             // An SLO is given to tenants connected: again each round, for those new.
-            if (a.slo_ms)
-                admin_tenant(o_.gpus[a.gpu].admin, a.name, "latency", a.slo_ms);
+            if (a.slo_us)
+                admin_tenant(o_.gpus[a.gpu].admin, a.name, "latency", a.slo_us);
             kept.push_back(a);
             continue;
         }

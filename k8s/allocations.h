@@ -23,7 +23,7 @@ struct Allocation {
     std::string pod;    // NAMESPACE/NAME once PodResources names it
     std::string name;   // what its tenants are called: the pod, once known, else tenant
     bool has_rule = false; // a quota rule was set for name
-    unsigned slo_ms = 0;   // the SLO its connected tenants are given (0: none)
+    unsigned slo_us = 0;   // the SLO its connected tenants are given, in us (0: none)
 };
 
 // Which pod ("NAMESPACE/NAME") holds each replica ID, as PodResources says.

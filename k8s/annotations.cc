@@ -1,5 +1,7 @@
 #include "annotations.h"
 
+#include "ds_slo.h"
+
 #include <curl/curl.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -57,6 +59,7 @@ bool size(const std::string &s, uint64_t &out)
 void take(PodSettings &p, const std::string &key, const std::string &v)
 {
     uint64_t n = 0;
+    uint32_t us = 0;
 
     if (key == "class") {
         if (v == "latency" || v == "best-effort")
@@ -64,10 +67,11 @@ void take(PodSettings &p, const std::string &key, const std::string &v)
         else
             p.problems.push_back("detshare.io/class=" + v + ": latency or best-effort");
     } else if (key == "slo-ms") {
-        if (whole(v, 1, 3600000, n))
-            p.slo_ms = (unsigned)n;
+        if (ds_slo_parse(v.c_str(), &us) == 0)
+            p.slo_us = us;
         else
-            p.problems.push_back("detshare.io/slo-ms=" + v + ": milliseconds, 1 to 3600000");
+            p.problems.push_back("detshare.io/slo-ms=" + v + ": milliseconds, more than 0 and "
+                                 "up to 3600000, with at most three decimals (4.05)");
     } else if (key == "memory") {
         if (size(v, n))
             p.rule.memory = n;
@@ -136,11 +140,11 @@ PodSettings parse_annotations(const std::map<std::string, std::string> &annotati
         if (kv.first.rfind(kPrefix, 0) == 0)
             take(p, kv.first.substr(kPrefix.size()), kv.second);
     // An SLO is a latency tenant's.
-    if (p.slo_ms && p.rule.klass.empty())
+    if (p.slo_us && p.rule.klass.empty())
         p.rule.klass = "latency";
-    if (p.slo_ms && p.rule.klass == "best-effort") {
+    if (p.slo_us && p.rule.klass == "best-effort") {
         p.problems.push_back("detshare.io/slo-ms: a best-effort pod has no SLO");
-        p.slo_ms = 0;
+        p.slo_us = 0;
     }
     return p;
 }

@@ -14,13 +14,13 @@ namespace dsk {
 
 struct PodSettings {
     QuotaRule rule;
-    unsigned slo_ms = 0;
+    unsigned slo_us = 0; // detshare.io/slo-ms, in us
     // One line per annotation refused (its name, its value and what it takes); the
     // others apply.
     std::vector<std::string> problems;
     bool any() const
     {
-        return rule.memory || rule.sm_share || rule.kernel_time || !rule.klass.empty() || slo_ms;
+        return rule.memory || rule.sm_share || rule.kernel_time || !rule.klass.empty() || slo_us;
     }
 };
 

@@ -8,11 +8,21 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ABI 3's policies index the tenants and read every field where they were then: ABI 4's
+ * slo_us went into the padding after id, and nothing else moved (on LP64, where
+ * detshare runs). */
+_Static_assert(offsetof(struct ds_sched_tenant, slo_us) == sizeof(int) &&
+                   offsetof(struct ds_sched_tenant, groups) == 8 &&
+                   offsetof(struct ds_sched_tenant, escapes) == 104 &&
+                   sizeof(struct ds_sched_tenant) == 112,
+               "struct ds_sched_tenant no longer lays out as ABI 3's");
 
 #define ENTRY(n) &ds_policy_##n,
 const struct ds_policy *const ds_policies[] = { DS_POLICY_BUILTINS(ENTRY) NULL };
@@ -75,7 +85,8 @@ static const char *unusable(const struct ds_policy *p)
 static const struct ds_policy *load(const char *file, const char *as, char *why, size_t len)
 {
     const struct ds_policy *(*entry)(unsigned);
-    const struct ds_policy *p;
+    const struct ds_policy *p = NULL;
+    unsigned abi = DS_POLICY_ABI;
     const char *bad;
     void *h;
 
@@ -92,17 +103,18 @@ static const struct ds_policy *load(const char *file, const char *as, char *why,
         return NULL;
     }
     *(void **)&entry = dlsym(h, "detshare_policy");
-    p = entry != NULL ? entry(DS_POLICY_ABI) : NULL;
+    while (entry != NULL && abi >= DS_POLICY_ABI_OLDEST && (p = entry(abi)) == NULL)
+        abi--;
     bad = entry == NULL ? "it exports no detshare_policy" : unusable(p);
     if (bad != NULL) {
-        snprintf(why, len, "%s (ABI %d)", bad, DS_POLICY_ABI);
+        snprintf(why, len, "%s (ABI %d down to %d)", bad, DS_POLICY_ABI, DS_POLICY_ABI_OLDEST);
         ds_error("policy %s refused: %s", as, why);
         dlclose(h);
         return NULL;
     }
     snprintf(loaded[nloaded].path, PATH_MAX, "%s", as);
     loaded[nloaded++].p = p;
-    ds_info("policy %s loaded from %s", p->name, as);
+    ds_info("policy %s loaded from %s (ABI %u)", p->name, as, abi);
     return p;
 }
 

@@ -20,8 +20,9 @@ const struct ds_policy *ds_policy_find(const char *name);
 
 /* Load the policy in the shared object at `path` (once; later calls return it again),
  * whoever can change that file: for the operator's own command line only.  NULL, logged,
- * when it cannot be loaded, exports no detshare_policy, does not speak DS_POLICY_ABI,
- * lacks a hook every policy needs, or takes a built-in policy's name. */
+ * when it cannot be loaded, exports no detshare_policy, speaks no ABI from DS_POLICY_ABI
+ * down to DS_POLICY_ABI_OLDEST, lacks a hook every policy needs, or takes a built-in
+ * policy's name. */
 const struct ds_policy *ds_policy_load(const char *path);
 
 /* Let ds_policy_admit load from directory `dir` (--policy-dir): it and every directory

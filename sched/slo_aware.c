@@ -236,7 +236,7 @@ static unsigned floor_of(const struct ds_sched_view *v, int lvl)
 static int top(const struct ds_sched_view *v)
 {
     for (int i = 0; i < v->n; i++)
-        if (v->t[i].klass == DS_SCHED_LATENCY && v->t[i].slo_ms > 0)
+        if (v->t[i].klass == DS_SCHED_LATENCY && v->t[i].slo_us > 0)
             return GATE_LEVEL;
     return NO_SLO_TOP;
 }
@@ -336,7 +336,7 @@ static int fresh(const struct ds_sched_tenant *t)
 static int slo_pressure(const struct ds_sched_tenant *t)
 {
     double drain = (double)(t->inflight > 0 ? t->inflight : 1) * t->kernel_us;
-    double slo = t->slo_ms * 1e3, *over = &over_slo[t->id];
+    double slo = t->slo_us, *over = &over_slo[t->id];
 
     *over += ((drain > slo) - *over) / VIOL_AVG;
     if (drain > NEAR * slo)
@@ -351,7 +351,7 @@ static int pressure_of(const struct ds_sched_tenant *t)
 {
     double b = base_us[t->id];
 
-    if (t->slo_ms > 0)
+    if (t->slo_us > 0)
         return slo_pressure(t);
     if (t->kernel_us > SEVERE * b)
         return 2;

@@ -47,7 +47,7 @@ static int decodes(const struct ds_sched_tenant *t)
         return t->phase == DS_SCHED_DECODE;
     if (t->klass != DS_SCHED_LATENCY)
         return 0;
-    if (t->slo_ms > 0)
+    if (t->slo_us > 0)
         return 1;
     return s == 0 || t->kernel_us <= PREFILL_X * s;
 }

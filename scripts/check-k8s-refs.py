@@ -19,7 +19,8 @@ import yaml
 
 ANNOTATIONS = {
     "detshare.io/class": lambda v: v in ("latency", "best-effort"),
-    "detshare.io/slo-ms": lambda v: re.fullmatch(r"[1-9][0-9]{0,6}", v) is not None,
+    "detshare.io/slo-ms": lambda v: (re.fullmatch(r"[0-9]{1,7}(\.[0-9]{1,3})?", v) is not None
+                                     and 0 < float(v) <= 3600000),
     "detshare.io/memory": lambda v: re.fullmatch(r"[1-9][0-9]*([KMGT]i?B?)?", v) is not None,
     "detshare.io/sm-share": lambda v: v.isdigit() and 1 <= int(v) <= 100,
     "detshare.io/kernel-time": lambda v: v.isdigit() and 1 <= int(v) <= 100,

@@ -95,7 +95,7 @@ void ds_shm_slot_clear(struct ds_shm *shm, int idx)
     for (int k = 0; k < DS_SHM_MEM_KINDS; k++)
         atomic_store(&s->mem_kind[k], 0);
     atomic_store(&s->klass, 0);
-    atomic_store(&s->slo_ms, 0);
+    atomic_store(&s->slo_us, 0);
     atomic_store(&s->gate, 0);
     atomic_store(&s->gated_ns, 0);
     atomic_store(&s->kernel_ns, 0);

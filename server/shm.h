@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DS_SHM_VERSION 18
+#define DS_SHM_VERSION 19
 #define DS_SHM_SLOTS 64
 /* Exports of one tenant the CUDA IPC registry holds at once (server/ipcreg.h). */
 #define DS_SHM_IPC_MAX 1024
@@ -105,8 +105,8 @@ struct ds_shm_slot {
     /* Written by the executor for status: its tenant's class (DS_CLASS_*, from the
      * handshake), kernels and graphs launched to run now, device memory allocated. */
     atomic_int klass;
-    /* The tenant's latency SLO in ms (0: none), set through the admin API. */
-    atomic_uint slo_ms;
+    /* The tenant's latency SLO in us (0: none), set through the admin API. */
+    atomic_uint slo_us;
     atomic_uint_fast64_t launches;
     /* Device memory the tenant holds, as its executor counts it against its quota on
      * either backend: in all, and by enum ds_mem_kind. */

@@ -4,6 +4,8 @@
  * closed after a deadline. */
 #include "ds_test.h"
 
+#include "admin_client.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
@@ -122,6 +124,107 @@ Test(admin, status_shows_what_tenants_do_and_a_policy_switch_moves_them)
     cr_assert_neq(ctl("tenant beta class urgent", out, sizeof(out)), 0, "%s", out);
 
     ds_test_peer_leave(&peer);
+    ds_test_server_stop(&srv);
+}
+
+/* A tenant request sent as is: {"cmd": "tenant", "name": NAME, "class": "latency"} and
+ * the SLO keys given (slo_us, slo_ms; -1 leaves one out).  The answer's text in out. */
+static void ask_tenant(const char *name, long long slo_us, long long slo_ms, char *out,
+                       size_t len)
+{
+    const char *kv[] = { "cmd", "tenant", "name", name, "class", "latency" };
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    msgpack_unpacker u;
+    msgpack_unpacked r;
+    struct ds_addr admin;
+    char addr[160], why[256];
+
+    snprintf(addr, sizeof(addr), "unix:%s.admin", srv.sock);
+    cr_assert_eq(ds_addr_parse(addr, &admin), 0);
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 3 + (slo_us >= 0) + (slo_ms >= 0));
+    for (int i = 0; i < 6; i++) {
+        msgpack_pack_str(&pk, strlen(kv[i]));
+        msgpack_pack_str_body(&pk, kv[i], strlen(kv[i]));
+    }
+    if (slo_us >= 0) {
+        msgpack_pack_str(&pk, 6);
+        msgpack_pack_str_body(&pk, "slo_us", 6);
+        msgpack_pack_uint64(&pk, (uint64_t)slo_us);
+    }
+    if (slo_ms >= 0) {
+        msgpack_pack_str(&pk, 6);
+        msgpack_pack_str_body(&pk, "slo_ms", 6);
+        msgpack_pack_uint64(&pk, (uint64_t)slo_ms);
+    }
+    cr_assert(msgpack_unpacker_init(&u, 4096));
+    msgpack_unpacked_init(&r);
+    cr_assert_eq(ds_admin_ask(&admin, sb.data, sb.size, 5000, &u, &r, why, sizeof(why)), 0,
+                 "%s", why);
+    msgpack_object_print_buffer(out, len, r.data);
+    msgpack_unpacked_destroy(&r);
+    msgpack_unpacker_destroy(&u);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* alpha's "slo_ms" and "slo_us" in status --json. */
+static void expect_slo(const char *want)
+{
+    char out[16384], obj[2048];
+
+    cr_assert_eq(ctl("status --json", out, sizeof(out)), 0, "%s", out);
+    ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
+    cr_expect(strstr(obj, want), "expected %s in %s", want, obj);
+}
+
+/* SLOs to the microsecond: detshare-ctl takes milliseconds with up to three decimals and
+ * refuses anything else; the server keeps microseconds, takes older clients' whole
+ * "slo_ms" too (not both at once), and says the SLO both ways in status. */
+Test(admin, slos_are_kept_to_the_microsecond)
+{
+    static const char *const junk[] = { "4.0505", "abc", "0", "0.000", "-1", "+4", "4.",
+                                        ".5", "1e3", "4,05", "3600000.001", "99999999999" };
+    char out[4096], args[128];
+
+    ds_test_server_start(&srv, 0, NULL);
+    setenv("DETSHARE_TENANT", "alpha", 1);
+    ds_test_ctx();
+
+    cr_assert_eq(ctl("tenant alpha class latency slo 4.05", out, sizeof(out)), 0, "%s", out);
+    expect_slo("\"slo_ms\":5,\"slo_us\":4050");
+    cr_expect(ds_test_log_has(&srv, "(alpha) is now latency-critical, SLO 4.05 ms"));
+    cr_assert_eq(ctl("status", out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, ", SLO 4.05 ms"), "%s", out);
+    /* Below a millisecond: whole milliseconds round up, never to none. */
+    cr_assert_eq(ctl("tenant alpha class latency slo 0.5", out, sizeof(out)), 0, "%s", out);
+    expect_slo("\"slo_ms\":1,\"slo_us\":500");
+    cr_assert_eq(ctl("tenant alpha class latency slo 3600000", out, sizeof(out)), 0, "%s", out);
+    expect_slo("\"slo_ms\":3600000,\"slo_us\":3600000000");
+    for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
+        snprintf(args, sizeof(args), "tenant alpha class latency slo %s", junk[i]);
+        cr_expect_eq(ctl(args, out, sizeof(out)), 2, "slo %s: %s", junk[i], out);
+        cr_expect(strstr(out, "with at most three decimals"), "slo %s: %s", junk[i], out);
+    }
+    expect_slo("\"slo_us\":3600000000");
+
+    /* An older client's whole milliseconds. */
+    ask_tenant("alpha", -1, 7, out, sizeof(out));
+    cr_expect(strstr(out, "\"ok\"=>true"), "%s", out);
+    expect_slo("\"slo_ms\":7,\"slo_us\":7000");
+    ask_tenant("alpha", 1500, -1, out, sizeof(out));
+    expect_slo("\"slo_ms\":2,\"slo_us\":1500");
+    ask_tenant("alpha", 1500, 2, out, sizeof(out));
+    cr_expect(strstr(out, "not both"), "%s", out);
+    ask_tenant("alpha", 3600000001ll, -1, out, sizeof(out));
+    cr_expect(strstr(out, "microseconds up to an hour"), "%s", out);
+    ask_tenant("alpha", -1, 3600001, out, sizeof(out));
+    cr_expect(strstr(out, "milliseconds up to an hour"), "%s", out);
+    expect_slo("\"slo_us\":1500");
+    /* 0 is none, as before. */
+    ask_tenant("alpha", 0, -1, out, sizeof(out));
+    expect_slo("\"slo_ms\":null,\"slo_us\":null");
     ds_test_server_stop(&srv);
 }
 

@@ -416,7 +416,7 @@ class DevicePluginTest(unittest.TestCase):
 
     def test_g_annotations_set_the_pods_quota_rule(self):
         FakeApi.annotations["ns2/llm"] = {
-            "detshare.io/class": "latency", "detshare.io/slo-ms": "20",
+            "detshare.io/class": "latency", "detshare.io/slo-ms": "4.05",
             "detshare.io/memory": "1Gi", "detshare.io/sm-share": "50",
             "detshare.io/kernel-time": "80", "other.io/x": "y"}
         c = self.allocate(["gpu0-r0"])
@@ -428,15 +428,16 @@ class DevicePluginTest(unittest.TestCase):
         self.assertIn("class latency", line)
         self.assertIn("/api/v1/namespaces/ns2/pods/llm", FakeApi.asked)
         if os.environ.get("DSK_SOAK"):
-            # The SLO reaches the pod's tenants once they are connected.
+            # The SLO reaches the pod's tenants once they are connected, to the us.
             with self.staying_tenant(c):
-                wait_for(lambda: "SLO 20 ms" in self.ctl("status").stdout, 10, "the SLO")
+                wait_for(lambda: "SLO 4.05 ms" in self.ctl("status").stdout, 10, "the SLO")
                 status = self.ctl("status").stdout
                 self.assertIn(" ns2/llm (latency", status)
                 # Five more rounds of --sync-ms give it again: the server says it once.
                 time.sleep(1)
             with open(self.server_log) as f:
-                self.assertEqual(f.read().count("(ns2/llm) is now latency-critical, SLO 20"), 1)
+                self.assertEqual(f.read().count("(ns2/llm) is now latency-critical, SLO 4.05 ms"),
+                                 1)
         # Freed with its pod: the rule goes too.
         self.podres.set({})
         wait_for(lambda: self.quota_line("ns2/llm") is None, 10, "the rule lifted")
@@ -446,8 +447,11 @@ class DevicePluginTest(unittest.TestCase):
             "detshare.io/memory": "lots", "detshare.io/sm-share": "150",
             "detshare.io/class": "best-effort", "detshare.io/slo-ms": "20",
             "detshare.io/kernel-time": "50", "detshare.io/colour": "blue"}
+        # Finer than a microsecond.
+        FakeApi.annotations["ns3/fine"] = {"detshare.io/slo-ms": "4.0505"}
         self.allocate(["gpu0-r1"])
-        self.podres.set({"ns3/bad": ["gpu0-r1"]})
+        self.allocate(["gpu0-r2"])
+        self.podres.set({"ns3/bad": ["gpu0-r1"], "ns3/fine": ["gpu0-r2"]})
         wait_for(lambda: self.plugin_log_has("pod ns3/bad: annotation refused, the default "
                                              "applies: detshare.io/memory=lots"), 10,
                  "the refusal logged")
@@ -456,6 +460,9 @@ class DevicePluginTest(unittest.TestCase):
                                             "applies: detshare.io/slo-ms: a best-effort pod "
                                             "has no SLO"))
         self.assertTrue(self.plugin_log_has("detshare.io/colour: not a detshare annotation"))
+        wait_for(lambda: self.plugin_log_has("pod ns3/fine: annotation refused, the default "
+                                             "applies: detshare.io/slo-ms=4.0505: milliseconds"),
+                 10, "the SLO's refusal logged")
         # What was well-formed applies.
         line = wait_for(lambda: self.quota_line("ns3/bad"), 10, "the pod's quota rule")
         self.assertIn("memory no limit", line)

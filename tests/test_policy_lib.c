@@ -1,6 +1,7 @@
 /* Policies from shared objects (sched/policy.h): loaded by path at start or at run time
  * (from the --policy-dir directory), placing tenants as they say, switched to again by
- * name, and refused with a reason when the file is missing or speaks another ABI.
+ * name, and refused with a reason when the file is missing or speaks another ABI; one
+ * written for the ABI before still loads, and every policy sees the SLO as its ABI says.
  * tests/test_policy_dir.c checks which files may be loaded at run time. */
 #include "ds_test.h"
 
@@ -95,6 +96,53 @@ Test(policy_lib, a_loaded_policy_places_tenants_and_bad_ones_are_refused)
     cr_expect(strstr(out, "policy: first-half"), "still in force after the refusals: %s", out);
 
     ds_test_peer_leave(&peer);
+    ds_test_server_stop(&srv);
+    ds_test_remove_tree(dir);
+}
+
+/* Until alpha's decision in status is `want` (for up to 5 s). */
+static void wait_decision(const char *want)
+{
+    char out[16384], obj[2048], field[128];
+
+    snprintf(field, sizeof(field), "\"decision\":\"%s\"", want);
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(ds_test_ctl(&srv, "status --json", out, sizeof(out)), 0, "%s", out);
+        ds_test_tenant_json(out, "alpha", obj, sizeof(obj));
+        if (strstr(obj, field))
+            return;
+        usleep(50000);
+    }
+    cr_assert_fail("expected %s in %s", field, obj);
+}
+
+/* ABI 4 added slo_us, to the microsecond, where ABI 3 had padding: a policy written for
+ * ABI 3 still loads and reads slo_ms, rounded up so that a 0.5 ms SLO is not none; one
+ * of ABI 4 reads both. */
+Test(policy_lib, policies_see_the_slo_their_abi_speaks_of)
+{
+    char args[1024], out[4096], dir[64];
+
+    policy_dir_with(dir, sizeof(dir), DS_SLO_POLICY_SO, "slo.so");
+    snprintf(args, sizeof(args), "--policy %s --policy-dir %s", DS_ABI3_POLICY_SO, dir);
+    ds_test_server_start(&srv, 0, args);
+    cr_assert(ds_test_log_has(&srv, "policy slo-seen-abi3 loaded from"));
+    cr_expect(ds_test_log_has(&srv, "(ABI 3)"));
+    setenv("DETSHARE_TENANT", "alpha", 1);
+    ds_test_ctx();
+
+    cr_assert_eq(ds_test_ctl(&srv, "tenant alpha class latency slo 0.5", out, sizeof(out)), 0,
+                 "%s", out);
+    wait_decision("slo_ms 1");
+    snprintf(args, sizeof(args), "policy %s/slo.so", dir);
+    cr_assert_eq(ds_test_ctl(&srv, args, out, sizeof(out)), 0, "%s", out);
+    cr_expect(ds_test_log_has(&srv, "policy slo-seen loaded from"));
+    cr_expect(ds_test_log_has(&srv, "(ABI 4)"));
+    wait_decision("slo_us 500, slo_ms 1");
+    cr_assert_eq(ds_test_ctl(&srv, "tenant alpha class latency slo 4.05", out, sizeof(out)), 0,
+                 "%s", out);
+    wait_decision("slo_us 4050, slo_ms 5");
+
     ds_test_server_stop(&srv);
     ds_test_remove_tree(dir);
 }

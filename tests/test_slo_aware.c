@@ -418,7 +418,7 @@ Test(slo_aware, with_an_slo_that_leaves_slack_the_flood_is_lent_what_the_decoder
 {
     struct lending settle, r;
 
-    t[0].slo_ms = 4;
+    t[0].slo_us = 4000;
     learn_steps_alone();
     settle = beside_flood(5 * TICKS_PER_S, 4000);
     r = beside_flood(20 * TICKS_PER_S, 4000);
@@ -440,12 +440,28 @@ Test(slo_aware, a_looser_slo_lends_more)
 {
     struct lending r;
 
-    t[0].slo_ms = 5;
+    t[0].slo_us = 5000;
     learn_steps_alone();
     beside_flood(5 * TICKS_PER_S, 5000);
     r = beside_flood(20 * TICKS_PER_S, 5000);
     cr_expect_geq(r.groups, 11.5, "the flood on %.1f groups on average", r.groups);
     cr_expect_lt(r.over, 0.01, "%.1f%% of the steps over the SLO", 100 * r.over);
+}
+
+/* The SLO to the microsecond: 3.2 ms is missed on half the SMs (3.3 ms a step), so the
+ * flood gets at most a quarter (2.9 ms).  Its whole milliseconds rounded up, 4, which is
+ * what a policy reading slo_ms sees, would leave the flood half and most steps over. */
+Test(slo_aware, a_fractional_slo_is_steered_by_to_the_microsecond)
+{
+    struct lending r;
+
+    t[0].slo_us = 3200;
+    t[0].slo_ms = 4;
+    learn_steps_alone();
+    beside_flood(5 * TICKS_PER_S, 3200);
+    r = beside_flood(20 * TICKS_PER_S, 3200);
+    cr_expect_leq(r.groups, 4.5, "the flood on %.1f groups on average", r.groups);
+    cr_expect_lt(r.over, 0.05, "%.1f%% of the steps over 3.2 ms", 100 * r.over);
 }
 
 /* An SLO below what the decoder can reach even alone (2 ms against 2.5 ms): protected as
@@ -455,7 +471,7 @@ Test(slo_aware, an_slo_out_of_reach_holds_the_flood)
 {
     struct lending r;
 
-    t[0].slo_ms = 2;
+    t[0].slo_us = 2000;
     learn_steps_alone();
     beside_flood(2 * TICKS_PER_S, 2000);
     r = beside_flood(10 * TICKS_PER_S, 2000);
@@ -484,7 +500,7 @@ Test(slo_aware, recent_violations_delay_the_next_lend)
 {
     int first = -1;
 
-    t[0].slo_ms = 4;
+    t[0].slo_us = 4000;
     learn_steps_alone();
     for (int i = 0; i < TICKS_PER_S; i++)
         step_tick(6000); /* over the SLO whatever the flood has: held at the top */

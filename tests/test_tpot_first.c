@@ -112,7 +112,7 @@ Test(tpot_first, a_new_tenant_in_a_decoders_slot_is_not_taken_for_it)
 Test(tpot_first, a_decoder_with_an_slo_stays_protected_when_its_kernels_stretch)
 {
     start(2);
-    t[0].slo_ms = 5;
+    t[0].slo_us = 5000;
     ticks(10, 100, 0);
     cr_assert_eq(t[1].groups, QUARTER);
     ticks(HOLD_TICKS * 3, 900, 0);

@@ -243,11 +243,11 @@ class Ctl:
         while not self.done.wait(self.TELL_S if self.untold() else self.POLL_S):
             try:
                 for name, ms in self.slos.items():
-                    # The admin API takes whole milliseconds from 1: a sim stand-in's
-                    # SLO can be under half a millisecond, which "slo 0" would refuse.
+                    # detshare-ctl takes milliseconds to the microsecond (three
+                    # decimals), from 0.001.
                     if self.told[name] is None and self.ctl(
                             "tenant", name, "class", "latency", "slo",
-                            "%d" % max(1, round(ms)))[0] == 0:
+                            "%.3f" % max(0.001, round(ms, 3)))[0] == 0:
                         self.told[name] = round(time.time() - t0, 2)
                 if self.poll:
                     self.status(time.time())

@@ -6,8 +6,8 @@
  *   cc -shared -fPIC -I PREFIX/include -o first_half.so examples/policy/first_half.c
  *   detshare-server --policy ./first_half.so        (or: detshare-ctl policy $PWD/first_half.so)
  *
- * The server calls detshare_policy() once, with the policy ABI it speaks; a policy
- * written for another one returns NULL and is refused.  Every hook gets the tenants in
+ * The server calls detshare_policy() with the policy ABI it speaks, then with the older
+ * ones it still takes; a policy written for none of them returns NULL and is refused.  Every hook gets the tenants in
  * the order they joined and sets each one's groups (bit i = group i; 0 = every SM).
  */
 #include <detshare/policy.h>

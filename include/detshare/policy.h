@@ -21,10 +21,13 @@
  * tick rather than reported one by one, so that no decision is ever made on the launch
  * path: a policy that watches running work sets on_tick and decides there.
  *
- * Versioned by DS_POLICY_ABI, raised whenever these structures change; the server refuses
- * an object that does not speak its own.  ABI 2 added slo_ms, phase, the predictor's
- * fields, why and the view's now_ns to ABI 1's groups, gated, class and launches; ABI 3
- * (this one) added escapes.
+ * Versioned by DS_POLICY_ABI, raised whenever these structures change; the server asks
+ * an object for its own ABI first, then for each older one these structures still lay
+ * out as it did, down to DS_POLICY_ABI_OLDEST, and refuses an object that speaks none of
+ * them.  ABI 2 added slo_ms, phase, the predictor's fields, why and the view's now_ns to
+ * ABI 1's groups, gated, class and launches; ABI 3 added escapes; ABI 4 (this one) added
+ * slo_us, in what was padding after id, so that a policy built for ABI 3 reads the same
+ * structures and still loads.
  */
 #ifndef DETSHARE_POLICY_H
 #define DETSHARE_POLICY_H
@@ -44,11 +47,12 @@ enum ds_sched_phase { DS_SCHED_AUTO = 0, DS_SCHED_DECODE = 1, DS_SCHED_PREFILL =
 
 struct ds_sched_tenant {
     int id;          /* the tenant's slot in the control block */
+    unsigned slo_us; /* in: its latency SLO in us, 0 when it has none */
     uint64_t groups; /* in: what it was given last; out: bit i = SM group i, 0 = all SMs */
     int gated;       /* in: as last decided; out: 1 holds its next kernels back */
     int klass;       /* in: enum ds_sched_class, from the handshake or the operator */
     uint64_t launches; /* in: kernels and graphs it has launched so far */
-    unsigned slo_ms;   /* in: its latency SLO in ms, 0 when it has none */
+    unsigned slo_ms;   /* in: slo_us in whole ms, rounded up (a 0.5 ms SLO reads 1) */
     int phase;         /* in: enum ds_sched_phase, the operator's hint */
     /* In, from the predictor, as of the last sample: */
     uint64_t done;         /* launches the device has completed */
@@ -92,11 +96,14 @@ struct ds_policy {
     int gates; /* 1 when it closes gates (executors then also hold work on the GPU) */
 };
 
-/* What a policy's shared object must speak; raised whenever these structures change. */
-#define DS_POLICY_ABI 3
+/* What a policy's shared object speaks best; raised whenever these structures change.
+ * The server also takes one that speaks no older than DS_POLICY_ABI_OLDEST. */
+#define DS_POLICY_ABI 4
+#define DS_POLICY_ABI_OLDEST 3
 
-/* What a policy's shared object exports: its policy when it speaks `abi` (the server's
- * DS_POLICY_ABI), else NULL.  Called once, when the server loads the object. */
+/* What a policy's shared object exports: its policy when it speaks `abi`, else NULL.
+ * The server calls it when it loads the object: with its DS_POLICY_ABI, then, while the
+ * answer is NULL, with each older ABI down to DS_POLICY_ABI_OLDEST. */
 const struct ds_policy *detshare_policy(unsigned abi);
 
 #ifdef __cplusplus

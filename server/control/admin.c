@@ -4,6 +4,7 @@
 #include "detshare.h"
 #include "ds_preface.h"
 #include "ds_log.h"
+#include "ds_slo.h"
 #include "policy.h"
 #include "quota.h"
 #include "tracectl.h"
@@ -200,21 +201,40 @@ static void pack_changed(msgpack_packer *pk, int n)
     msgpack_pack_int(pk, n);
 }
 
+/* A tenant request's SLO in us into *us (0: none): "slo_us", or "slo_ms" from clients
+ * older than microseconds.  NULL, or why the request is refused. */
+static const char *get_slo(const msgpack_object *req, uint64_t *us)
+{
+    uint64_t ms = 0;
+    int has_us = get_uint(req, DS_ADMIN_KEY_SLO_US, us);
+    int has_ms = get_uint(req, DS_ADMIN_KEY_SLO_MS, &ms);
+
+    if (has_us != 0 && has_ms != 0)
+        return "give the SLO once: \"slo_us\" or \"slo_ms\", not both";
+    if (has_us < 0 || *us > DS_SLO_MAX_US)
+        return "\"slo_us\" is a number of microseconds up to an hour";
+    if (has_ms < 0 || ms > DS_SLO_MAX_US / 1000)
+        return "\"slo_ms\" is a number of milliseconds up to an hour";
+    if (has_ms > 0)
+        *us = ms * 1000;
+    return NULL;
+}
+
 /* A tenant's class and SLO, by name. */
 static void pack_tenant_class(struct ds_admin *a, const msgpack_object *req, msgpack_packer *pk,
                               const char *name)
 {
     char klass[16];
     uint64_t slo = 0;
-    int has_slo = get_uint(req, DS_ADMIN_KEY_SLO_MS, &slo);
+    const char *bad = get_slo(req, &slo);
 
     if (name == NULL || get_str(req, DS_ADMIN_KEY_CLASS, klass, sizeof(klass)) == NULL ||
         (strcmp(klass, "latency") != 0 && strcmp(klass, "best-effort") != 0)) {
         pack_error(pk, "a tenant request needs a \"name\" and a \"class\": latency or best-effort");
         return;
     }
-    if (has_slo < 0 || slo > 3600u * 1000u) {
-        pack_error(pk, "\"slo_ms\" is a number of milliseconds up to an hour");
+    if (bad != NULL) {
+        pack_error(pk, bad);
         return;
     }
     pack_changed(pk, a->hooks.tenant_class(a->hooks.ctx, name,

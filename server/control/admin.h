@@ -7,8 +7,9 @@
  *   {"cmd": "policy", "name": NAME}   -> the same, after switching; a NAME with a '/' is a
  *                                        shared object's path, loaded only from the
  *                                        --policy-dir directory (sched/policy.h)
- *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_ms": N}
- *                                     -> {"ok": true, "tenants": HOW_MANY}
+ *   {"cmd": "tenant", "name": NAME, "class": "latency"|"best-effort", "slo_us": N}
+ *                                     -> {"ok": true, "tenants": HOW_MANY}; older
+ *                                        clients' "slo_ms" in place of "slo_us" too
  *   {"cmd": "quota"}                  -> {"ok": true, "quotas": [{"name", "memory",
  *                                        "sm_share"}...]}
  *   {"cmd": "quota", "name": NAME, "memory": BYTES|nil, "sm_share": PCT|nil}
@@ -45,9 +46,9 @@ struct ds_admin_hooks {
     /* Switch to policy `name` (NULL: only tell).  Returns the policy in force, or NULL
      * when there is no policy called `name`. */
     const char *(*policy)(void *ctx, const char *name);
-    /* Give every tenant called `name` class `klass` (DS_CLASS_*) and SLO slo_ms (0:
+    /* Give every tenant called `name` class `klass` (DS_CLASS_*) and SLO slo_us (us, 0:
      * none).  Returns how many there were. */
-    int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_ms);
+    int (*tenant_class)(void *ctx, const char *name, int klass, unsigned slo_us);
     /* The quota rules in force, as ds_status_pack_quotas packs them. */
     void (*pack_quotas)(void *ctx, msgpack_packer *pk);
     /* Change the quota rule for q->name (checked): the limits whose DS_QUOTA_* bits are in

@@ -63,6 +63,7 @@
 #define DS_ADMIN_KEY_SECONDS_LEFT      "seconds_left"
 #define DS_ADMIN_KEY_SLOT              "slot"
 #define DS_ADMIN_KEY_SLO_MS            "slo_ms"
+#define DS_ADMIN_KEY_SLO_US            "slo_us"
 #define DS_ADMIN_KEY_SMS               "sms"
 #define DS_ADMIN_KEY_SM_GROUPS         "sm_groups"
 #define DS_ADMIN_KEY_SM_GROUP_SIZE     "sm_group_size"

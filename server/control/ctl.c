@@ -3,6 +3,7 @@
 #include "admin_fields.h"
 #include "ctl_trace.h"
 #include "ds_addr.h"
+#include "ds_slo.h"
 #include "quota.h"
 
 #include <errno.h>
@@ -31,7 +32,8 @@ static int usage(FILE *f)
             "                               of the tenants called NAME (or of user UID),\n"
             "                               now and later\n"
             "  tenant NAME class latency|best-effort [slo MS]\n"
-            "                               the class (and latency SLO) of tenants NAME\n"
+            "                               the class (and latency SLO, in ms to the us:\n"
+            "                               4.05, 0.5) of tenants NAME\n"
             "  tenant NAME phase decode|prefill|auto\n"
             "                               a hint of what tenants NAME do, for tpot-first\n"
             "  trace NAME --seconds N       record what tenants NAME run on the device for N\n"
@@ -72,14 +74,14 @@ static void pack_str(msgpack_packer *pk, const char *s)
     msgpack_pack_str_body(pk, s, strlen(s));
 }
 
-/* What the command line asks: {"cmd": cmd} plus whichever of name, class, slo_ms and
+/* What the command line asks: {"cmd": cmd} plus whichever of name, class, slo_us and
  * the quota's limits it gave. */
 struct request {
     const char *cmd, *name, *klass, *phase, *isolation;
     const char *token; /* token: the one to add or revoke */
     const char *as;    /* token add: the name its tenants get */
     int revoke;
-    unsigned long slo_ms;
+    uint32_t slo_us;
     unsigned long seconds; /* trace: how long; 0 with stop */
     int stop;              /* trace: end it and fetch it */
     unsigned limits; /* DS_QUOTA_* bits: the quota's limits given */
@@ -98,7 +100,7 @@ static void pack_limit(msgpack_packer *pk, const char *key, uint64_t v)
 
 static void pack_request(msgpack_packer *pk, const struct request *q)
 {
-    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_ms +
+    msgpack_pack_map(pk, 1 + !!q->name + !!q->klass + !!q->isolation + !!q->phase + !!q->slo_us +
                              !!q->seconds + !!q->stop + !!q->token + !!q->revoke + !!q->as +
                              !!(q->limits & DS_QUOTA_MEMORY) + !!(q->limits & DS_QUOTA_SM_SHARE) +
                              !!(q->limits & DS_QUOTA_KERNEL_TIME) + !!(q->limits & DS_QUOTA_UID));
@@ -120,9 +122,9 @@ static void pack_request(msgpack_packer *pk, const struct request *q)
         pack_str(pk, DS_ADMIN_KEY_PHASE);
         pack_str(pk, q->phase);
     }
-    if (q->slo_ms) {
-        pack_str(pk, DS_ADMIN_KEY_SLO_MS);
-        msgpack_pack_unsigned_long(pk, q->slo_ms);
+    if (q->slo_us) {
+        pack_str(pk, DS_ADMIN_KEY_SLO_US);
+        msgpack_pack_uint32(pk, q->slo_us);
     }
     if (q->seconds) {
         pack_str(pk, DS_ADMIN_KEY_SECONDS);
@@ -301,6 +303,20 @@ static void print_running(const msgpack_object *t)
     putchar('\n');
 }
 
+/* A tenant's SLO in ms, to the us; a server older than "slo_us" says whole ms. */
+static void print_slo(const msgpack_object *t)
+{
+    const msgpack_object *us = get(t, DS_ADMIN_KEY_SLO_US), *ms = get(t, DS_ADMIN_KEY_SLO_MS);
+    char text[16];
+
+    if (us != NULL && us->type == MSGPACK_OBJECT_POSITIVE_INTEGER && us->via.u64 <= UINT32_MAX) {
+        ds_slo_format((uint32_t)us->via.u64, text, sizeof(text));
+        printf(", SLO %s ms", text);
+    } else if (us == NULL && ms != NULL && ms->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        printf(", SLO %llu ms", (unsigned long long)ms->via.u64);
+    }
+}
+
 static void print_status(const msgpack_object *st)
 {
     const msgpack_object *dev = get(st, DS_ADMIN_KEY_DEVICE), *ts = get(st, DS_ADMIN_KEY_TENANTS);
@@ -325,11 +341,7 @@ static void print_status(const msgpack_object *st)
             printf(", quarantined");
         if (is_true(t, DS_ADMIN_KEY_PROBATION))
             printf(", on probation");
-        if (get(t, DS_ADMIN_KEY_SLO_MS) != NULL &&
-            get(t, DS_ADMIN_KEY_SLO_MS)->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-            field(", SLO ", t, DS_ADMIN_KEY_SLO_MS);
-            printf(" ms");
-        }
+        print_slo(t);
         field(", executor pid ", t, DS_ADMIN_KEY_PID);
         print_peer(t);
         field("): ", t, DS_ADMIN_KEY_SMS);
@@ -492,8 +504,6 @@ static int trace(const struct ds_addr *admin, struct request *q)
  * on. */
 static int parse_tenant(int argc, char **argv, int *i, struct request *q)
 {
-    char *end;
-
     if (*i + 3 <= argc && strcmp(argv[*i + 1], "phase") == 0) {
         q->name = argv[*i];
         q->phase = argv[*i + 2];
@@ -506,9 +516,11 @@ static int parse_tenant(int argc, char **argv, int *i, struct request *q)
     q->klass = argv[*i + 2];
     *i += 3;
     if (*i + 2 <= argc && strcmp(argv[*i], "slo") == 0) {
-        q->slo_ms = strtoul(argv[*i + 1], &end, 10);
-        if (*end != '\0' || q->slo_ms == 0)
+        if (ds_slo_parse(argv[*i + 1], &q->slo_us) != 0) {
+            fprintf(stderr, "detshare-ctl: slo %s: milliseconds, more than 0 and up to an "
+                            "hour, with at most three decimals (4.05, 0.5)\n", argv[*i + 1]);
             return -1;
+        }
         *i += 2;
     }
     return 0;

@@ -4,6 +4,7 @@
 #include "ds_error.h"
 #include "ds_groups.h"
 #include "ds_log.h"
+#include "ds_slo.h"
 #include "status.h"
 
 #include <string.h>
@@ -151,7 +152,8 @@ static struct ds_sched_view view_of(struct control *c)
         t->klass = s->tenant[0] != '\0' && atomic_load(&s->klass) == DS_CLASS_LATENCY
                        ? DS_SCHED_LATENCY
                        : DS_SCHED_BEST_EFFORT;
-        t->slo_ms = atomic_load(&s->slo_ms);
+        t->slo_us = atomic_load(&s->slo_us);
+        t->slo_ms = ds_slo_ms_ceil(t->slo_us);
         t->launches = p->launches;
         t->done = p->done;
         t->inflight = ds_predict_inflight(p);
@@ -293,10 +295,13 @@ static const char *admin_policy(void *ctx, const char *name)
 
 /* The executor set the class from the tenant's handshake; from now on it is the
  * operator's, and the policy sees it at its next decision. */
-static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned slo_ms)
+static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned slo_us)
 {
     struct control *c = ctx;
+    char ms[16];
     int n = 0;
+
+    ds_slo_format(slo_us, ms, sizeof(ms));
 
     for (int i = 0; i < c->ntenants; i++) {
         struct ds_shm_slot *s = &c->shm->slots[c->tenants[i].id];
@@ -306,12 +311,12 @@ static int admin_tenant_class(void *ctx, const char *name, int klass, unsigned s
         n++;
         /* The device plugin says it again every round for tenants that came since: a
          * line only for a change. */
-        if (atomic_load(&s->klass) == klass && atomic_load(&s->slo_ms) == slo_ms)
+        if (atomic_load(&s->klass) == klass && atomic_load(&s->slo_us) == slo_us)
             continue;
         atomic_store(&s->klass, klass);
-        atomic_store(&s->slo_ms, slo_ms);
-        ds_info("tenant #%d (%s) is now %s, SLO %u ms (0: none)", c->tenants[i].id, name,
-                klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", slo_ms);
+        atomic_store(&s->slo_us, slo_us);
+        ds_info("tenant #%d (%s) is now %s, SLO %s ms (0: none)", c->tenants[i].id, name,
+                klass == DS_CLASS_LATENCY ? "latency-critical" : "best-effort", ms);
     }
     return n;
 }

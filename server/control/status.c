@@ -2,6 +2,7 @@
 
 #include "admin_fields.h"
 #include "ds_clock.h"
+#include "ds_slo.h"
 #include "detshare.h"
 #include "quota.h"
 
@@ -170,6 +171,22 @@ static void pack_held(msgpack_packer *pk, const struct ds_shm *shm, const struct
     msgpack_pack_uint64(pk, atomic_load(&s->host_bytes));
 }
 
+/* The SLO exactly, in us, and in whole ms rounded up for readers older than us; both
+ * nil when there is none. */
+static void pack_slo(msgpack_packer *pk, uint32_t us)
+{
+    key(pk, DS_ADMIN_KEY_SLO_MS);
+    if (us != 0)
+        msgpack_pack_uint32(pk, ds_slo_ms_ceil(us));
+    else
+        msgpack_pack_nil(pk);
+    key(pk, DS_ADMIN_KEY_SLO_US);
+    if (us != 0)
+        msgpack_pack_uint32(pk, us);
+    else
+        msgpack_pack_nil(pk);
+}
+
 static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
                         const struct ds_shm *shm, const struct ds_domains *d,
                         const struct ds_shm_slot *s, const struct ds_sched_tenant *t)
@@ -177,7 +194,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     uint64_t groups = atomic_load(&s->bound_groups);
     unsigned sms = groups == 0 ? cfg->sm.sms : (unsigned)__builtin_popcountll(groups) * cfg->sm.size;
 
-    msgpack_pack_map(pk, 35);
+    msgpack_pack_map(pk, 36);
     key(pk, DS_ADMIN_KEY_ID);
     msgpack_pack_uint64(pk, s->id);
     key(pk, DS_ADMIN_KEY_SLOT);
@@ -187,11 +204,7 @@ static void pack_tenant(msgpack_packer *pk, const struct ds_server_config *cfg,
     key(pk, DS_ADMIN_KEY_CLASS);
     key(pk, s->tenant[0] == '\0' ? "" :
             atomic_load(&s->klass) == DS_CLASS_LATENCY ? "latency" : "best-effort");
-    key(pk, DS_ADMIN_KEY_SLO_MS);
-    if (atomic_load(&s->slo_ms) != 0)
-        msgpack_pack_unsigned_int(pk, atomic_load(&s->slo_ms));
-    else
-        msgpack_pack_nil(pk);
+    pack_slo(pk, atomic_load(&s->slo_us));
     key(pk, DS_ADMIN_KEY_PID);
     msgpack_pack_int(pk, s->pid);
     key(pk, DS_ADMIN_KEY_SMS);
