@@ -433,10 +433,13 @@ static int failed(struct flight *f)
 }
 
 /* To the device: lend buffers up to the window ahead, hand each filled chunk to put in
- * order.  A chunk read into a slot is queued from it (put's ds__bulk_htod_queued). */
-static void main_htod(struct flight *f, ds_stripes_put put, void *h)
+ * order.  A chunk read into a slot is queued from it (put's ds__bulk_htod_queued).  After
+ * put failed, the rest is read and dropped, so that the connections stay in step; its
+ * error is returned. */
+static int main_htod(struct flight *f, ds_stripes_put put, void *h)
 {
     uint64_t lent = 0, k = 0;
+    int put_err = 0;
 
     while (k < f->chunks && failed(f) == 0) {
         struct entry *e = &f->e[k % f->window];
@@ -450,15 +453,16 @@ static void main_htod(struct flight *f, ds_stripes_put put, void *h)
         }
         if (await_done(f, k, lent < f->chunks && lent < k + f->window) != 1)
             continue;
-        rc = put(h, k * DS_CHUNK_MAX, e->buf, chunk_len(f->size, k * DS_CHUNK_MAX));
+        rc = put_err != 0 ? put_err
+                          : put(h, k * DS_CHUNK_MAX, e->buf, chunk_len(f->size, k * DS_CHUNK_MAX));
         /* A slot queued from is the device's until its event completes. */
         if (!e->own && rc == 0)
             e->buf = NULL;
         give_back(f, e);
-        if (rc != 0)
-            fail(f, rc);
+        put_err = rc;
         k++;
     }
+    return put_err;
 }
 
 /* To the host: fill chunk k from the device once its entry's last chunk was sent, while
@@ -504,7 +508,7 @@ static int fly(struct flight *f, ds_stripes_put put, ds_stripes_get get, void *h
     struct share s[DS_DATA_CONNS_MAX];
     sigset_t all, old;
     unsigned started = 0;
-    int rc;
+    int rc = 0;
 
     f->chunks = (f->size + DS_CHUNK_MAX - 1) / DS_CHUNK_MAX;
     /* Two chunks a connection: one moving on the socket, one at the device. */
@@ -533,7 +537,7 @@ static int fly(struct flight *f, ds_stripes_put put, ds_stripes_get get, void *h
     } else if (get != NULL) {
         main_dtoh(f, get, h);
     } else if (put != NULL && !f->drop && f->bytes == NULL) {
-        main_htod(f, put, h);
+        rc = main_htod(f, put, h);
     }
     /* The threads end once their chunks have moved, or the copy failed. */
     while (await_done(f, UINT64_MAX, 0) == 0)
@@ -543,7 +547,8 @@ static int fly(struct flight *f, ds_stripes_put put, ds_stripes_get get, void *h
     for (unsigned i = 0; i < f->window; i++)
         if (f->e[i].buf != NULL)
             give_back(f, &f->e[i]);
-    rc = f->err;
+    if (f->err != 0)
+        rc = f->err;
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->lock);
     return rc;
