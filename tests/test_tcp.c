@@ -15,6 +15,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -406,7 +407,6 @@ static const size_t edge_sizes[] = {
     DS_CHUNK_MAX - 1, DS_CHUNK_MAX, DS_CHUNK_MAX + 1,
     8 * (size_t)DS_CHUNK_MAX - 1, 8 * (size_t)DS_CHUNK_MAX, 8 * (size_t)DS_CHUNK_MAX + 1,
 };
-#define EDGE_MAX (8 * (size_t)DS_CHUNK_MAX + 1)
 
 static void pattern(unsigned char *h, size_t n, unsigned seed)
 {
@@ -438,13 +438,18 @@ static int round_trip(unsigned char *h, unsigned char *back, size_t n, CUdevicep
  * memory (both in-band over TCP): 0, or the failing step (said on stderr). */
 static int copies_of(const size_t *sizes, size_t n)
 {
-    unsigned char *h = malloc(EDGE_MAX + 1), *back = malloc(EDGE_MAX + 1), *pinned;
+    size_t most = 0;
+    unsigned char *h, *back, *pinned;
     CUdeviceptr d;
     CUstream s;
 
+    for (size_t k = 0; k < n; k++)
+        most = sizes[k] > most ? sizes[k] : most;
+    h = malloc(most + 1);
+    back = malloc(most + 1);
     if (h == NULL || back == NULL || ds_test_connect() != CUDA_SUCCESS ||
-        cuMemAlloc(&d, EDGE_MAX + 8) != CUDA_SUCCESS ||
-        cuMemAllocHost((void **)&pinned, EDGE_MAX + 1) != CUDA_SUCCESS ||
+        cuMemAlloc(&d, most + 8) != CUDA_SUCCESS ||
+        cuMemAllocHost((void **)&pinned, most + 1) != CUDA_SUCCESS ||
         cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return 10;
     for (size_t k = 0; k < n; k++) {
@@ -758,6 +763,311 @@ Test(tcp, a_chunk_out_of_place_ends_only_its_own_session, .timeout = 120)
         ds_test_peer_join(&p);
         ds_test_peer_leave(&p);
     }
+    unsetenv("DETSHARE_TCP_STREAMS");
+    ds_test_server_stop(&srv);
+}
+
+/* Sizes where the executor's pipeline of a striped copy changes shape (server/exec/
+ * stripes.c): it keeps two chunks a data connection in flight, at most DS_BULK_SLOTS
+ * (8) in all, so its window is 4 chunks over two data connections and 8 over seven;
+ * each size lies at or a byte either side of a window, or wraps it more than twice. */
+static const size_t window_sizes_2[] = {
+    4 * (size_t)DS_CHUNK_MAX - 1, 4 * (size_t)DS_CHUNK_MAX, 4 * (size_t)DS_CHUNK_MAX + 1,
+    9 * (size_t)DS_CHUNK_MAX + 3,
+};
+static const size_t window_sizes_7[] = {
+    7 * (size_t)DS_CHUNK_MAX + 1, 8 * (size_t)DS_CHUNK_MAX - 1, 8 * (size_t)DS_CHUNK_MAX,
+    8 * (size_t)DS_CHUNK_MAX + 1, 17 * (size_t)DS_CHUNK_MAX + 5,
+};
+
+static int window_copies(void *arg)
+{
+    int seven = *(const int *)arg;
+
+    return seven ? copies_of(window_sizes_7, sizeof(window_sizes_7) / sizeof(window_sizes_7[0]))
+                 : copies_of(window_sizes_2, sizeof(window_sizes_2) / sizeof(window_sizes_2[0]));
+}
+
+/* Striped copies around the executor's window, over two and over seven data
+ * connections, are byte-exact both ways, from pageable and from page-locked memory. */
+Test(tcp, striped_copies_around_the_executor_window_are_byte_exact, .timeout = 300)
+{
+    static const char *streams[] = { "3", "8" };
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    for (int seven = 0; seven < 2; seven++) {
+        struct ds_test_peer p;
+
+        setenv("DETSHARE_TCP_STREAMS", streams[seven], 1);
+        ds_test_peer_fork(&p, window_copies, &seven);
+        ds_test_peer_join(&p);
+        ds_test_peer_leave(&p);
+    }
+    unsetenv("DETSHARE_TCP_STREAMS");
+    cr_expect(log_shows_soon("data connections: 7 closed, 0 refused"),
+              "the second tenant did not copy over seven data connections");
+    ds_test_server_stop(&srv);
+}
+
+/* Bytes the server's end of connection fd holds unread (/proc/net/tcp), or -1 when it
+ * is not found. */
+static long server_unread(int fd)
+{
+    struct sockaddr_in me, peer;
+    socklen_t len = sizeof(me), plen = sizeof(peer);
+    unsigned lp, rp, st, txq, rxq, la, ra;
+    char line[512];
+    long unread = -1;
+    FILE *f;
+
+    if (getsockname(fd, (struct sockaddr *)&me, &len) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &plen) != 0 ||
+        (f = fopen("/proc/net/tcp", "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, " %*u: %x:%x %x:%x %x %x:%x", &la, &lp, &ra, &rp, &st, &txq, &rxq) == 7 &&
+            lp == ntohs(peer.sin_port) && rp == ntohs(me.sin_port))
+            unread = (long)rxq;
+    fclose(f);
+    return unread;
+}
+
+/* A raw TCP tenant: preface, hello, `conns` data connections attached (in data[]) and
+ * a context (*ctx).  Returns its RPC client over *fd. */
+static CLIENT *raw_tenant(int *fd, int *data, int conns, const char *name, ds_handle *ctx)
+{
+    struct timeval wait = { .tv_sec = 5 };
+    ds_hello_args h = { .proto_version = DS_PROTO_VERSION, .tenant = (char *)name };
+    ds_ctx_create_args ca = { .dev = 0 };
+    ds_handle_res cr;
+    ds_hello_res r;
+    char why[64];
+    CLIENT *c;
+
+    *fd = tcp_connect();
+    cr_assert_eq(ds_preface_send(*fd, srv.token, strlen(srv.token), name), 0);
+    cr_assert_eq(ds_preface_await(*fd, why, sizeof(why)), 0);
+    c = clnt_vc_create(*fd, &(struct netbuf){ 0 }, DS_PROG, DS_V1, 0, 0);
+    cr_assert_not_null(c);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(clnt_call(c, DS_HELLO, (xdrproc_t)xdr_ds_hello_args, (char *)&h,
+                           (xdrproc_t)xdr_ds_hello_res, (char *)&r, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(r.err, 0);
+    for (int i = 0; i < conns; i++) {
+        int first, then;
+
+        data[i] = attach_with(r.ds_hello_res_u.ok.tenant_id,
+                              (const unsigned char *)r.ds_hello_res_u.ok.attach_secret, &first,
+                              &then);
+        cr_assert(first == 'Y' && then == 'Y', "data connection %d was refused", i);
+    }
+    xdr_free((xdrproc_t)xdr_ds_hello_res, (char *)&r);
+    memset(&cr, 0, sizeof(cr));
+    cr_assert_eq(clnt_call(c, DS_CTX_CREATE, (xdrproc_t)xdr_ds_ctx_create_args, (char *)&ca,
+                           (xdrproc_t)xdr_ds_handle_res, (char *)&cr, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(cr.err, 0);
+    *ctx = cr.ds_handle_res_u.handle;
+    return c;
+}
+
+static void send_chunk_on(int fd, uint32_t copy, uint64_t off, const unsigned char *p, size_t n)
+{
+    ds_chunk_hdr hdr = { .copy = copy, .length = (u_int)n, .offset = off };
+    char raw[16];
+    XDR x;
+
+    xdrmem_create(&x, raw, sizeof(raw), XDR_ENCODE);
+    cr_assert(xdr_ds_chunk_hdr(&x, &hdr));
+    cr_assert_eq(send(fd, raw, sizeof(raw), MSG_NOSIGNAL), (ssize_t)sizeof(raw));
+    for (size_t done = 0; done < n;) {
+        ssize_t k = send(fd, p + done, n - done, MSG_NOSIGNAL);
+
+        cr_assert_gt(k, 0);
+        done += (size_t)k;
+    }
+}
+
+/* The executor reads every data connection at once (a thread each): a chunk that comes
+ * on the second connection before the first chunk has come on the first is taken off
+ * its socket at once, where reading the connections in turn left it there until the
+ * first chunk came.  Both chunks then land where they belong. */
+Test(tcp, the_executor_reads_every_data_connection_at_once, .timeout = 120)
+{
+    struct timeval wait = { .tv_sec = 5 };
+    const size_t tail = 100, n = DS_CHUNK_MAX + tail;
+    unsigned char *bytes = malloc(n);
+    ds_alloc_args aa = { .size = n };
+    ds_alloc_res ar;
+    ds_striped_args a = { .size = n, .copy = 1, .conns = 2 };
+    ds_dtoh_args back = { .size = (u_int)tail };
+    ds_bytes_res br;
+    int fd, data[2];
+    long unread = -1;
+    CLIENT *c;
+
+    cr_assert_not_null(bytes);
+    pattern(bytes, n, 5);
+    ds_test_server_start(&srv, 1, NULL);
+    c = raw_tenant(&fd, data, 2, "twohands", &aa.ctx);
+    memset(&ar, 0, sizeof(ar));
+    cr_assert_eq(clnt_call(c, DS_MEM_ALLOC, (xdrproc_t)xdr_ds_alloc_args, (char *)&aa,
+                           (xdrproc_t)xdr_ds_alloc_res, (char *)&ar, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(ar.err, 0);
+    a.dev = ar.ds_alloc_res_u.ptr;
+    /* A batched call: no reply to wait for. */
+    clnt_call(c, DS_MEMCPY_HTOD_STRIPED, (xdrproc_t)xdr_ds_striped_args, (char *)&a,
+              (xdrproc_t)(void (*)(void))xdr_void, NULL, (struct timeval){ 0 });
+    send_chunk_on(data[1], 1, DS_CHUNK_MAX, bytes + DS_CHUNK_MAX, tail);
+    for (int i = 0; i < 150 && (unread = server_unread(data[1])) != 0; i++)
+        usleep(20000);
+    cr_expect_eq(unread, 0, "the second connection's chunk waited for the first's (%ld bytes "
+                 "unread)", unread);
+    send_chunk_on(data[0], 1, 0, bytes, DS_CHUNK_MAX);
+    back.src = a.dev + DS_CHUNK_MAX;
+    memset(&br, 0, sizeof(br));
+    cr_assert_eq(clnt_call(c, DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, (char *)&back,
+                           (xdrproc_t)xdr_ds_bytes_res, (char *)&br, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(br.err, 0);
+    cr_assert_eq(br.ds_bytes_res_u.data.data_len, tail);
+    cr_expect_eq(memcmp(br.ds_bytes_res_u.data.data_val, bytes + DS_CHUNK_MAX, tail), 0,
+                 "the second chunk's bytes did not land");
+    xdr_free((xdrproc_t)xdr_ds_bytes_res, (char *)&br);
+    back.src = a.dev;
+    back.size = DS_CHUNK_MAX;
+    memset(&br, 0, sizeof(br));
+    cr_assert_eq(clnt_call(c, DS_MEMCPY_DTOH, (xdrproc_t)xdr_ds_dtoh_args, (char *)&back,
+                           (xdrproc_t)xdr_ds_bytes_res, (char *)&br, wait),
+                 RPC_SUCCESS);
+    cr_assert_eq(br.err, 0);
+    cr_expect_eq(memcmp(br.ds_bytes_res_u.data.data_val, bytes, DS_CHUNK_MAX), 0,
+                 "the first chunk's bytes did not land");
+    xdr_free((xdrproc_t)xdr_ds_bytes_res, (char *)&br);
+    clnt_destroy(c);
+    close(fd);
+    close(data[0]);
+    close(data[1]);
+    free(bytes);
+    ds_test_server_stop(&srv);
+}
+
+#define FAILED_BYTES (16 * (size_t)DS_CHUNK_MAX)
+
+/* A tenant whose context a kernel failed copies striped, both ways: each copy returns
+ * the context's error, as natively, at once rather than when the executor leaves.
+ * Exit status 0, or the failing step. */
+static int copies_after_a_fault(void *arg)
+{
+    unsigned char *h = malloc(FAILED_BYTES);
+    CUdeviceptr d, wild = 0x10000;
+    CUfunction fill;
+    int v = 3, n = 32;
+    void *params[] = { &wild, &v, &n };
+    double t;
+
+    (void)arg;
+    if (h == NULL || ds_test_connect() != CUDA_SUCCESS ||
+        cuMemAlloc(&d, FAILED_BYTES) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&fill, ds_test_module(DS_KERNEL_DIR "/launch.fatbin"), "fill") !=
+            CUDA_SUCCESS)
+        return 10;
+    pattern(h, FAILED_BYTES, 1);
+    /* A first striped copy attaches the data connections while all is well. */
+    if (cuMemcpyHtoD(d, h, FAILED_BYTES) != CUDA_SUCCESS)
+        return 11;
+    if (cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS ||
+        cuCtxSynchronize() != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 12;
+    t = now_s();
+    if (cuMemcpyHtoD(d, h, FAILED_BYTES) != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 13;
+    if (cuMemcpyDtoH(h, d, FAILED_BYTES) != CUDA_ERROR_ILLEGAL_ADDRESS)
+        return 14;
+    /* The executor leaves a second after the fault: the copies answered before. */
+    if (now_s() - t > 0.5)
+        return 15;
+    free(h);
+    return 0;
+}
+
+/* A tenant whose context failed gets its copies' error and only it; the server goes
+ * on serving another tenant's striped copies. */
+Test(tcp, a_striped_copy_into_a_failed_context_returns_its_error, .timeout = 120)
+{
+    struct ds_test_peer p;
+
+    setenv("DETSHARE_SIM_FAULT", "fill", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    unsetenv("DETSHARE_SIM_FAULT");
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    ds_test_peer_fork(&p, copies_after_a_fault, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    ds_test_peer_fork(&p, striped_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
+    unsetenv("DETSHARE_TCP_STREAMS");
+    ds_test_server_stop(&srv);
+}
+
+/* Copies striped both ways until killed. */
+static void copy_until_killed(int ready)
+{
+    const size_t n = 16 * (size_t)DS_CHUNK_MAX + 9;
+    unsigned char *h = malloc(n);
+    CUdeviceptr d;
+
+    if (h == NULL || ds_test_connect() != CUDA_SUCCESS || cuMemAlloc(&d, n) != CUDA_SUCCESS)
+        _exit(10);
+    memset(h, 7, n);
+    if (cuMemcpyHtoD(d, h, n) != CUDA_SUCCESS || write(ready, "r", 1) != 1)
+        _exit(11);
+    for (;;)
+        if (cuMemcpyHtoDAsync(d, h, n, NULL) != CUDA_SUCCESS ||
+            cuMemcpyDtoH(h, d, n) != CUDA_SUCCESS)
+            _exit(12);
+}
+
+/* A tenant killed in the middle of its striped copies ends its own session, its
+ * executor's connection threads and all: the executor logs its data connections closed,
+ * and the server serves the next tenant's striped copies. */
+Test(tcp, a_tenant_killed_mid_copy_leaves_the_server_serving, .timeout = 120)
+{
+    struct ds_test_peer p;
+    int fds[2], status;
+    char c;
+    pid_t pid;
+
+    setenv("DETSHARE_LOG", "debug", 1);
+    ds_test_server_start(&srv, 1, NULL);
+    setenv("DETSHARE_SERVER", srv.tcp_addr, 1);
+    setenv("DETSHARE_TCP_STREAMS", "3", 1);
+    cr_assert_eq(pipe(fds), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        copy_until_killed(fds[1]);
+    }
+    close(fds[1]);
+    cr_assert_eq(read(fds[0], &c, 1), 1, "the tenant did not start copying");
+    close(fds[0]);
+    usleep(300 * 1000);
+    kill(pid, SIGKILL);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status), "the tenant stopped copying before it was killed (%d)",
+              WEXITSTATUS(status));
+    cr_expect(log_shows_soon("data connections: 2 closed"),
+              "the killed tenant's executor did not end");
+    ds_test_peer_fork(&p, striped_copies, NULL);
+    ds_test_peer_join(&p);
+    ds_test_peer_leave(&p);
     unsetenv("DETSHARE_TCP_STREAMS");
     ds_test_server_stop(&srv);
 }

@@ -18,8 +18,8 @@
 /* Bytes of an encoded ds_chunk_hdr. */
 #define HDR_BYTES 16
 /* One connection until striping is shown to pay on a GPU box: on this project's 2-core
- * machine it measured within noise of one connection (bench/overhead/README.md), and the
- * executor still reads every connection's chunks on one thread. */
+ * machine it cannot (bench/overhead/README.md), with a thread per connection on each
+ * side and two cores for them all. */
 #define STREAMS_DEFAULT 1
 /* How long an attach may take: the server answers at once, or never will. */
 #define ATTACH_TIMEOUT_S 5

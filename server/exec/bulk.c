@@ -19,6 +19,7 @@
 /* busy[i]: */
 #define BUSY 1    /* until its event has completed */
 #define RETIRED 2 /* for good: its event could not be recorded */
+#define LENT 3    /* handed out, nothing queued from it yet */
 
 static unsigned char *chunk(const struct ds_bulk *k, unsigned i)
 {
@@ -74,10 +75,17 @@ char *ds__bulk_htod_slot(struct ds_tenant *t)
             k->busy[i] = 0;
         if (!k->busy[i]) {
             k->next = (i + 1) % DS_BULK_SLOTS;
+            k->busy[i] = LENT;
             return (char *)chunk(k, i);
         }
     }
     return NULL;
+}
+
+int ds__bulk_ready(struct ds_tenant *t, uint64_t n)
+{
+    want(t, n);
+    return t->bulk.state == 1;
 }
 
 /* The slot p is, or DS_BULK_SLOTS when p is no slot. */
@@ -120,6 +128,11 @@ int ds__bulk_owns(const struct ds_tenant *t, const void *p)
 
 void ds__bulk_forget(struct ds_tenant *t, char **p)
 {
+    struct ds_bulk *k = &t->bulk;
+    unsigned i = slot_of(k, *p);
+
+    if (i < DS_BULK_SLOTS && k->busy[i] == LENT)
+        k->busy[i] = 0;
     if (ds__bulk_owns(t, *p))
         *p = NULL;
 }

@@ -152,6 +152,18 @@ static void check_faults(void)
     check_device(&tenant, 1);
 }
 
+/* The chunks of a striped copy to the device that its handler will not see are still
+ * coming on the data connections: they are read and dropped, so that the connections
+ * stay in step with the calls and the tenant is not left sending into a full socket. */
+static void drop_striped(struct ds_tenant *t, unsigned long proc, const union any_arg *a)
+{
+    const ds_striped_args *s = &a->memcpy_htod_striped;
+
+    if (proc == DS_MEMCPY_HTOD_STRIPED &&
+        ds__stripes_recv(t, s->copy, s->size, s->conns, NULL, NULL) != 0)
+        t->closing = 1;
+}
+
 /* A batched call's error waits for the next synchronous call, like CUDA's
  * asynchronous errors; that call is then refused with it and not run. */
 static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct ds_call *call,
@@ -167,6 +179,7 @@ static void serve(struct ds_tenant *t, const struct proc_entry *e, const struct 
         t->pending = 0;
     } else if (t->lost != 0) {
         r.hello.err = t->lost;
+        drop_striped(t, call->proc, a);
     } else {
         e->call(t, a, &r);
         /* NOT_READY answers a query; it is no failure. */
@@ -234,13 +247,14 @@ static int is_htod(unsigned long proc)
 static int own_chunk(unsigned long proc, union any_arg *a)
 {
     ds_htod_args *h = &a->memcpy_htod;
-    char *copy;
+    char *copy, *slot = h->data.data_val;
 
-    if (!is_htod(proc) || !ds__bulk_owns(&tenant, h->data.data_val))
+    if (!is_htod(proc) || !ds__bulk_owns(&tenant, slot))
         return 0;
     copy = malloc(h->data.data_len ? h->data.data_len : 1);
     if (copy != NULL)
-        memcpy(copy, h->data.data_val, h->data.data_len);
+        memcpy(copy, slot, h->data.data_len);
+    ds__bulk_forget(&tenant, &slot);
     h->data.data_val = copy;
     if (copy == NULL)
         h->data.data_len = 0;

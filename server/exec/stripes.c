@@ -210,34 +210,363 @@ static int conns_ok(unsigned conns)
     return 1;
 }
 
-/* Read copy `copy`'s chunks: into bytes (size of them) when not NULL, else each into a
- * slot or a scratch buffer, handed to put when not NULL. */
+/* Send the header and bytes of the chunk at off of copy `copy` on fd. */
+static int send_chunk(int fd, uint32_t copy, uint64_t off, const char *buf, size_t len)
+{
+    char raw[HDR_BYTES];
+    ds_chunk_hdr h = { .copy = copy, .length = (u_int)len, .offset = off };
+    struct iovec iov[2] = { { raw, sizeof(raw) }, { (void *)buf, len } };
+    XDR x;
+
+    xdrmem_create(&x, raw, sizeof(raw), XDR_ENCODE);
+    if (!xdr_ds_chunk_hdr(&x, &h))
+        return DS_EPROTO;
+    return ds_sendv_all(fd, iov, 2) == 0 ? 0 : DS_EIO;
+}
+
+/*
+ * One copy's chunks between the main thread and a thread per data connection: the
+ * socket's copying is what costs on TCP, and one thread copying every connection's
+ * bytes was as slow as one connection.  The threads only move bytes between their
+ * connection and a buffer; the main thread alone touches the device and the tenant's
+ * state, in chunk order.  Chunk k lives in entry k % window, for up to `window` chunks in
+ * flight: to the device, the main thread lends entry a buffer (an in-band slot, bulk.h),
+ * connection k mod conns fills it, the main thread queues its copy while the next ones
+ * arrive; to the host, the main thread fills a buffer from the device while the threads
+ * send the ones before.  Read ahead (bytes) or dropped (no put), chunks need no buffer
+ * from the main thread and only the threads run.
+ */
+#define WINDOW_MAX DS_BULK_SLOTS
+/* How often a main thread waiting on the connections looks at *st.stop, and at the
+ * device's progress when it waits for a slot to come free. */
+#define LOOK_NS (10u * 1000 * 1000)
+#define SLOT_LOOK_NS (20u * 1000)
+
+enum { E_EMPTY, E_LENT, E_DONE }; /* E_LENT: a buffer to fill or to send */
+
+struct entry {
+    uint64_t k;
+    char *buf;
+    int own; /* buf was allocated for this chunk: no slot was free */
+    int state;
+};
+
+struct flight {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    struct ds_tenant *t;
+    uint32_t copy;
+    uint64_t size, chunks;
+    unsigned conns, window;
+    int to_host;
+    char *bytes; /* read ahead into here */
+    int drop;    /* to the device, refused: read and dropped */
+    int err;     /* the first failure: the copy ends */
+    unsigned running; /* connection threads not yet ended */
+    struct entry e[WINDOW_MAX];
+};
+
+/* One data connection's share: chunks i, i + conns, ... */
+struct share {
+    struct flight *f;
+    unsigned i;
+    pthread_t thread;
+};
+
+/* Record the first failure and stop everyone: the connections are shut, so that a
+ * thread in a read or write returns and the client's end sees the session end. */
+static void fail(struct flight *f, int rc)
+{
+    pthread_mutex_lock(&f->lock);
+    if (f->err == 0) {
+        f->err = rc;
+        for (unsigned i = 0; i < f->conns; i++)
+            shutdown(fd_of(i), SHUT_RDWR);
+    }
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Wait for chunk k's entry to be in state `want`; its buffer, or NULL once the copy
+ * failed.  Called by a connection's thread. */
+static char *await_entry(struct flight *f, uint64_t k, int want)
+{
+    struct entry *e = &f->e[k % f->window];
+    char *buf;
+
+    pthread_mutex_lock(&f->lock);
+    while (f->err == 0 && (e->k != k || e->state != want))
+        pthread_cond_wait(&f->cv, &f->lock);
+    buf = f->err == 0 ? e->buf : NULL;
+    pthread_mutex_unlock(&f->lock);
+    return buf;
+}
+
+static void entry_done(struct flight *f, uint64_t k)
+{
+    pthread_mutex_lock(&f->lock);
+    f->e[k % f->window].state = E_DONE;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Where chunk k's bytes are read to: ahead, a scratch buffer of the thread's own
+ * (*scratch, allocated once), or the buffer the main thread lent.  NULL once the copy
+ * failed. */
+static char *read_place(struct flight *f, uint64_t k, char **scratch)
+{
+    if (f->bytes != NULL)
+        return f->bytes + k * DS_CHUNK_MAX;
+    if (!f->drop)
+        return await_entry(f, k, E_LENT);
+    if (*scratch == NULL && (*scratch = malloc(DS_CHUNK_MAX)) == NULL)
+        fail(f, DS_ENOMEM);
+    return *scratch;
+}
+
+static void *move_share(void *arg)
+{
+    struct share *s = arg;
+    struct flight *f = s->f;
+    int fd = fd_of(s->i);
+    char *scratch = NULL;
+
+    for (uint64_t k = s->i; k < f->chunks; k += f->conns) {
+        uint64_t off = k * DS_CHUNK_MAX;
+        size_t len = chunk_len(f->size, off);
+        char *buf = f->to_host ? await_entry(f, k, E_LENT) : read_place(f, k, &scratch);
+        int rc;
+
+        if (buf == NULL)
+            break;
+        if (f->to_host)
+            rc = send_chunk(fd, f->copy, off, buf, len);
+        else if ((rc = read_header(fd, f->copy, off, len)) == 0)
+            rc = read_all(fd, buf, len);
+        if (rc != 0) {
+            fail(f, rc);
+            break;
+        }
+        if (f->to_host || (f->bytes == NULL && !f->drop))
+            entry_done(f, k);
+    }
+    free(scratch);
+    pthread_mutex_lock(&f->lock);
+    f->running--;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->lock);
+    return NULL;
+}
+
+/* Wait a while for chunk k's entry to be done (k == UINT64_MAX: for every connection
+ * thread to have ended); `slots` asks for a short wait, after which a slot may have come
+ * free.  Returns 1 when it is, 0 when not yet, -1 once the copy failed, which it does
+ * when *st.stop is set. */
+static int await_done(struct flight *f, uint64_t k, int slots)
+{
+    struct entry *e = k == UINT64_MAX ? NULL : &f->e[k % f->window];
+    struct timespec until;
+    int done;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += slots ? SLOT_LOOK_NS : LOOK_NS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&f->lock);
+    for (;;) {
+        done = e == NULL ? f->running == 0 : e->k == k && e->state == E_DONE;
+        if (done || (f->err != 0 && e != NULL) ||
+            pthread_cond_timedwait(&f->cv, &f->lock, &until) != 0)
+            break;
+    }
+    done = e == NULL ? f->running == 0 : e->k == k && e->state == E_DONE;
+    if (!done && f->err != 0 && e != NULL)
+        done = -1;
+    pthread_mutex_unlock(&f->lock);
+    if (done == 0 && *st.stop)
+        fail(f, DS_EIO);
+    return done;
+}
+
+/* A buffer for chunk k: a free slot; when none is and no chunk is in flight to free one
+ * (first), a buffer of its own, so that nothing waits for the device; else NULL. */
+static char *lend(struct flight *f, uint64_t k, uint64_t first, int *own)
+{
+    char *buf = ds__bulk_htod_slot(f->t);
+
+    *own = buf == NULL && k == first;
+    if (*own && (buf = malloc(DS_CHUNK_MAX)) == NULL)
+        fail(f, DS_ENOMEM);
+    return buf;
+}
+
+static void give_back(struct flight *f, struct entry *e)
+{
+    if (e->own)
+        free(e->buf);
+    else
+        ds__bulk_forget(f->t, &e->buf);
+    pthread_mutex_lock(&f->lock);
+    e->buf = NULL;
+    e->state = E_EMPTY;
+    pthread_mutex_unlock(&f->lock);
+}
+
+static void set_entry(struct flight *f, uint64_t k, char *buf, int own)
+{
+    pthread_mutex_lock(&f->lock);
+    f->e[k % f->window] = (struct entry){ .k = k, .buf = buf, .own = own, .state = E_LENT };
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->lock);
+}
+
+static int failed(struct flight *f)
+{
+    int err;
+
+    pthread_mutex_lock(&f->lock);
+    err = f->err;
+    pthread_mutex_unlock(&f->lock);
+    return err;
+}
+
+/* To the device: lend buffers up to the window ahead, hand each filled chunk to put in
+ * order.  A chunk read into a slot is queued from it (put's ds__bulk_htod_queued).  After
+ * put failed, the rest is read and dropped, so that the connections stay in step; its
+ * error is returned. */
+static int main_htod(struct flight *f, ds_stripes_put put, void *h)
+{
+    uint64_t lent = 0, k = 0;
+    int put_err = 0;
+
+    while (k < f->chunks && failed(f) == 0) {
+        struct entry *e = &f->e[k % f->window];
+        int own, rc;
+        char *buf;
+
+        while (lent < f->chunks && lent < k + f->window &&
+               (buf = lend(f, lent, k, &own)) != NULL) {
+            set_entry(f, lent, buf, own);
+            lent++;
+        }
+        if (await_done(f, k, lent < f->chunks && lent < k + f->window) != 1)
+            continue;
+        rc = put_err != 0 ? put_err
+                          : put(h, k * DS_CHUNK_MAX, e->buf, chunk_len(f->size, k * DS_CHUNK_MAX));
+        /* A slot queued from is the device's until its event completes. */
+        if (!e->own && rc == 0)
+            e->buf = NULL;
+        give_back(f, e);
+        put_err = rc;
+        k++;
+    }
+    return put_err;
+}
+
+/* To the host: fill chunk k from the device once its entry's last chunk was sent, while
+ * the threads send the chunks before it. */
+static void main_dtoh(struct flight *f, ds_stripes_get get, void *h)
+{
+    for (uint64_t k = 0; k < f->chunks && failed(f) == 0; k++) {
+        struct entry *e = &f->e[k % f->window];
+        int own = 0, rc;
+        char *buf;
+
+        if (k >= f->window) {
+            int done;
+
+            while ((done = await_done(f, k - f->window, 0)) == 0)
+                ;
+            if (done < 0)
+                break;
+            give_back(f, e);
+        }
+        buf = ds__bulk_htod_slot(f->t);
+        if (buf == NULL && (own = 1, buf = malloc(DS_CHUNK_MAX)) == NULL) {
+            fail(f, DS_ENOMEM);
+            break;
+        }
+        rc = get(h, k * DS_CHUNK_MAX, buf, chunk_len(f->size, k * DS_CHUNK_MAX));
+        if (rc != 0) {
+            if (own)
+                free(buf);
+            else
+                ds__bulk_forget(f->t, &buf);
+            fail(f, rc);
+            break;
+        }
+        set_entry(f, k, buf, own);
+    }
+}
+
+/* Move copy `copy`'s chunks over its conns data connections, a thread each, with the
+ * main thread doing put's or get's part.  Returns 0 or the first failure. */
+static int fly(struct flight *f, ds_stripes_put put, ds_stripes_get get, void *h)
+{
+    struct share s[DS_DATA_CONNS_MAX];
+    sigset_t all, old;
+    unsigned started = 0;
+    int rc = 0;
+
+    f->chunks = (f->size + DS_CHUNK_MAX - 1) / DS_CHUNK_MAX;
+    /* Two chunks a connection: one moving on the socket, one at the device. */
+    f->window = 2 * f->conns < DS_BULK_SLOTS ? 2 * f->conns : DS_BULK_SLOTS;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    /* The executor's signals (SIGTERM) stay with its main thread. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (; started < f->conns; started++) {
+        s[started] = (struct share){ .f = f, .i = started };
+        pthread_mutex_lock(&f->lock);
+        f->running++;
+        pthread_mutex_unlock(&f->lock);
+        if (pthread_create(&s[started].thread, NULL, move_share, &s[started]) != 0) {
+            pthread_mutex_lock(&f->lock);
+            f->running--;
+            pthread_mutex_unlock(&f->lock);
+            break;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started < f->conns) {
+        ds_error("no thread for data connection %u", started);
+        fail(f, DS_EIO);
+    } else if (get != NULL) {
+        main_dtoh(f, get, h);
+    } else if (put != NULL && !f->drop && f->bytes == NULL) {
+        rc = main_htod(f, put, h);
+    }
+    /* The threads end once their chunks have moved, or the copy failed. */
+    while (await_done(f, UINT64_MAX, 0) == 0)
+        ;
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(s[i].thread, NULL);
+    for (unsigned i = 0; i < f->window; i++)
+        if (f->e[i].buf != NULL)
+            give_back(f, &f->e[i]);
+    if (f->err != 0)
+        rc = f->err;
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->lock);
+    return rc;
+}
+
+/* Read copy `copy`'s chunks: into bytes (size of them) when not NULL, else each handed
+ * to put when not NULL, else dropped. */
 static int read_chunks(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns,
                        char *bytes, ds_stripes_put put, void *h)
 {
-    char *scratch = NULL;
-    uint64_t off = 0;
-    int rc = 0;
+    struct flight f = { .t = t, .copy = copy, .size = size, .conns = conns, .bytes = bytes,
+                        .drop = bytes == NULL && put == NULL };
 
-    for (uint64_t k = 0; off < size && rc == 0; k++) {
-        size_t len = chunk_len(size, off);
-        int fd = fd_of((unsigned)(k % conns));
-        char *buf = bytes != NULL ? bytes + off : put != NULL ? ds__bulk_htod_slot(t) : NULL;
-
-        if (buf == NULL && scratch == NULL && (scratch = malloc(DS_CHUNK_MAX)) == NULL)
-            rc = DS_ENOMEM;
-        if (buf == NULL)
-            buf = scratch;
-        if (rc == 0)
-            rc = read_header(fd, copy, off, len);
-        if (rc == 0)
-            rc = read_all(fd, buf, len);
-        if (rc == 0 && put != NULL)
-            rc = put(h, off, buf, len);
-        off += len;
-    }
-    free(scratch);
-    return rc;
+    /* Without slots to lend, chunks in flight are read into buffers of their own one at
+     * a time: slow, but correct. */
+    if (bytes == NULL && put != NULL && !ds__bulk_ready(t, size))
+        ds_debug("striped copy %u goes without page-locked buffers", copy);
+    return fly(&f, put, NULL, h);
 }
 
 int ds__stripes_read_ahead(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns)
@@ -293,42 +622,15 @@ int ds__stripes_recv(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned
     return read_chunks(t, copy, size, conns, NULL, put, h);
 }
 
-/* Send the header and bytes of the chunk at off of copy `copy` on fd. */
-static int send_chunk(int fd, uint32_t copy, uint64_t off, const char *buf, size_t len)
-{
-    char raw[HDR_BYTES];
-    ds_chunk_hdr h = { .copy = copy, .length = (u_int)len, .offset = off };
-    struct iovec iov[2] = { { raw, sizeof(raw) }, { (void *)buf, len } };
-    XDR x;
-
-    xdrmem_create(&x, raw, sizeof(raw), XDR_ENCODE);
-    if (!xdr_ds_chunk_hdr(&x, &h))
-        return DS_EPROTO;
-    return ds_sendv_all(fd, iov, 2) == 0 ? 0 : DS_EIO;
-}
-
 int ds__stripes_send(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns,
                      ds_stripes_get get, void *h)
 {
-    char *own = NULL, *buf;
-    uint64_t off = 0;
-    int rc = 0;
+    struct flight f = { .t = t, .copy = copy, .size = size, .conns = conns, .to_host = 1 };
 
     if (!conns_ok(conns))
         return DS_EPROTO;
-    buf = ds__bulk_dtoh_buf(t, DS_CHUNK_MAX);
-    if (buf == NULL && (buf = own = malloc(DS_CHUNK_MAX)) == NULL)
-        return DS_ENOMEM;
-    for (uint64_t k = 0; off < size && rc == 0; k++) {
-        size_t len = chunk_len(size, off);
-
-        rc = get(h, off, buf, len);
-        if (rc == 0)
-            rc = send_chunk(fd_of((unsigned)(k % conns)), copy, off, buf, len);
-        off += len;
-    }
-    free(own);
-    return rc;
+    ds__bulk_ready(t, size);
+    return fly(&f, NULL, get, h);
 }
 
 void ds__stripes_fini(void)

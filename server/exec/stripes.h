@@ -30,11 +30,13 @@ void ds__stripes_secret(unsigned char *out);
 /* Data connections taken so far, in the order they came. */
 int ds__stripes_count(void);
 
-/* Read the chunks of copy `copy` (size bytes, chunk k from data connection k mod conns)
- * and hand each to put(h, offset, bytes, len), which may keep nothing of bytes after it
- * returns; with put NULL the bytes are dropped.  Every header is checked against the
- * copy.  Returns 0; DS_EPROTO (a header out of place, logged) or DS_EIO (a connection
- * failed): either way the session is to end. */
+/* Read the chunks of copy `copy` (size bytes, chunk k from data connection k mod conns,
+ * each on a thread of its own) and hand each to put(h, offset, bytes, len) on the
+ * calling thread, in order; put may keep nothing of bytes after it returns but a copy
+ * queued from an in-band slot (bulk.h).  With put NULL the bytes are dropped.  Every
+ * header is checked against the copy.  Returns 0; put's first error (the chunks after it
+ * read and dropped); DS_EPROTO (a header out of place, logged) or DS_EIO (a connection
+ * failed, or *stop was set): then the session is to end. */
 typedef int (*ds_stripes_put)(void *h, uint64_t offset, const char *bytes, size_t len);
 int ds__stripes_recv(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns,
                      ds_stripes_put put, void *h);
@@ -45,9 +47,10 @@ int ds__stripes_recv(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned
  * DS_E*: the session is to end. */
 int ds__stripes_read_ahead(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns);
 
-/* Send copy `copy`'s chunks, each filled by get(h, offset, buf, len) (0, or DS_E*
- * ending the copy), chunk k over data connection k mod conns.  Returns 0, DS_EIO, or
- * get's error: the session is to end. */
+/* Send copy `copy`'s chunks, each filled by get(h, offset, buf, len) on the calling
+ * thread (0, or DS_E* ending the copy) while the chunks before it are sent, chunk k over
+ * data connection k mod conns by a thread of its own.  Returns 0, DS_EIO, or get's
+ * error: the session is to end. */
 typedef int (*ds_stripes_get)(void *h, uint64_t offset, char *buf, size_t len);
 int ds__stripes_send(struct ds_tenant *t, uint32_t copy, uint64_t size, unsigned conns,
                      ds_stripes_get get, void *h);
