@@ -31,10 +31,12 @@ one() {
         DETSHARE_TENANT="multigpu-$prog" LD_LIBRARY_PATH="$build/client:${LD_LIBRARY_PATH:-}")
     cmd=("$python" bench/multigpu/programs.py "$prog")
     [ "$prog" = ddp ] && cmd=(torchrun --standalone --nproc-per-node 2 bench/multigpu/programs.py ddp)
-    line=$(env "${env[@]}" timeout "${CAP:-120}" "${cmd[@]}" 2> "$out/raw/$prog-$mode.err" | tail -1)
+    # NCCL_DEBUG=INFO writes to stdout too: the program's own line starts with its name.
+    env "${env[@]}" timeout "${CAP:-120}" "${cmd[@]}" > "$out/raw/$prog-$mode.out" 2> "$out/raw/$prog-$mode.err"
     rc=$?
+    line=$(grep -a "^$prog " "$out/raw/$prog-$mode.out" | tail -1)
     printf '%-6s %-8s exit %-3s %s | %s\n' "$prog" "$mode" "$rc" "$line" \
-        "$(grep -ao 'via [A-Za-z/]*' "$out/raw/$prog-$mode.err" | sort | uniq -c | tr -s ' \n' ' ')"
+        "$(cat "$out/raw/$prog-$mode.out" "$out/raw/$prog-$mode.err" | grep -ao 'via [A-Za-z/]*' | sort | uniq -c | tr -s ' \n' ' ')"
 }
 for prog in ${*:-to p2pbw ddp1 ddp}; do
     one native "$prog"

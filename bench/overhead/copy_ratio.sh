@@ -63,7 +63,9 @@ run_one() { # MODE ROUND
                 DETSHARE_TENANT="ratio-$1")
     case $1 in
     unix) envs+=(DETSHARE_SERVER="unix:$sock") ;;
-    tcp) envs+=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens") ;;
+    # One connection unless the caller says otherwise: the client's default is 4.
+    tcp) envs+=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens"
+                DETSHARE_TCP_STREAMS="${DETSHARE_TCP_STREAMS:-1}") ;;
     tcp*) envs+=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens"
                  DETSHARE_TCP_STREAMS="${1#tcp}") ;;
     tls) envs+=(DETSHARE_SERVER="tcp:127.0.0.1:$port" DETSHARE_TOKEN_FILE="$tmp/tokens"
