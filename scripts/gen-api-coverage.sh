@@ -238,6 +238,14 @@ PY
   a host function in a capture into a conditional node's body is refused
   (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`). `cuStreamAddCallback` on a capturing stream
   is refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, as CUDA refuses it.
+  A host function on a stream that is *not* being captured, while another stream captures
+  in `CU_STREAM_CAPTURE_MODE_GLOBAL`, is refused with
+  `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (and the capture invalidated), where CUDA runs
+  it: detshare runs a host function outside captures by synchronising its stream and
+  calling it, and a synchronisation is what a global-mode capture forbids (H200, run 136:
+  natively the function ran, and only the program's own `cuStreamSynchronize` of that
+  stream got the error). Capture in thread-local or relaxed mode, or launch the function
+  after the capture ends.
 - The graph and dependencies of a capture in progress (`cuStreamGetCaptureInfo` asked
   for them; protocol 21). CUDA hands out the graph being captured and the nodes the next
   captured work depends on, which a program may add nodes after (the cuda-samples'

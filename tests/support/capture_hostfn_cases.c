@@ -153,32 +153,6 @@ static void around(struct env *v, const char *name, CUstreamCaptureMode mode, CU
     cuEventDestroy(fork);
 }
 
-/* A stream that waits for an event before it is recorded in a capture: the wait is a
- * no-op (CUDA: an event never recorded is complete), so the stream does not join and its
- * function runs at once, outside the capture.  Through detshare the function was refused
- * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) in this order (runs 127-134, when the forked
- * case above made its wait before its record by accident). */
-static void unrecorded(struct env *v)
-{
-    CUevent e = NULL;
-    CUgraph g = NULL;
-    CUresult rc;
-
-    cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
-    v->p->calls = 0;
-    say(v->l, "unrecorded begin %d", (int)cuStreamBeginCapture(v->s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    rc = cuStreamWaitEvent(v->side, e, 0);
-    say(v->l, " wait %d record %d", (int)rc, (int)cuEventRecord(e, v->s));
-    say(v->l, " fn %d", (int)cuLaunchHostFunc(v->side, look, v->p));
-    rc = cuStreamSynchronize(v->side);
-    say(v->l, " sync %d calls %d", (int)rc, v->p->calls);
-    rc = cuStreamEndCapture(v->s, &g);
-    say(v->l, " end %d\n", (int)rc);
-    if (g != NULL)
-        cuGraphDestroy(g);
-    cuEventDestroy(e);
-}
-
 /* What a capture refuses: no function, and a stream callback. */
 static void refused(struct env *v)
 {
@@ -221,7 +195,6 @@ int ds_capture_hostfn_cases(const char *fatbin, char *out, size_t len)
     around(&v, "thread", CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, v.s);
     around(&v, "relaxed", CU_STREAM_CAPTURE_MODE_RELAXED, v.s);
     around(&v, "forked", CU_STREAM_CAPTURE_MODE_GLOBAL, v.side);
-    unrecorded(&v);
     refused(&v);
     cuMemFreeHost(w);
     cuStreamDestroy(v.side);
