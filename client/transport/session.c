@@ -223,7 +223,7 @@ static void disconnect(struct ds_session *s)
 static CUresult connect_once(struct ds_session *s, const struct ds_addr *a, unsigned spin_us)
 {
     struct ds_tls_keys keys;
-    int fd, tls;
+    int fd, tls, err = 0;
     CUresult rc;
 
     ds_addr_format(a, s->where, sizeof(s->where));
@@ -244,13 +244,15 @@ static CUresult connect_once(struct ds_session *s, const struct ds_addr *a, unsi
         hand_over_local(fd);
     atomic_store(&s->wait_spin_us, spin_us);
     s->wire = ds__wire_open(fd, spin_us);
-    if (s->wire == NULL || (tls && ds__wire_tls(s->wire, &keys) != 0)) {
+    if (s->wire == NULL || (tls && (err = ds__wire_tls(s->wire, &keys)) != 0)) {
         explicit_bzero(&keys, sizeof(keys));
         if (s->wire == NULL)
             close(fd);
         ds__wire_close(s->wire);
         s->wire = NULL;
-        ds_error("cannot set up RPC to %s: out of memory", s->where);
+        /* The TLS step fails for other reasons than memory (its record layer's set-up). */
+        ds_error("cannot set up RPC to %s: %s", s->where,
+                 err != 0 ? ds_strerror(err) : "out of memory");
         return CUDA_ERROR_NO_DEVICE;
     }
     explicit_bzero(&keys, sizeof(keys));
