@@ -75,8 +75,12 @@ enum ds_devfact {
     DS_FACT_COUNT
 };
 
-/* The texts, printable ASCII of fewer than DS_FACT_TEXT_LEN bytes. */
-#define DS_DEVFACT_TEXTS(X) X(DRIVER_VERSION) X(NVML_VERSION) X(VBIOS) X(SERIAL) X(PART_NUMBER)
+/* The texts, printable ASCII of fewer than DS_FACT_TEXT_LEN bytes.  HOST_BOOT is not
+ * NVML's but the server host's boot id (/proc/sys/kernel/random/boot_id), which the
+ * executor adds whatever its backend: two devices of one tenant with the same one are on
+ * one host, which the NVML library's topology and peer answers need (docs/nvml.md). */
+#define DS_DEVFACT_TEXTS(X) \
+    X(DRIVER_VERSION) X(NVML_VERSION) X(VBIOS) X(SERIAL) X(PART_NUMBER) X(HOST_BOOT)
 
 enum ds_devfact_text {
 #define DS_DEVFACT_TEXT_ENUM(name) DS_TEXT_##name,

@@ -15,10 +15,15 @@
  * round trip serves them all for this long. */
 #define FRESH_NS 1000000000ull
 
+/* One cache per device: each is its own server's answer. */
+struct cache {
+    struct ds_devfacts facts;
+    uint64_t at_ns;
+    int have;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ds_devfacts cached;
-static uint64_t cached_at_ns;
-static int have_cached;
+static struct cache cached[DS_NVML_MAX_DEVICES];
 
 static uint64_t now_ns(void)
 {
@@ -32,19 +37,21 @@ nvmlReturn_t ds__nvml_facts(nvmlDevice_t h, struct ds_devfacts *out)
 {
     const struct ds_nvml_cuda *cu;
     CUdevice dev;
+    struct cache *c;
     nvmlReturn_t rc = ds__nvml_device(h, &cu, &dev);
     uint64_t now = now_ns();
 
     if (rc != NVML_SUCCESS)
         return rc;
+    c = &cached[h->index];
     pthread_mutex_lock(&lock);
-    if (!have_cached || now - cached_at_ns >= FRESH_NS) {
-        rc = ds__nvml_from_cu(cu->facts(dev, &cached));
-        have_cached = rc == NVML_SUCCESS;
-        cached_at_ns = now;
+    if (!c->have || now - c->at_ns >= FRESH_NS) {
+        rc = ds__nvml_from_cu(cu->facts(dev, &c->facts));
+        c->have = rc == NVML_SUCCESS;
+        c->at_ns = now;
     }
     if (rc == NVML_SUCCESS)
-        *out = cached;
+        *out = c->facts;
     pthread_mutex_unlock(&lock);
     return rc;
 }

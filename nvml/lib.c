@@ -12,15 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* What a process may see: detshare serves one device per tenant. */
-#define MAX_DEVICES 1
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ds_nvml_cuda cuda;
 static int bound;              /* cuda holds the entry points */
 static unsigned inits;         /* nvmlInit calls not yet shut down */
 static unsigned ndevices;
-static struct nvmlDevice_st devices[MAX_DEVICES];
+static struct nvmlDevice_st devices[DS_NVML_MAX_DEVICES];
 
 nvmlReturn_t ds__nvml_from_cu(CUresult rc)
 {
@@ -142,11 +140,11 @@ static nvmlReturn_t start(void)
         (rc = ds__nvml_from_cu(cuda.device_count(&n))) != NVML_SUCCESS)
         return rc;
     ndevices = 0;
-    for (int i = 0; i < n && i < MAX_DEVICES; i++) {
+    for (int i = 0; i < n && i < DS_NVML_MAX_DEVICES; i++) {
         if ((rc = ds__nvml_from_cu(cuda.device_get(&devices[i].dev, i))) != NVML_SUCCESS)
             return rc;
         devices[i].index = (unsigned)i;
-        ds__nvml_share_start(&cuda, devices[i].dev);
+        ds__nvml_share_start(&cuda, &devices[i]);
         ndevices++;
     }
     return NVML_SUCCESS;

@@ -30,6 +30,11 @@
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInternalGetExportTable(
     const void **table, const void *id);
 
+/* What a process may see: one device per server the tenant names, as many as detshare's
+ * libcuda connects to (DS_ROUTE_MAX in client/transport/route.h, which this library does
+ * not include: it binds only the client's public names and its export table). */
+#define DS_NVML_MAX_DEVICES 16
+
 /* The driver entry points used, from detshare's libcuda. */
 struct ds_nvml_cuda {
     CUresult (*init)(unsigned flags);
@@ -45,7 +50,8 @@ struct ds_nvml_cuda {
     ds_facts_get_fn facts;
 };
 
-/* A device handle points at one of these, which live as long as the process. */
+/* A device handle points at one of these, which live as long as the process; index is
+ * also the device's place in the per-device state of facts.c and share.c. */
 struct nvmlDevice_st {
     CUdevice dev;
     unsigned index;
@@ -92,7 +98,7 @@ nvmlReturn_t ds__nvml_facts(nvmlDevice_t h, struct ds_devfacts *out);
  * answer it. */
 nvmlReturn_t ds__nvml_max_video_clock(nvmlDevice_t h, unsigned *mhz);
 
-/* Take a first utilisation reading for device dev (share.c), at nvmlInit. */
-void ds__nvml_share_start(const struct ds_nvml_cuda *cu, CUdevice dev);
+/* Take a first utilisation reading of the device behind h (share.c), at nvmlInit. */
+void ds__nvml_share_start(const struct ds_nvml_cuda *cu, nvmlDevice_t h);
 
 #endif

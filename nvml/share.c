@@ -16,9 +16,14 @@ struct reading {
     uint64_t at_ns, kernel_ns;
 };
 
+/* Each device's readings, of its own server's clock. */
+struct readings {
+    struct reading older, newer;
+    int started;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct reading older, newer;
-static int started;
+static struct readings kept[DS_NVML_MAX_DEVICES];
 
 static nvmlReturn_t share_of(nvmlDevice_t h, struct ds_share_info *s)
 {
@@ -31,39 +36,41 @@ static nvmlReturn_t share_of(nvmlDevice_t h, struct ds_share_info *s)
     return ds__nvml_from_cu(cu->share(dev, s));
 }
 
-void ds__nvml_share_start(const struct ds_nvml_cuda *cu, CUdevice dev)
+void ds__nvml_share_start(const struct ds_nvml_cuda *cu, nvmlDevice_t h)
 {
     struct ds_share_info s;
+    struct readings *k = &kept[h->index];
 
-    if (cu->share(dev, &s) != CUDA_SUCCESS)
+    if (cu->share(h->dev, &s) != CUDA_SUCCESS)
         return;
     pthread_mutex_lock(&lock);
-    if (!started) {
-        older.at_ns = newer.at_ns = s.now_ns;
-        older.kernel_ns = newer.kernel_ns = s.kernel_ns;
-        started = 1;
+    if (!k->started) {
+        k->older.at_ns = k->newer.at_ns = s.now_ns;
+        k->older.kernel_ns = k->newer.kernel_ns = s.kernel_ns;
+        k->started = 1;
     }
     pthread_mutex_unlock(&lock);
 }
 
-/* Percent of the time since the reading at least PERIOD_NS old (since the first
+/* Percent of the time since device h's reading at least PERIOD_NS old (since the first
  * reading, while there is none that old) in which the tenant had work on the device. */
-static unsigned busy_percent(const struct ds_share_info *s)
+static unsigned busy_percent(nvmlDevice_t h, const struct ds_share_info *s)
 {
     struct reading base, now = { s->now_ns, s->kernel_ns };
+    struct readings *k = &kept[h->index];
     uint64_t dt, dk;
 
     pthread_mutex_lock(&lock);
-    if (!started) {
-        older = newer = now;
-        started = 1;
+    if (!k->started) {
+        k->older = k->newer = now;
+        k->started = 1;
     }
-    if (now.at_ns >= newer.at_ns + PERIOD_NS) {
-        base = newer;
-        older = newer;
-        newer = now;
+    if (now.at_ns >= k->newer.at_ns + PERIOD_NS) {
+        base = k->newer;
+        k->older = k->newer;
+        k->newer = now;
     } else {
-        base = older;
+        base = k->older;
     }
     pthread_mutex_unlock(&lock);
     dt = now.at_ns > base.at_ns ? now.at_ns - base.at_ns : 0;
@@ -121,7 +128,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
         return rc;
     if (utilization == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    utilization->gpu = busy_percent(&s);
+    utilization->gpu = busy_percent(device, &s);
     utilization->memory = 0;
     return NVML_SUCCESS;
 }

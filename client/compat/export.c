@@ -668,14 +668,17 @@ static void facts_from_wire(const ds_facts *w, struct ds_devfacts *out)
 static CUresult facts_get(CUdevice dev, struct ds_devfacts *out)
 {
     ds_facts_res r;
-    int ordinal = dev;
+    int ordinal = 0; /* the device as its server numbers it */
     CUresult rc;
 
     if (out == NULL)
         return CUDA_ERROR_INVALID_VALUE;
     if (!ds__rpc_ready())
         return CUDA_ERROR_NOT_INITIALIZED;
+    if ((rc = ds__ctx_pin(dev)) != CUDA_SUCCESS)
+        return rc;
     rc = ds_rpc_device_facts(&ordinal, &r);
+    ds__route_unpin();
     if (rc != CUDA_SUCCESS)
         return rc;
     facts_from_wire(&r.ds_facts_res_u.facts, out);

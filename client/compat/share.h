@@ -15,10 +15,11 @@
 #include <cuda.h>
 #include <stdint.h>
 
-/* "detshare-nvml", then the layout's version: 2 added slot 2. */
+/* "detshare-nvml", then the layout's version: 2 added slot 2, 3 a text to struct
+ * ds_devfacts (HOST_BOOT). */
 #define DS_SHARE_TABLE_ID_BYTES                                                     \
     { 0x64, 0x65, 0x74, 0x73, 0x68, 0x61, 0x72, 0x65, 0x2d, 0x6e, 0x76, 0x6d, 0x6c, 0x00, \
-      0x00, 0x02 }
+      0x00, 0x03 }
 
 /* What the tenant sees of its device now (rpcgen/detshare.x, ds_share). */
 struct ds_share_info {

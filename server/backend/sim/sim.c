@@ -202,6 +202,9 @@ void ds__sim_describe(struct ds_backend *b, struct ds_device_view *v)
     v->total_mem = b->cfg.shm->sim_mem_total;
     v->driver_version = CUDA_VERSION;
     fill_attrs(v->attrs, b->cfg.sim_sms);
+    /* Each sim GPU on a bus of its own, as GPUs of one host are (GPU 0's is 0x19): a
+     * tenant of several sim servers finds each by its bus id. */
+    v->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] += b->cfg.gpu % 0xe0;
     v->attrs[CU_DEVICE_ATTRIBUTE_MPS_ENABLED] = sim_mps_client(b);
 }
 

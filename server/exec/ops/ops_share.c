@@ -6,6 +6,7 @@
 #include "ds_devfacts.h"
 #include "shm.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,21 @@ static int to_wire(const struct ds_devfacts *d, ds_facts *w)
     return 0;
 }
 
+/* The host's boot id into text, or "" when it cannot be read: the NVML library then
+ * takes the device for one of an unknown host. */
+static void host_boot(char text[DS_FACT_TEXT_LEN])
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    text[0] = '\0';
+    if (f == NULL)
+        return;
+    if (fgets(text, DS_FACT_TEXT_LEN, f) == NULL)
+        text[0] = '\0';
+    fclose(f);
+    text[strcspn(text, "\n")] = '\0';
+}
+
 CUresult ds__ops_device_facts(struct ds_tenant *t, const int *dev, ds_facts_res *r)
 {
     struct ds_devfacts d;
@@ -69,6 +85,7 @@ CUresult ds__ops_device_facts(struct ds_tenant *t, const int *dev, ds_facts_res 
         return CUDA_ERROR_INVALID_DEVICE;
     memset(&d, 0, sizeof(d));
     t->ops->device_facts(t->be, &d);
+    host_boot(d.text[DS_TEXT_HOST_BOOT]);
     /* What the backend read goes out as the tenant will check it. */
     ds_devfacts_sanitize(&d);
     memset(r, 0, sizeof(*r));
