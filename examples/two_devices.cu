@@ -48,6 +48,14 @@ int main()
 
     CHECK(cudaSetDevice(1));
     CHECK(cudaMalloc(&b, N));
+    {
+        int cur = -1;
+        cudaPointerAttributes at;
+
+        CHECK(cudaGetDevice(&cur));
+        CHECK(cudaPointerGetAttributes(&at, b));
+        printf("after cudaSetDevice(1): current device %d, memory on device %d\n", cur, at.device);
+    }
     CHECK(cudaMalloc(&c, N));
     CHECK(cudaStreamCreate(&s1));
     CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));

@@ -135,7 +135,9 @@ Test(runtime, cudaMallocAsync_and_memory_pools)
 
 /* A program of two devices, each one server's: cudart's first call hashes every device's
  * identity into its integrity check, and the client's buffer had room for one (a tenant
- * of two servers crashed in cudart, run 136); then copies between the devices. */
+ * of two servers crashed in cudart, run 136); cudart takes each device's primary context
+ * from the client's private table, which gave device 0's for device 1 (run 139); then
+ * copies between the devices. */
 Test(runtime, two_devices_of_two_servers)
 {
     struct ds_test_server two[2];
@@ -148,6 +150,8 @@ Test(runtime, two_devices_of_two_servers)
     for (int i = 0; i < 2; i++) {
         cr_expect_eq(run_example(names[i], out, sizeof(out)), 0, "%s failed:\n%s", names[i], out);
         cr_expect(strstr(out, "devices: 2") != NULL, "%s:\n%s", names[i], out);
+        cr_expect(strstr(out, "current device 1, memory on device 1") != NULL, "%s:\n%s",
+                  names[i], out);
         cr_expect(strstr(out, "copy on the source's stream: exact") != NULL, "%s:\n%s",
                   names[i], out);
         cr_expect(strstr(out, "cudaMemcpyPeer: exact") != NULL, "%s:\n%s", names[i], out);

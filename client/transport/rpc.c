@@ -435,6 +435,13 @@ static CUresult connect_all(int *broken)
 
     if (ds__session_open_all(sess, &n, &auto_spin_us) != CUDA_SUCCESS)
         return CUDA_ERROR_NO_DEVICE;
+    /* The hellos were decoded before the client's view of handles is installed (once
+     * the servers are counted: ds__route_start), so their primary contexts carry no
+     * device tag; untagged, device 1's was device 0's, and cudart, which takes primary
+     * contexts from its private table (compat/export.c), ran everything of "device 1"
+     * on device 0 (two H200s, run 139). */
+    for (int i = 1; i < n; i++)
+        sess[i].hello.ds_hello_res_u.ok.primary |= (uint64_t)i << DS_ROUTE_SHIFT;
     for (int i = 0; i < n; i++) {
         if (start_flusher(&sess[i]) != 0) {
             ds_error("cannot start the client's flusher thread: %s", strerror(errno));
