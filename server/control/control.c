@@ -56,6 +56,26 @@ static unsigned fault_gen(const struct control *c)
            atomic_load(&c->shm->domains[0].lost);
 }
 
+/* Log a failure to start a warm executor: a new reason at once, the same one at most
+ * every 10 s, with how many went unlogged. */
+static void warm_failed(struct control *c, int err)
+{
+    uint64_t now = uv_now(c->loop);
+
+    if (err == c->warm_errno && now - c->warm_logged_ms < 10000) {
+        c->warm_unlogged++;
+        return;
+    }
+    if (c->warm_unlogged > 0)
+        ds_warn("cannot start a warm executor: %s (and %u times more since the last line)",
+                strerror(err), c->warm_unlogged);
+    else
+        ds_warn("cannot start a warm executor: %s", strerror(err));
+    c->warm_errno = err;
+    c->warm_logged_ms = now;
+    c->warm_unlogged = 0;
+}
+
 /* Keep cfg->warm executors of the shared domain waiting with the device open. */
 static void fill_pool(struct control *c)
 {
@@ -63,7 +83,7 @@ static void fill_pool(struct control *c)
      * is filled again once it has (recovery.c serves its waiting tenants, then here). */
     while (!c->stopping && !c->recovery[0].active && c->nwarm < c->cfg->warm) {
         if (ds__control_spawn(c, &c->warm[c->nwarm], DS_ISO_SHARED, 0) != 0) {
-            ds_warn("cannot start a warm executor: %s", strerror(errno));
+            warm_failed(c, errno);
             return;
         }
         c->warm_gen[c->nwarm] = fault_gen(c);

@@ -56,6 +56,12 @@ struct control {
     int shm_fd;
     struct ds_spawned warm[DS_MAX_WARM]; /* started, device open, no tenant yet */
     int nwarm;
+    /* The last failure to start a warm executor, when it was logged, and how many alike
+     * since: every refused connection at capacity retries the pool, and a flood of them
+     * must not flood the log. */
+    int warm_errno;
+    uint64_t warm_logged_ms;
+    unsigned warm_unlogged;
     /* By warm executor: the faults seen in the shared domain when it was started (a
      * later one may have ended its context: it is stale), and whether it was told to go. */
     unsigned warm_gen[DS_MAX_WARM];
