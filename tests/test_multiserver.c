@@ -950,6 +950,34 @@ Test(multiserver, a_mapping_goes_with_its_context)
     cr_assert(xdev_buf0_holds(&x, want));
 }
 
+/* An allocation that ends with its context, unseen by the client, and a new one at the
+ * same address: a copy from the new one must not go through the old one's mapping. */
+Test(multiserver, a_new_allocation_at_an_old_address_is_mapped_anew)
+{
+    static unsigned char first[XB], second[XB];
+    CUdeviceptr a, b;
+    CUcontext m;
+    struct xdev x;
+
+    xdev_setup(&x);
+    pattern(first, XB, 3);
+    pattern(second, XB, 11);
+    CU_OK(cuCtxCreate(&m, NULL, 0, 1));
+    CU_OK(cuMemAlloc(&a, XB));
+    put(m, a, first, XB);
+    CU_OK(cuMemcpyPeer(x.buf0, x.c0, a, m, XB));
+    cr_assert(xdev_buf0_holds(&x, first));
+    CU_OK(cuCtxDestroy(m));
+    CU_OK(cuCtxCreate(&m, NULL, 0, 1));
+    CU_OK(cuMemAlloc(&b, XB));
+    if (b != a)
+        cr_skip_test("the server gave the new allocation another address");
+    put(m, b, second, XB);
+    CU_OK(cuMemcpyPeer(x.buf0, x.c0, b, m, XB));
+    cr_assert(xdev_buf0_holds(&x, second), "the copy came through the old allocation's mapping");
+    CU_OK(cuCtxDestroy(m));
+}
+
 /* Executors of server s (children of its control process) holding the sim's IPC
  * memfds: descriptors (fds) or mappings (maps) named detshare-ipc-*. */
 static int ipc_memfds(const struct ds_test_server *s, int maps)

@@ -43,9 +43,21 @@ void ds__mem_remember_pool(uint64_t base, uint64_t size, uint64_t pool)
 
     pthread_mutex_lock(&lock);
     while ((old = ds_memtab_overlap(&device_mem, base, size)) != NULL) {
-        if ((old->kind >> KIND_DEV_SHIFT) != (e.kind >> KIND_DEV_SHIFT))
+        uint64_t gone = old->base;
+        int dev = (int)(old->kind >> KIND_DEV_SHIFT);
+        ds_mem_drop_hook fn = atomic_load(&drop_hook);
+
+        if (dev != (int)(e.kind >> KIND_DEV_SHIFT))
             coincide(old, &e);
-        ds_memtab_remove(&device_mem, old->base, NULL);
+        ds_memtab_remove(&device_mem, gone, NULL);
+        /* An allocation the client never saw freed (its context ended with it) is
+         * replaced: what was mapped of it elsewhere (peer.c) goes with it, or a copy to
+         * the new one would use the old mapping. */
+        if (fn != NULL) {
+            pthread_mutex_unlock(&lock);
+            fn(gone, dev);
+            pthread_mutex_lock(&lock);
+        }
     }
     ds_memtab_insert(&device_mem, &e);
     pthread_mutex_unlock(&lock);
