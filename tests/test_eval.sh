@@ -97,6 +97,11 @@ flip = [c for c in cells if c["scenario"] == "detshare-pulse-flip-100"][0]
 assert flip["metrics"]["server"]["moves"] >= 10, flip["metrics"]
 pair = [c for c in cells if c["scenario"] == "detshare-slo-aware" and c["experiment"] == "infer"]
 assert pair[0]["metrics"]["lat"]["p99_ms_2"] > 0 and pair[0]["metrics"]["be"]["busy"] > 0
+# The service's SLO: fixed by the calibration (1.2x its p99 alone), told to the server.
+slo = cal["infer"]["params"]["slo"]
+assert isinstance(slo, float) and slo > 0, slo
+assert all(c["params"]["slo"] == slo for c in cells if c["experiment"] == "infer")
+assert pair[0]["metrics"]["server"]["told"].get("lat") is not None, pair[0]["metrics"].get("server")
 print("infer calibrated at %s requests/s; %d cells" % (rates, len(cells)))
 PY
 md=$out/more/report.md

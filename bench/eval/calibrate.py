@@ -4,7 +4,8 @@ it measures what it claims to, on the device at hand, kept in OUT/calibration.js
 For each candidate of the experiment's Calib in order (each over its defaults):
   1. the latency job alone (natively; on the sim through detshare), which also fixes the
      serve job's arrival rates where they are given as fractions ("auto:"), and any other
-     "auto:" parameter P whose value the job reports as metric auto_P (llm's SLO);
+     "auto:" parameter P whose value the job reports as metric auto_P (llm's SLO), or else
+     "auto:K" as K times the latency metric measured alone (infer's SLO);
   2. each saturating job alone, which must keep the device busy: its steps' time on the
      device's clock over the window's (from timed events) at least BUSY_MIN; on a GPU
      NVML's utilisation (nvidia-smi, every 200 ms) and the SM clock are kept beside it;
@@ -166,6 +167,9 @@ class Calibration:
             for k in [k for k, v in params.items() if str(v).startswith("auto:")]:
                 if rec["ok"] and m.get("auto_" + k) is not None:
                     params[k] = m["auto_" + k]  # fixed by the job itself (llm's slo)
+                elif rec["ok"] and m.get(c.metric) is not None:
+                    # K times the latency measured alone (infer's slo: its p99 alone)
+                    params[k] = round(float(str(params[k])[5:]) * m[c.metric], 3)
             res["alone"] = m.get(c.metric)
             res["errors"] += rec.get("errors", [])
         for j in [j for j in self.exp.jobs if j.saturating]:

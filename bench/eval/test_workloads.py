@@ -210,6 +210,10 @@ class Calibrating(unittest.TestCase):
         self.assertEqual(e["chosen"], 2)
         self.assertEqual(e["params"]["rates"], "60,120")
         self.assertEqual(len(e["candidates"]), 2)
+        # The SLO the server is told: 1.2 times the p99 alone at rate 2 (10 ms).
+        self.assertAlmostEqual(e["params"]["slo"], 12.0)
+        self.assertEqual(experiments.INFER.jobs[0].slo(type("R", (), {"params": e["params"]})),
+                         12.0)
 
     def test_an_idle_flood_does_not_pass_and_the_closest_is_kept(self):
         e = self.calibrate(lambda p: 30.0 if p["batch"] == 64 else 12.0, lambda p: 0.5)
