@@ -253,8 +253,10 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mo
     return NVML_SUCCESS;
 }
 
-/* A tenant's device is the whole GPU its server runs on, never a MIG instance. */
-nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+/* Set *out (and *out2 where given) to v for a query whose answer is the same for every
+ * tenant's device: the handle's and the output's errors first, as NVML checks them. */
+static nvmlReturn_t fixed(nvmlDevice_t device, unsigned *out, unsigned *out2, int two,
+                          unsigned v)
 {
     const struct ds_nvml_cuda *cu;
     CUdevice dev;
@@ -262,10 +264,18 @@ nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMi
 
     if (rc != NVML_SUCCESS)
         return rc;
-    if (isMigDevice == NULL)
+    if (out == NULL || (two && out2 == NULL))
         return NVML_ERROR_INVALID_ARGUMENT;
-    *isMigDevice = 0;
+    *out = v;
+    if (two)
+        *out2 = v;
     return NVML_SUCCESS;
+}
+
+/* A tenant's device is the whole GPU its server runs on, never a MIG instance. */
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
+{
+    return fixed(device, isMigDevice, NULL, 0, 0);
 }
 
 /* MIG stays off for a tenant: it cannot be turned on through detshare (the setter is
@@ -274,29 +284,11 @@ nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMi
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                   unsigned int *pendingMode)
 {
-    const struct ds_nvml_cuda *cu;
-    CUdevice dev;
-    nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
-
-    if (rc != NVML_SUCCESS)
-        return rc;
-    if (currentMode == NULL || pendingMode == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *currentMode = *pendingMode = NVML_DEVICE_MIG_DISABLE;
-    return NVML_SUCCESS;
+    return fixed(device, currentMode, pendingMode, 1, NVML_DEVICE_MIG_DISABLE);
 }
 
 /* No MIG device can be made inside a tenant's device. */
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
 {
-    const struct ds_nvml_cuda *cu;
-    CUdevice dev;
-    nvmlReturn_t rc = ds__nvml_device(device, &cu, &dev);
-
-    if (rc != NVML_SUCCESS)
-        return rc;
-    if (count == NULL)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *count = 0;
-    return NVML_SUCCESS;
+    return fixed(device, count, NULL, 0, 0);
 }

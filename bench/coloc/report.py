@@ -7,8 +7,9 @@ per output token (p50, p99), trainer steps per second, throughput normalised to 
 alone natively, issue 9's targets met or not, and whether each job's hash (its first
 losses, or its first tokens) equals the one it had alone natively.  In the bursty LLM
 scenario (decode+prefill) the decoder's TPOT SLO is slo_x (meta.txt) times its p50 alone
-natively in the same repeat, rounded to whole ms as run.sh gave it to the servers, and
-the report counts the decode steps over it.
+natively in the same repeat, as run.sh told it to the servers (its slo@rN.txt: whole ms
+before 2026-11-28, to the microsecond since), and the report counts the decode steps over
+it.
 
 A run may repeat the whole set (REPEATS): a figure is then the median over repeats, and a
 target's ratio the median over repeats of that ratio within a repeat (the pair against
@@ -91,10 +92,13 @@ def throughput(m):
     return None
 
 
-def slo_of(paths, slo_x):
-    """The decoder's TPOT SLO of one repeat, as run.sh computes it, or None."""
+def slo_of(paths, slo_x, told=None):
+    """The decoder's TPOT SLO of one repeat: what run.sh told the server (told: its
+    slo@rN.txt, whole ms before 2026-11-28), else as run.sh computes it, or None."""
+    if told and os.path.exists(told):
+        return float(open(told).read().strip())
     steps = sorted(r["tpot_ms"] for r in read(paths.get("decode", "")) if r.get("kind") == "step")
-    return max(1, round(slo_x * steps[len(steps) // 2])) if steps else None
+    return max(0.001, round(slo_x * steps[len(steps) // 2], 3)) if steps else None
 
 
 def scenarios(raw):
@@ -124,7 +128,8 @@ def build_one(raw, tag, slo_x):
         res = reps.setdefault(f"{tag}{rep}", {})
         slo = None
         if scen.endswith("-decode+prefill"):
-            slo = slo_of(found.get(("alone-native", rep), {}), slo_x)
+            slo = slo_of(found.get(("alone-native", rep), {}), slo_x,
+                         os.path.join(raw, "slo@r%s.txt" % rep))
         res[scen] = {j: measure(rows[j], window, slo if j == "decode" else None) for j in jobs}
         if window is not None:
             res[scen]["overlap_s"] = max(0.0, window[1] - window[0])

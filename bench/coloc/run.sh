@@ -114,12 +114,13 @@ launch() {
     fi
 }
 
-# The decoder's TPOT SLO in this repeat, in whole ms: SLO_X times its p50 alone natively.
+# The decoder's TPOT SLO in this repeat, in ms to the microsecond (what detshare-ctl takes):
+# SLO_X times its p50 alone natively.
 slo_ms() {
     "$python" - "$raw/alone-native@r$rep-decode.jsonl" "$slo_x" << 'EOF'
 import json, sys
 steps = sorted(json.loads(l)["tpot_ms"] for l in open(sys.argv[1]) if '"step"' in l)
-print(max(1, round(float(sys.argv[2]) * steps[len(steps) // 2])) if steps else 0)
+print("%.3f" % max(0.001, round(float(sys.argv[2]) * steps[len(steps) // 2], 3)) if steps else 0)
 EOF
 }
 
@@ -127,7 +128,7 @@ EOF
 give_slo() {
     local ms
     ms=$(slo_ms 2> /dev/null)
-    [ "${ms:-0}" -gt 0 ] || return
+    [ -n "$ms" ] && [ "$ms" != 0 ] || return
     echo "$ms" > "$raw/slo@r$rep.txt"
     for _ in $(seq 300); do
         "$build/server/detshare-ctl" tenant decode class latency slo "$ms" > /dev/null 2>&1 && return

@@ -370,12 +370,16 @@ static int clear_stale_socket(const struct ds_addr *a)
     return 0;
 }
 
+/* A failure already logged: positive, where libuv's errors are negative (UV_EPERM is
+ * -1, which a -1 here hid). */
+#define LOGGED 1
+
 static int bind_unix(struct control *c, struct listener *l)
 {
     int rc;
 
     if (clear_stale_socket(&l->addr) != 0)
-        return -1;
+        return LOGGED;
     rc = uv_pipe_init(c->loop, &l->h.pipe, 0);
     if (rc == 0)
         rc = uv_pipe_bind(&l->h.pipe, l->addr.path);
@@ -400,22 +404,26 @@ static int open_listener(struct control *c, const struct ds_addr *a)
 {
     struct listener *l = &c->ls[c->nls];
     char where[300];
-    int rc;
+    int rc, bound;
 
     memset(l, 0, sizeof(*l));
     l->addr = *a;
     l->ctl = c;
     ds_addr_format(a, where, sizeof(where));
     rc = a->kind == DS_ADDR_UNIX ? bind_unix(c, l) : bind_tcp(c, l);
+    bound = rc == 0;
     if (rc == 0) {
         l->h.handle.data = l;
         rc = uv_listen(&l->h.stream, 128, on_connection);
     }
     if (rc != 0) {
-        if (rc != -1)
+        if (rc != LOGGED)
             ds_error("cannot listen on %s: %s", where, uv_strerror(rc));
         if (l->h.handle.loop != NULL)
             uv_close(&l->h.handle, NULL);
+        /* Bound but not listening: the socket file would look like a server's. */
+        if (bound && a->kind == DS_ADDR_UNIX)
+            unlink(a->path);
         return -1;
     }
     c->nls++;
