@@ -4,6 +4,7 @@
  * the device's identity is the device's; whatever would change the device is refused
  * and whatever is not served says so. */
 #include "ds_test.h"
+#include "nvml_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,19 +19,6 @@
 
 static struct ds_test_server srv;
 static char dir[64];
-
-#define NV_OK(call)                                                                    \
-    do {                                                                               \
-        nvmlReturn_t rc_ = (call);                                                     \
-        cr_assert_eq(rc_, NVML_SUCCESS, "%s -> %s", #call, nvmlErrorString(rc_));      \
-    } while (0)
-
-#define NV_IS(call, want)                                                              \
-    do {                                                                               \
-        nvmlReturn_t rc_ = (call);                                                     \
-        cr_assert_eq(rc_, (want), "%s -> %s, expected %s", #call, nvmlErrorString(rc_), \
-                     nvmlErrorString(want));                                           \
-    } while (0)
 
 static double now_ms(void)
 {

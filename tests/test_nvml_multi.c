@@ -4,6 +4,7 @@
  * NCCL and PyTorch find a rank's device by its PCI bus id and read the pair's topology
  * and peer status here (docs/nvml.md, "Several servers"). */
 #include "ds_test.h"
+#include "nvml_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,19 +18,6 @@
 
 static struct ds_test_server srv[2];
 static char dir[64];
-
-#define NV_OK(call)                                                                    \
-    do {                                                                               \
-        nvmlReturn_t rc_ = (call);                                                     \
-        cr_assert_eq(rc_, NVML_SUCCESS, "%s -> %s", #call, nvmlErrorString(rc_));      \
-    } while (0)
-
-#define NV_IS(call, want)                                                              \
-    do {                                                                               \
-        nvmlReturn_t rc_ = (call);                                                     \
-        cr_assert_eq(rc_, (want), "%s -> %s, expected %s", #call, nvmlErrorString(rc_), \
-                     nvmlErrorString(want));                                           \
-    } while (0)
 
 /* Two servers of distinct devices (on a GPU box only with DS_TEST_GPU_PAIR: GPUs 0 and
  * 1); only the second's rule gives tenant "nvm" a quota of 64 MiB. */
